@@ -1,0 +1,77 @@
+// The interface between the engine loop and a model runtime (CPU now, CUDA later). A backend owns
+// the weights and the KV-cache storage for `num_kv_pages()` pages of `page_size()` tokens; which
+// page belongs to which sequence is decided by the scheduler's page pool and passed in per step.
+//
+// One Step() runs a mixed batch: decode rows feed 1 token, prefill rows feed a chunk. For every fed
+// token the backend writes its K/V into the row's pages at position start_pos + i, then computes
+// attention over positions 0..start_pos+i. Rows with `sample` set get their next token sampled from
+// the logits of their last fed token.
+//
+// Thread-safety: not thread-safe; owned and called by the worker's scheduler thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "worker/model/model_config.h"
+#include "worker/model/sampling_params.h"
+
+namespace pkv {
+
+struct BatchRow {
+  const int32_t* tokens = nullptr;  // [num_tokens] token ids to feed
+  int32_t num_tokens = 0;           // >= 1
+  int32_t start_pos = 0;            // tokens of this row already in the KV cache
+  const int32_t* pages = nullptr;   // [num_pages] the row's block table
+  int32_t num_pages = 0;            // >= ceil((start_pos + num_tokens) / page_size)
+  bool sample = false;              // sample a token after the last fed token
+  const SamplingParams* params = nullptr;  // REQUIRES: set when sample
+  int32_t sample_index = 0;         // index of the token being sampled within the generation
+                                    // (0 = first generated token); keys the seeded RNG
+};
+
+struct TopLogprobEntry {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+};
+
+struct SampleResult {
+  int32_t token_id = 0;
+  float logprob = 0.0f;                 // when params->logprobs
+  std::vector<TopLogprobEntry> top;     // params->top_logprobs entries, most likely first
+};
+
+// What the last Step() did, for metrics (route labels follow DESIGN.md; the CPU backend reports
+// route "cpu-reference").
+struct StepStats {
+  std::string decode_route;
+  int32_t decode_launches = 0;
+  double decode_split_occupancy = 1.0;
+  int32_t num_decode_rows = 0;
+  int32_t num_prefill_tokens = 0;
+};
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual int32_t page_size() const = 0;
+  virtual int64_t num_kv_pages() const = 0;
+  virtual std::string backend_name() const = 0;  // "cpu" or "cuda"
+  virtual std::string dtype_name() const = 0;    // "float32", "float16", "bfloat16"
+
+  // Runs the batch and appends one SampleResult per row with `sample` set, in row order.
+  // On error the KV written by this step is unspecified; the caller fails the whole batch.
+  virtual absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
+                            StepStats* stats) = 0;
+
+  // Runs the batch without sampling and writes the final-position logits of each row with `sample`
+  // set into logits[i * vocab_size ...] (float32). For tests and cross-backend checks.
+  virtual absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits) = 0;
+};
+
+}  // namespace pkv

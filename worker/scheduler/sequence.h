@@ -1,0 +1,42 @@
+// One request's state inside a worker: its tokens (prompt, then generated), how many of them have
+// K/V in the cache, its pages, and its sampling parameters. Owned by the Scheduler; pointers handed
+// out by Schedule() stay valid until the sequence is finished or aborted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "worker/kv_cache/block_table.h"
+#include "worker/model/sampling_params.h"
+
+namespace pkv {
+
+enum class SequenceState { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  uint64_t id = 0;              // unique within the worker, assigned by the engine
+  std::string request_id;
+  // Prompt tokens followed by generated ones. Tokens resumed from another worker (migration) are
+  // generated tokens: they count against max_tokens.
+  std::vector<int32_t> tokens;
+  int32_t num_prompt_tokens = 0;
+  // Tokens whose K/V are written to the cache. Prefill advances this by chunks; decode by one.
+  // Preemption resets it to 0 (recompute).
+  int32_t num_computed = 0;
+  BlockTable blocks;
+  SamplingParams params;
+  int32_t priority = 0;
+  absl::Time arrival_time;
+  absl::Time deadline = absl::InfiniteFuture();
+  SequenceState state = SequenceState::kWaiting;
+  int32_t num_preemptions = 0;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }
+  // Tokens still to feed before the next sample (>= 1 while running).
+  int32_t num_uncomputed() const { return num_tokens() - num_computed; }
+};
+
+}  // namespace pkv
