@@ -2,14 +2,15 @@
 
 namespace pkv::bench {
 
-// Declared by each subcommand's file; add a line here when adding a subcommand.
-#if PKV_HAVE_CUDA
+// Declared by each subcommand's file; add a line here when adding a subcommand. Each subcommand
+// folder's CMakeLists defines PKV_BENCH_<NAME>=1 when it is built.
+#if PKV_BENCH_KERNELS
 int KernelsMain(int argc, char** argv);
 #endif
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> table = {
-#if PKV_HAVE_CUDA
+#if PKV_BENCH_KERNELS
       {"kernels", "decode-attention routes over a trace grid (GPU)", KernelsMain},
 #endif
   };
