@@ -1,5 +1,10 @@
-// The pages of one sequence, in token order: token t lives in pages()[t / page_size]. Holds one
-// reference on each page. Not thread-safe; owned by its Sequence.
+// The pages of one sequence, in token order: token t lives in pages()[t / page_size], slot
+// t % page_size. Holds one reference on each page. Not thread-safe; owned by its Sequence.
+//
+// Capacity is num_pages() * page_size tokens. A table only grows (EnsureCapacity) or empties
+// (ReleaseAll); the scheduler never shrinks one in between. A moved-from table is empty, and
+// moving into a non-empty table is a leak (PKV_CHECKed). The page size is not stored: every
+// caller passes the worker's one page size.
 #pragma once
 
 #include <cstdint>
@@ -12,25 +17,34 @@ namespace pkv {
 class BlockTable {
  public:
   BlockTable() = default;
-  BlockTable(BlockTable&&) = default;
-  BlockTable& operator=(BlockTable&&) = default;
+  BlockTable(BlockTable&& other) noexcept;
+  BlockTable& operator=(BlockTable&& other) noexcept;
   BlockTable(const BlockTable&) = delete;
   BlockTable& operator=(const BlockTable&) = delete;
   // PKV_CHECKs that ReleaseAll() ran (a non-empty table at destruction is a page leak).
   ~BlockTable();
 
-  // Pages needed to hold `num_tokens` tokens beyond those already held.
+  // Pages needed to hold `num_tokens` tokens beyond those already held:
+  // max(0, ceil(num_tokens / page_size) - num_pages()). REQUIRES: page_size > 0, num_tokens >= 0.
   int32_t PagesNeeded(int64_t num_tokens, int32_t page_size) const;
   // Grows the table to hold `num_tokens` tokens; all or nothing. False when the pool is short.
   bool EnsureCapacity(int64_t num_tokens, int32_t page_size, PagePool* pool);
   // Releases every page back to the pool and empties the table.
   void ReleaseAll(PagePool* pool);
 
+  // Tokens the held pages can store.
+  int64_t Capacity(int32_t page_size) const { return int64_t{num_pages()} * page_size; }
+
   const std::vector<int32_t>& pages() const { return pages_; }
   int32_t num_pages() const { return static_cast<int32_t>(pages_.size()); }
 
  private:
-  std::vector<int32_t> pages_;
+  std::vector<int32_t> pages_;  // [num_pages] page ids, in token order
 };
+
+// Pages that hold `num_tokens` tokens: ceil(num_tokens / page_size). REQUIRES: page_size > 0.
+inline int64_t PagesForTokens(int64_t num_tokens, int32_t page_size) {
+  return (num_tokens + page_size - 1) / page_size;
+}
 
 }  // namespace pkv

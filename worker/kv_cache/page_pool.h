@@ -3,7 +3,10 @@
 // it. Not thread-safe: owned by the scheduler thread.
 //
 // Ledger (RELIABILITY.md I2): allocs_total - frees_total == num_used() at all times, and
-// num_used() + num_free() == num_pages().
+// num_used() + num_free() == num_pages(). A page is free exactly when its refcount is 0.
+//
+// Misuse by the caller (releasing a free page, retaining a free page, an id out of range, a
+// negative count) is a broken invariant, not bad input: it PKV_CHECK-aborts.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +16,18 @@ namespace pkv {
 
 class PagePool {
  public:
+  // REQUIRES: num_pages >= 0.
   explicit PagePool(int32_t num_pages);
+
+  PagePool(const PagePool&) = delete;
+  PagePool& operator=(const PagePool&) = delete;
 
   int32_t num_pages() const { return static_cast<int32_t>(refcounts_.size()); }
   int32_t num_free() const { return static_cast<int32_t>(free_list_.size()); }
   int32_t num_used() const { return num_pages() - num_free(); }
 
   // Allocates `n` pages (refcount 1 each) and appends their ids to `out`; all or nothing.
-  // Returns false (and changes nothing) when fewer than n pages are free.
+  // Returns false (and changes nothing) when fewer than n pages are free. REQUIRES: n >= 0.
   bool Allocate(int32_t n, std::vector<int32_t>* out);
   // Adds a holder to an allocated page.
   void Retain(int32_t page);
@@ -33,8 +40,12 @@ class PagePool {
   uint64_t frees_total() const { return frees_total_; }
 
  private:
+  void CheckId(int32_t page) const;
+
   std::vector<int32_t> refcounts_;  // [num_pages]
-  std::vector<int32_t> free_list_;  // LIFO of free page ids
+  // LIFO of free page ids: a just-freed page is reused first (it is likely still in L2 on the
+  // GPU, and tests see reuse quickly). Initially ordered so pages are handed out 0, 1, 2, ...
+  std::vector<int32_t> free_list_;  // [num_free]
   uint64_t allocs_total_ = 0;
   uint64_t frees_total_ = 0;
 };
