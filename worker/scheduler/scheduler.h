@@ -2,21 +2,40 @@
 // scheduler thread. Not thread-safe.
 //
 // Each step, Schedule() builds a batch under two budgets:
-//  - every running sequence that is fully prefilled decodes one token;
+//  - sequences past their deadline are dropped first (waiting or running; pages released);
+//  - every running sequence that is fully prefilled decodes one token (decode rows come first in
+//    the batch and in the token budget);
+//  - then running sequences still prefilling continue, in admission order;
 //  - prefill (new and partially prefilled sequences) is chunked so the step feeds at most
-//    `max_batch_tokens` tokens in total (chunked prefill);
-//  - a waiting sequence is admitted (FCFS within priority) only while free pages cover its next
-//    chunk plus a reserve of `watermark_pages` and `max_running` is not reached;
+//    `max_batch_tokens` tokens in total (chunked prefill): a chunk is min(uncomputed tokens,
+//    remaining budget), shrunk further to the room free pages give a running sequence;
+//  - a waiting sequence is admitted (preempted ones first, then highest priority, FCFS within a
+//    priority) only while free pages cover its next chunk plus a reserve of `watermark_pages` and
+//    `max_running` is not reached. No admission happens in a step that preempted (the freed pages
+//    are what the running batch just ran out of; re-admitting would thrash);
 //  - when a running sequence needs a page and none is free, the most recently admitted running
 //    sequence is preempted by recompute: its pages are released, num_computed reset to 0, and it
 //    goes back to the front of the waiting queue (its generated tokens kept, so greedy output is
-//    unchanged). The preemption counter is incremented.
+//    unchanged). The preemption counter is incremented. If that sequence is the one asking, it
+//    just goes back. A victim already placed in this step's batch is taken out of it.
 // Pages for every token fed in the step are allocated by Schedule() before it returns, so the
 // backend can write K/V without further checks.
 //
+// Progress: the earliest admitted running sequence can preempt every later one, and Add() refuses
+// sequences that could never fit the pool, so it always advances; when the batch would be empty
+// while sequences wait, the first waiting one is admitted even below the watermark (its chunk
+// shrunk to the free pages). Decode rows always fit the token budget because max_running is
+// clamped to max_batch_tokens.
+//
 // Bounded admission: Add() refuses with RESOURCE_EXHAUSTED when `max_waiting` sequences wait or the
-// waiting prompt tokens would exceed `max_queued_tokens`, and with INVALID_ARGUMENT when the
-// sequence could never fit the pool (prompt + max_tokens pages > total pages).
+// queued tokens (num_queued_tokens() plus the new prompt) would exceed `max_queued_tokens`, and
+// with INVALID_ARGUMENT when the sequence could never fit the pool (prompt + max_tokens pages >
+// total pages) or is malformed (empty prompt, duplicate id, ...).
+//
+// Pointer lifetime: Sequence pointers in a ScheduledBatch stay valid until the sequence is
+// finished, aborted or expired. Do not Finish/Abort a sequence of a batch between Schedule() and
+// its CommitStep() unless the step is abandoned (CommitStep never called for it; the pages it
+// allocated stay with their sequences and are reused by the next step).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +44,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "worker/kv_cache/page_pool.h"
@@ -41,6 +59,11 @@ struct SchedulerConfig {
   int64_t max_queued_tokens = 1 << 20;
   int32_t watermark_pages = 0;     // pages kept free when admitting new sequences
 };
+
+// OK when every field is usable (positive sizes and limits, non-negative watermark); else
+// INVALID_ARGUMENT naming the field. The worker calls it on its flags; the Scheduler constructor
+// PKV_CHECKs it.
+absl::Status ValidateSchedulerConfig(const SchedulerConfig& config);
 
 // One sequence's share of a step.
 struct ScheduledItem {
@@ -68,35 +91,59 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, PagePool* pool);  // pool must outlive the scheduler
   ~Scheduler();
 
-  // Queues a new sequence (state kWaiting). See the header comment for the refusals.
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a new sequence (state kWaiting; num_computed and num_preemptions reset to 0). See the header comment for
+  // the refusals. REQUIRES: seq != nullptr and seq->blocks holds no pages.
   absl::Status Add(std::unique_ptr<Sequence> seq);
 
   // Builds the next step's batch. Sequences whose deadline is before `now` are removed first
-  // (pages released) and returned through `expired`.
+  // (pages released, state kFinished) and appended to `expired`; when `expired` is null they are
+  // destroyed.
   ScheduledBatch Schedule(absl::Time now, std::vector<DroppedSequence>* expired);
 
   // After the backend ran `batch`: advances num_computed of every item and appends
-  // `sampled[k]` to the k-th item with sample == true.
+  // `sampled[k]` to the k-th item with sample == true. REQUIRES: `batch` is the latest Schedule()
+  // result, not yet committed, and sampled.size() equals its number of sample items.
   void CommitStep(const ScheduledBatch& batch, const std::vector<int32_t>& sampled);
 
-  // Removes a finished sequence (after CommitStep), releasing its pages. Returns it, or nullptr
-  // if unknown.
+  // Removes a finished sequence (after CommitStep), releasing its pages; state becomes kFinished.
+  // Returns it, or nullptr if unknown.
   std::unique_ptr<Sequence> Finish(uint64_t seq_id);
   // Removes a sequence in any state (abort/cancel), releasing its pages; nullptr if unknown.
   std::unique_ptr<Sequence> Abort(uint64_t seq_id);
 
   int32_t num_running() const;
   int32_t num_waiting() const;
-  int64_t num_queued_tokens() const;  // uncomputed prompt tokens of waiting + running sequences
+  // Uncomputed tokens of waiting sequences plus uncomputed prompt tokens of running ones.
+  int64_t num_queued_tokens() const;
   uint64_t num_preemptions() const { return num_preemptions_; }
   bool idle() const { return num_running() == 0 && num_waiting() == 0; }
   const SchedulerConfig& config() const { return config_; }
 
  private:
+  struct StepBuilder;  // one Schedule() call's batch under construction (schedule_step.cc)
+
+  // scheduler.cc: queues.
+  void InsertWaiting(std::unique_ptr<Sequence> seq);
+  std::unique_ptr<Sequence> Remove(uint64_t seq_id);
+  void DropExpired(absl::Time now, std::vector<DroppedSequence>* expired);
+  bool Contains(uint64_t seq_id) const;
+  // schedule_step.cc: the three phases of a step and preemption.
+  void ScheduleDecodes(StepBuilder* step);
+  void ScheduleRunningPrefills(StepBuilder* step);
+  void AdmitWaiting(StepBuilder* step);
+  int32_t FitChunk(Sequence* seq, int32_t wanted, StepBuilder* step);
+  bool PreemptLatest(const Sequence* requester, StepBuilder* step);
+
   SchedulerConfig config_;
-  PagePool* pool_;
-  // Implementation-defined containers (helper fills in); kept private.
+  int32_t max_running_;  // min(max_running, max_batch_tokens): every decode row fits the budget
+  PagePool* pool_;       // not owned
+  // Admission order: sequences preempted (most recent victim last pushed, at the front), then the
+  // rest by priority descending, FCFS within a priority.
   std::deque<std::unique_ptr<Sequence>> waiting_;
+  // In admission order: back() is the most recently admitted (the preemption victim).
   std::vector<std::unique_ptr<Sequence>> running_;
   uint64_t num_preemptions_ = 0;
 };
