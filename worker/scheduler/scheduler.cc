@@ -48,14 +48,14 @@ absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq) {
     return absl::InvalidArgumentError(absl::StrCat("sequence ", seq->id, " has an empty prompt"));
   }
   if (seq->num_prompt_tokens > seq->num_tokens()) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence ", seq->id, " says ",
-                                                   seq->num_prompt_tokens, " prompt tokens but has ",
-                                                   seq->num_tokens(), " tokens"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence ", seq->id, " says ", seq->num_prompt_tokens,
+                     " prompt tokens but has ", seq->num_tokens(), " tokens"));
   }
   if (seq->params.max_tokens < 1 || seq->num_generated() >= seq->params.max_tokens) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sequence ", seq->id, " has max_tokens ", seq->params.max_tokens, " with ",
-        seq->num_generated(), " tokens already generated; nothing left to generate"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence ", seq->id, " has max_tokens ", seq->params.max_tokens, " with ",
+                     seq->num_generated(), " tokens already generated; nothing left to generate"));
   }
   const int64_t max_total = int64_t{seq->num_prompt_tokens} + seq->params.max_tokens;
   const int64_t pages = PagesForTokens(max_total, config_.page_size);
@@ -74,8 +74,8 @@ absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq) {
   const int64_t queued = num_queued_tokens() + seq->num_tokens();
   if (queued > config_.max_queued_tokens) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("queued tokens would reach ", queued, ", over max_queued_tokens = ",
-                     config_.max_queued_tokens));
+        absl::StrCat("queued tokens would reach ", queued,
+                     ", over max_queued_tokens = ", config_.max_queued_tokens));
   }
   seq->num_computed = 0;
   seq->num_preemptions = 0;

@@ -57,7 +57,7 @@ struct SchedulerConfig {
   int32_t max_running = 64;        // sequences in the running batch
   int32_t max_waiting = 256;       // queued sequences (bounded admission)
   int64_t max_queued_tokens = 1 << 20;
-  int32_t watermark_pages = 0;     // pages kept free when admitting new sequences
+  int32_t watermark_pages = 0;  // pages kept free when admitting new sequences
 };
 
 // OK when every field is usable (positive sizes and limits, non-negative watermark); else
@@ -94,8 +94,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a new sequence (state kWaiting; num_computed and num_preemptions reset to 0). See the header comment for
-  // the refusals. REQUIRES: seq != nullptr and seq->blocks holds no pages.
+  // Queues a new sequence (state kWaiting; num_computed and num_preemptions reset to 0). See the
+  // header comment for the refusals. REQUIRES: seq != nullptr and seq->blocks holds no pages.
   absl::Status Add(std::unique_ptr<Sequence> seq);
 
   // Builds the next step's batch. Sequences whose deadline is before `now` are removed first

@@ -16,7 +16,7 @@ namespace pkv {
 enum class SequenceState { kWaiting, kRunning, kFinished };
 
 struct Sequence {
-  uint64_t id = 0;              // unique within the worker, assigned by the engine
+  uint64_t id = 0;  // unique within the worker, assigned by the engine
   std::string request_id;
   // Prompt tokens followed by generated ones. Tokens resumed from another worker (migration) are
   // generated tokens: they count against max_tokens.
