@@ -141,6 +141,9 @@ bool Scheduler::PreemptLatest(const Sequence* requester, StepBuilder* step) {
   PKV_CHECK(!running_.empty());
   std::unique_ptr<Sequence> victim = std::move(running_.back());
   running_.pop_back();
+  // With the current rules a victim never holds a decode item when a prefill preempts (an
+  // earlier-admitted sequence cannot still be prefilling once a later one decodes), but the batch
+  // must not keep an item of a sequence without pages if those rules change.
   step->budget += EraseItem(victim.get(), &step->decode);
   step->budget += EraseItem(victim.get(), &step->prefill);
   victim->blocks.ReleaseAll(pool_);
