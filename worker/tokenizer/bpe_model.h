@@ -1,0 +1,83 @@
+// The tokenizer.json "model" of type BPE, byte-level flavour: a vocabulary of byte strings and a
+// ranked list of merges. A word (raw bytes from the pre-tokenizer) starts as one symbol per byte
+// and the lowest-ranked adjacent pair is merged repeatedly, leftmost first among equal ranks, until
+// no pair has a merge (the algorithm of GPT-2 and of Hugging Face tokenizers).
+//
+// Representation: vocabulary strings in tokenizer.json are written in the byte-level alphabet
+// (byte_level.h); they are decoded once at load time, so the vocabulary is keyed by raw bytes and
+// merges by pairs of token ids. A merge (a, b) is one hash lookup of the 64-bit key (id_a, id_b)
+// giving (rank, merged id); the merge loop runs over a linked list of symbols with a min-heap of
+// candidate pairs keyed by (rank, position): O(n log n) per word.
+//
+// Thread-safety: immutable after construction except for the word cache, which is guarded by an
+// internal mutex; EncodeWord may be called from many threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/json.h"
+
+namespace pkv {
+
+// Vocabulary ids above this are rejected so a hostile file cannot make us allocate gigabytes.
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
+class BpeModel {
+ public:
+  // `model` is the tokenizer.json "model" object. Rejects (INVALID_ARGUMENT, naming the field)
+  // anything but type "BPE" without dropout, byte fallback, subword prefixes/suffixes; merges that
+  // reference tokens missing from the vocab; a vocab lacking any of the 256 byte tokens.
+  static absl::StatusOr<std::unique_ptr<BpeModel>> FromJson(const JsonValue& model);
+
+  // Appends the ids of one pre-tokenized word (raw bytes).
+  void EncodeWord(std::string_view word, std::vector<int32_t>* ids) const;
+
+  // The id of the vocabulary token whose raw bytes are `bytes`, if any.
+  std::optional<int32_t> TokenId(std::string_view bytes) const;
+
+  // 1 + the largest id in the vocabulary.
+  int32_t num_ids() const { return static_cast<int32_t>(id_to_bytes_.size()); }
+  // Raw bytes of token `id` (empty for an id the vocabulary does not define).
+  // REQUIRES: 0 <= id < num_ids().
+  const std::string& TokenBytes(int32_t id) const { return id_to_bytes_[id]; }
+  size_t num_merges() const { return merges_.size(); }
+
+ private:
+  struct Merge {
+    int32_t rank;    // position in the merges list; lower merges first
+    int32_t new_id;  // id of the concatenated token
+  };
+  static uint64_t PairKey(int32_t left, int32_t right) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
+  }
+
+  BpeModel() = default;
+  absl::Status LoadVocab(const JsonValue& vocab);
+  absl::Status LoadMerges(const JsonValue& merges);
+  absl::Status AddMerge(size_t rank, std::string_view left, std::string_view right);
+  void MergeWord(std::string_view word, std::vector<int32_t>* ids) const;
+
+  absl::flat_hash_map<std::string, int32_t> vocab_;  // raw bytes -> id
+  std::vector<std::string> id_to_bytes_;             // [num_ids]
+  int32_t byte_ids_[256] = {};                       // id of the single-byte token of each byte
+  absl::flat_hash_map<uint64_t, Merge> merges_;      // PairKey(left, right) -> merge
+  bool ignore_merges_ = false;  // a word that is itself a vocab token is emitted whole
+
+  // Words already encoded. Bounded: once full, new words are no longer cached.
+  static constexpr size_t kCacheCapacity = 1 << 16;
+  static constexpr size_t kMaxCachedWordBytes = 256;
+  mutable absl::Mutex cache_mu_;
+  mutable absl::flat_hash_map<std::string, std::vector<int32_t>> cache_ ABSL_GUARDED_BY(cache_mu_);
+};
+
+}  // namespace pkv
