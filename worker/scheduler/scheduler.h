@@ -95,7 +95,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a new sequence (state kWaiting; num_computed and num_preemptions reset to 0). See the
-  // header comment for the refusals. REQUIRES: seq != nullptr and seq->blocks holds no pages.
+  // header comment for the refusals; a refused sequence is destroyed (it holds no pages), so a
+  // caller that may retry keeps its own copy. REQUIRES: seq != nullptr, seq->blocks holds no pages.
   absl::Status Add(std::unique_ptr<Sequence> seq);
 
   // Builds the next step's batch. Sequences whose deadline is before `now` are removed first
