@@ -1,16 +1,19 @@
 // pkv-tokenize: encodes a corpus with a tokenizer.json and prints the token ids of each sample.
 //   pkv-tokenize [--add-special-tokens] [--stats] TOKENIZER_JSON CORPUS
+//   pkv-tokenize --make-tiny VOCAB_SIZE OUT_JSON   (writes BuildTinyTokenizerJson(VOCAB_SIZE))
 // CORPUS holds one sample per line, each a JSON string literal ("..." with JSON escapes), so
 // samples may contain newlines and any Unicode. Output: one line per sample, ids separated by
 // spaces. --stats prints load and encode times to stderr. Used by the tokenizer agreement test.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "common/json.h"
+#include "worker/tokenizer/tiny_tokenizer.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace {
@@ -21,13 +24,30 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: pkv-tokenize [--add-special-tokens] [--stats] TOKENIZER_JSON CORPUS\n");
+               "usage: pkv-tokenize [--add-special-tokens] [--stats] TOKENIZER_JSON CORPUS\n"
+               "       pkv-tokenize --make-tiny VOCAB_SIZE OUT_JSON\n");
   return 2;
+}
+
+int MakeTiny(const std::string& vocab_size, const std::string& path) {
+  auto json = pkv::BuildTinyTokenizerJson(std::atoi(vocab_size.c_str()));
+  if (!json.ok()) {
+    std::fprintf(stderr, "pkv-tokenize: %s\n", json.status().ToString().c_str());
+    return 1;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << *json;
+  if (!out.flush()) {
+    std::fprintf(stderr, "pkv-tokenize: cannot write '%s'\n", path.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--make-tiny") return MakeTiny(argv[2], argv[3]);
   bool add_special = false;
   bool stats = false;
   std::vector<std::string> paths;
