@@ -31,8 +31,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
   absl::StatusOr<std::unique_ptr<SafetensorsFile>> file =
       SafetensorsFile::Open(JoinPath(model_dir, kSingleName));
   if (absl::IsNotFound(file.status())) {
-    return absl::NotFoundError(absl::StrCat(model_dir, ": neither ", kIndexName, " nor ",
-                                            kSingleName, " found"));
+    return absl::NotFoundError(
+        absl::StrCat(model_dir, ": neither ", kIndexName, " nor ", kSingleName, " found"));
   }
   if (!file.ok()) return file.status();
   for (const SafetensorsTensorInfo& t : (*file)->header().tensors) {
@@ -45,7 +45,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
 absl::Status Checkpoint::OpenSharded(const std::string& model_dir, const std::string& index_text) {
   const std::string ctx = JoinPath(model_dir, kIndexName);
   absl::StatusOr<JsonValue> root = ParseJson(index_text);
-  if (!root.ok()) return absl::InvalidArgumentError(absl::StrCat(ctx, ": ", root.status().message()));
+  if (!root.ok())
+    return absl::InvalidArgumentError(absl::StrCat(ctx, ": ", root.status().message()));
   const JsonValue* map = root->Find("weight_map");
   if (map == nullptr || !map->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(ctx, ": 'weight_map' must be an object"));
@@ -65,12 +66,11 @@ absl::Status Checkpoint::OpenSharded(const std::string& model_dir, const std::st
     }
     const SafetensorsTensorInfo* info = it->second->Find(name);
     if (info == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx, ": tensor '", name, "' is not in shard ",
-                                                     file_name.str()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx, ": tensor '", name, "' is not in shard ", file_name.str()));
     }
     if (!tensors_.emplace(name, TensorView{info, it->second->Data(*info)}).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ctx, ": tensor '", name, "' is listed twice"));
+      return absl::InvalidArgumentError(absl::StrCat(ctx, ": tensor '", name, "' is listed twice"));
     }
   }
   return absl::OkStatus();

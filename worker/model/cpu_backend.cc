@@ -41,9 +41,10 @@ absl::StatusOr<std::unique_ptr<CpuModelBackend>> CpuModelBackend::Create(LlamaWe
     return absl::InvalidArgumentError(
         absl::StrCat("num_kv_pages ", num_kv_pages, " is not in [1, what fits the address space]"));
   }
-  PKV_LOG(INFO) << "cpu backend: " << c.num_layers << " layers, " << num_kv_pages
-                << " KV pages of " << page_size << " tokens ("
-                << 2.0 * c.num_layers * num_kv_pages * page_elems * 4 / (1 << 20) << " MiB float32)";
+  PKV_LOG(INFO) << "cpu backend: " << c.num_layers << " layers, " << num_kv_pages << " KV pages of "
+                << page_size << " tokens ("
+                << 2.0 * c.num_layers * num_kv_pages * page_elems * 4 / (1 << 20)
+                << " MiB float32)";
   return std::make_unique<CpuModelBackend>(std::move(weights), page_size, num_kv_pages);
 }
 
@@ -69,8 +70,8 @@ absl::Status CpuModelBackend::ValidateBatch(absl::Span<const BatchRow> rows,
     }
     for (int64_t p = 0; p < needed; ++p) {
       if (row.pages[p] < 0 || row.pages[p] >= num_kv_pages_) {
-        return bad(absl::StrCat("page id ", row.pages[p], " is out of range [0, ", num_kv_pages_,
-                                ")"));
+        return bad(
+            absl::StrCat("page id ", row.pages[p], " is out of range [0, ", num_kv_pages_, ")"));
       }
     }
     for (int32_t i = 0; i < row.num_tokens; ++i) {
@@ -140,8 +141,8 @@ void CpuModelBackend::WriteKv(int layer) {
     const int32_t slot = positions_[t] % page_size_;
     for (int32_t h = 0; h < c.num_kv_heads; ++h) {
       // Offset of (page, head, slot) in the [page][H_kv][page_size][D] layout.
-      const int64_t off = ((static_cast<int64_t>(token_page_[t]) * c.num_kv_heads + h) *
-                               page_size_ + slot) * d;
+      const int64_t off =
+          ((static_cast<int64_t>(token_page_[t]) * c.num_kv_heads + h) * page_size_ + slot) * d;
       const int64_t src = (t * c.num_kv_heads + h) * d;
       std::copy_n(&k_[src], d, kc + off);
       std::copy_n(&v_[src], d, vc + off);

@@ -63,34 +63,35 @@ class CpuModelBackend : public ModelBackend {
   LlamaWeights weights_;
   int32_t page_size_;
   int64_t num_kv_pages_;
-  std::vector<double> inv_freq_;               // [D/2] RoPE inverse frequencies
-  std::vector<std::vector<float>> k_cache_;    // [L][num_kv_pages][H_kv][page_size][D]
-  std::vector<std::vector<float>> v_cache_;    // [L][num_kv_pages][H_kv][page_size][D]
+  std::vector<double> inv_freq_;             // [D/2] RoPE inverse frequencies
+  std::vector<std::vector<float>> k_cache_;  // [L][num_kv_pages][H_kv][page_size][D]
+  std::vector<std::vector<float>> v_cache_;  // [L][num_kv_pages][H_kv][page_size][D]
 
   // Per-step batch description (rebuilt by PrepareBatch).
-  int64_t num_tokens_ = 0;                     // T, fed tokens of the whole batch
-  std::vector<int32_t> token_ids_;             // [T]
-  std::vector<int32_t> positions_;             // [T]
-  std::vector<int32_t> token_page_;            // [T] page holding each token's K/V
-  std::vector<int32_t> qo_indptr_;             // [B + 1]
-  std::vector<int32_t> page_indptr_;           // [B + 1]
-  std::vector<int32_t> page_ids_;              // [page_indptr_[B]]
-  std::vector<int32_t> lengths_;               // [B] start_pos + num_tokens
-  std::vector<int32_t> sampled_token_index_;   // [S] index in [0, T) of each sampled row's last token
+  int64_t num_tokens_ = 0;            // T, fed tokens of the whole batch
+  std::vector<int32_t> token_ids_;    // [T]
+  std::vector<int32_t> positions_;    // [T]
+  std::vector<int32_t> token_page_;   // [T] page holding each token's K/V
+  std::vector<int32_t> qo_indptr_;    // [B + 1]
+  std::vector<int32_t> page_indptr_;  // [B + 1]
+  std::vector<int32_t> page_ids_;     // [page_indptr_[B]]
+  std::vector<int32_t> lengths_;      // [B] start_pos + num_tokens
+  // [S] index in [0, T) of the last fed token of each sampled row.
+  std::vector<int32_t> sampled_token_index_;
 
   // Activations, grown to the largest batch and reused.
-  std::vector<float> x_;       // [T][hidden] residual stream
-  std::vector<float> xn_;      // [T][hidden] normed input of a block
-  std::vector<float> q_;       // [T][H_q][D]
-  std::vector<float> k_;       // [T][H_kv][D]
-  std::vector<float> v_;       // [T][H_kv][D]
-  std::vector<float> attn_;    // [T][H_q][D]
-  std::vector<float> gate_;    // [T][I]
-  std::vector<float> up_;      // [T][I]
+  std::vector<float> x_;         // [T][hidden] residual stream
+  std::vector<float> xn_;        // [T][hidden] normed input of a block
+  std::vector<float> q_;         // [T][H_q][D]
+  std::vector<float> k_;         // [T][H_kv][D]
+  std::vector<float> v_;         // [T][H_kv][D]
+  std::vector<float> attn_;      // [T][H_q][D]
+  std::vector<float> gate_;      // [T][I]
+  std::vector<float> up_;        // [T][I]
   std::vector<float> rope_cos_;  // [T][D/2]
   std::vector<float> rope_sin_;  // [T][D/2]
-  std::vector<float> last_;    // [S][hidden]
-  std::vector<float> logits_;  // [S][V]
+  std::vector<float> last_;      // [S][hidden]
+  std::vector<float> logits_;    // [S][V]
   SamplerScratch sampler_scratch_;
 };
 

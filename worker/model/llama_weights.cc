@@ -96,9 +96,9 @@ absl::Status ValidateLlamaCheckpoint(const ModelConfig& config, const Checkpoint
   for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
     PKV_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(spec.name));
     if (view.shape() != spec.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", spec.name, "' has shape ", ShapeString(view.shape()), ", expected ",
-          ShapeString(spec.shape), " from config.json"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has shape ",
+                                                     ShapeString(view.shape()), ", expected ",
+                                                     ShapeString(spec.shape), " from config.json"));
     }
   }
   return absl::OkStatus();
@@ -112,9 +112,9 @@ absl::Status CheckLlamaWeightSizes(const LlamaWeights& w) {
   for (const auto& [spec, vec] :
        CollectSlots<const LlamaWeights, const std::vector<float>>(&w).items) {
     if (static_cast<int64_t>(vec->size()) != spec.numel()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("weight '", spec.name, "' has ", vec->size(), " elements, expected ",
-                       spec.numel(), " for shape ", ShapeString(spec.shape)));
+      return absl::InvalidArgumentError(absl::StrCat("weight '", spec.name, "' has ", vec->size(),
+                                                     " elements, expected ", spec.numel(),
+                                                     " for shape ", ShapeString(spec.shape)));
     }
   }
   return absl::OkStatus();

@@ -3,8 +3,8 @@
 //
 // Names (i = layer):  model.embed_tokens.weight [V][hidden]
 //   model.layers.{i}.input_layernorm.weight [hidden]
-//   model.layers.{i}.self_attn.q_proj.weight [H_q*D][hidden]   (+ .bias [H_q*D] with attention_bias)
-//   model.layers.{i}.self_attn.k_proj.weight [H_kv*D][hidden]  (+ .bias)
+//   model.layers.{i}.self_attn.q_proj.weight [H_q*D][hidden]   (+ .bias [H_q*D] with
+//   attention_bias) model.layers.{i}.self_attn.k_proj.weight [H_kv*D][hidden]  (+ .bias)
 //   model.layers.{i}.self_attn.v_proj.weight [H_kv*D][hidden]  (+ .bias)
 //   model.layers.{i}.self_attn.o_proj.weight [hidden][H_q*D]   (+ .bias [hidden] with o_proj_bias)
 //   model.layers.{i}.self_attn.{q,k}_norm.weight [D]           (qk_norm, Qwen3)
@@ -61,10 +61,10 @@ struct LlamaLayerWeights {
 
 struct LlamaWeights {
   ModelConfig config;
-  std::vector<float> embed;       // [V][hidden]
+  std::vector<float> embed;               // [V][hidden]
   std::vector<LlamaLayerWeights> layers;  // [num_layers]
-  std::vector<float> final_norm;  // [hidden]
-  std::vector<float> lm_head;     // [V][hidden]; empty when tie_word_embeddings
+  std::vector<float> final_norm;          // [hidden]
+  std::vector<float> lm_head;             // [V][hidden]; empty when tie_word_embeddings
 
   // The LM head matrix [V][hidden]: lm_head, or embed when tied.
   const std::vector<float>& lm_head_matrix() const {

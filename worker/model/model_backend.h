@@ -22,15 +22,15 @@
 namespace pkv {
 
 struct BatchRow {
-  const int32_t* tokens = nullptr;  // [num_tokens] token ids to feed
-  int32_t num_tokens = 0;           // >= 1
-  int32_t start_pos = 0;            // tokens of this row already in the KV cache
-  const int32_t* pages = nullptr;   // [num_pages] the row's block table
-  int32_t num_pages = 0;            // >= ceil((start_pos + num_tokens) / page_size)
-  bool sample = false;              // sample a token after the last fed token
+  const int32_t* tokens = nullptr;         // [num_tokens] token ids to feed
+  int32_t num_tokens = 0;                  // >= 1
+  int32_t start_pos = 0;                   // tokens of this row already in the KV cache
+  const int32_t* pages = nullptr;          // [num_pages] the row's block table
+  int32_t num_pages = 0;                   // >= ceil((start_pos + num_tokens) / page_size)
+  bool sample = false;                     // sample a token after the last fed token
   const SamplingParams* params = nullptr;  // REQUIRES: set when sample
-  int32_t sample_index = 0;         // index of the token being sampled within the generation
-                                    // (0 = first generated token); keys the seeded RNG
+  int32_t sample_index = 0;                // index of the token being sampled within the generation
+                                           // (0 = first generated token); keys the seeded RNG
 };
 
 struct TopLogprobEntry {
@@ -40,8 +40,8 @@ struct TopLogprobEntry {
 
 struct SampleResult {
   int32_t token_id = 0;
-  float logprob = 0.0f;                 // when params->logprobs
-  std::vector<TopLogprobEntry> top;     // params->top_logprobs entries, most likely first
+  float logprob = 0.0f;              // when params->logprobs
+  std::vector<TopLogprobEntry> top;  // params->top_logprobs entries, most likely first
 };
 
 // What the last Step() did, for metrics (route labels follow DESIGN.md; the CPU backend reports

@@ -20,13 +20,12 @@ constexpr std::string_view kGenConfig = "generation_config.json";
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 absl::Status FieldError(std::string_view ctx, std::string_view field, std::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(Sv(ctx), ": field '", Sv(field), "' ", Sv(what)));
+  return absl::InvalidArgumentError(absl::StrCat(Sv(ctx), ": field '", Sv(field), "' ", Sv(what)));
 }
 
 // A required (dflt < 0: missing is an error) or optional int that must be a positive int32.
-absl::StatusOr<int32_t> GetPositiveInt32(const JsonValue& obj, std::string_view name,
-                                         int64_t dflt, std::string_view ctx) {
+absl::StatusOr<int32_t> GetPositiveInt32(const JsonValue& obj, std::string_view name, int64_t dflt,
+                                         std::string_view ctx) {
   int64_t v = 0;
   if (dflt < 0) {
     PKV_ASSIGN_OR_RETURN(v, JsonGetInt(obj, name, ctx));
@@ -82,16 +81,16 @@ absl::Status ParseRopeScaling(const JsonValue& obj, std::string_view ctx, RopeSc
   }
   if (type != "llama3" && type != "linear") {
     return FieldError(ctx, "rope_type",
-                      absl::StrCat("'", type, "' is not supported (supported: default, llama3, "
-                                              "linear)"));
+                      absl::StrCat("'", type,
+                                   "' is not supported (supported: default, llama3, "
+                                   "linear)"));
   }
   out->type = type;
   if (obj.Find("factor") == nullptr) return FieldError(ctx, "factor", "is missing");
   PKV_ASSIGN_OR_RETURN(out->factor, GetPositiveFloat(obj, "factor", -1, ctx));
   if (type == "linear") return absl::OkStatus();
   PKV_ASSIGN_OR_RETURN(out->low_freq_factor, GetPositiveFloat(obj, "low_freq_factor", 1.0, ctx));
-  PKV_ASSIGN_OR_RETURN(out->high_freq_factor,
-                       GetPositiveFloat(obj, "high_freq_factor", 4.0, ctx));
+  PKV_ASSIGN_OR_RETURN(out->high_freq_factor, GetPositiveFloat(obj, "high_freq_factor", 4.0, ctx));
   PKV_ASSIGN_OR_RETURN(out->original_max_position_embeddings,
                        GetPositiveInt32(obj, "original_max_position_embeddings", 8192, ctx));
   if (!(out->high_freq_factor > out->low_freq_factor)) {
@@ -160,33 +159,35 @@ absl::Status ParseSizes(const JsonValue& root, ModelConfig* c) {
   PKV_ASSIGN_OR_RETURN(c->max_position_embeddings,
                        GetPositiveInt32(root, "max_position_embeddings", -1, kConfig));
   if (c->num_q_heads % c->num_kv_heads != 0) {
-    return FieldError(kConfig, "num_attention_heads",
-                      absl::StrCat("(", c->num_q_heads,
-                                   ") must be a multiple of num_key_value_heads (",
-                                   c->num_kv_heads, ")"));
+    return FieldError(
+        kConfig, "num_attention_heads",
+        absl::StrCat("(", c->num_q_heads, ") must be a multiple of num_key_value_heads (",
+                     c->num_kv_heads, ")"));
   }
   const JsonValue* head_dim = root.Find("head_dim");
   if (head_dim == nullptr || head_dim->is_null()) {
     if (c->hidden_size % c->num_q_heads != 0) {
       return FieldError(kConfig, "hidden_size",
-                        absl::StrCat("(", c->hidden_size, ") must be a multiple of "
-                                     "num_attention_heads (", c->num_q_heads,
-                                     ") when head_dim is not given"));
+                        absl::StrCat("(", c->hidden_size,
+                                     ") must be a multiple of "
+                                     "num_attention_heads (",
+                                     c->num_q_heads, ") when head_dim is not given"));
     }
     c->head_dim = c->hidden_size / c->num_q_heads;
   } else {
     PKV_ASSIGN_OR_RETURN(c->head_dim, GetPositiveInt32(root, "head_dim", -1, kConfig));
   }
   if (c->head_dim % 2 != 0) {
-    return FieldError(kConfig, "head_dim", absl::StrCat("must be even for RoPE, got ", c->head_dim));
+    return FieldError(kConfig, "head_dim",
+                      absl::StrCat("must be even for RoPE, got ", c->head_dim));
   }
   return absl::OkStatus();
 }
 
 // Qwen2 carries sliding_window with use_sliding_window false; Mistral v0.2+ has it null.
 absl::Status ParseSlidingWindow(const JsonValue& root, ModelConfig* c) {
-  PKV_ASSIGN_OR_RETURN(bool use, JsonGetBoolOr(root, "use_sliding_window",
-                                               c->model_type != "qwen2", kConfig));
+  PKV_ASSIGN_OR_RETURN(
+      bool use, JsonGetBoolOr(root, "use_sliding_window", c->model_type != "qwen2", kConfig));
   const JsonValue* v = root.Find("sliding_window");
   if (!use || v == nullptr || v->is_null()) return absl::OkStatus();
   PKV_ASSIGN_OR_RETURN(int32_t window, GetPositiveInt32(root, "sliding_window", 1, kConfig));
@@ -200,15 +201,15 @@ absl::Status ParseSlidingWindow(const JsonValue& root, ModelConfig* c) {
 absl::Status CheckTokenIds(const ModelConfig& c, std::string_view ctx) {
   for (int32_t id : c.eos_token_ids) {
     if (id >= c.vocab_size) {
-      return FieldError(ctx, "eos_token_id",
-                        absl::StrCat(id, " is outside the vocabulary (vocab_size ", c.vocab_size,
-                                     ")"));
+      return FieldError(
+          ctx, "eos_token_id",
+          absl::StrCat(id, " is outside the vocabulary (vocab_size ", c.vocab_size, ")"));
     }
   }
   if (c.bos_token_id >= c.vocab_size) {
-    return FieldError(ctx, "bos_token_id",
-                      absl::StrCat(c.bos_token_id, " is outside the vocabulary (vocab_size ",
-                                   c.vocab_size, ")"));
+    return FieldError(
+        ctx, "bos_token_id",
+        absl::StrCat(c.bos_token_id, " is outside the vocabulary (vocab_size ", c.vocab_size, ")"));
   }
   return absl::OkStatus();
 }
@@ -262,8 +263,7 @@ absl::Status ApplyGenerationConfig(const std::string& json_text, ModelConfig* co
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
   PKV_ASSIGN_OR_RETURN(std::string text, ReadFileToString(JoinPath(model_dir, "config.json")));
   PKV_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(text));
-  absl::StatusOr<std::string> gen =
-      ReadFileToString(JoinPath(model_dir, "generation_config.json"));
+  absl::StatusOr<std::string> gen = ReadFileToString(JoinPath(model_dir, "generation_config.json"));
   if (absl::IsNotFound(gen.status())) return config;
   if (!gen.ok()) return gen.status();
   PKV_RETURN_IF_ERROR(ApplyGenerationConfig(*gen, &config));

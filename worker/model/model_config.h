@@ -28,20 +28,20 @@ struct ModelConfig {
   int32_t num_layers = 0;
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
-  int32_t head_dim = 0;  // hidden_size / num_q_heads unless "head_dim" is given
+  int32_t head_dim = 0;                 // hidden_size / num_q_heads unless "head_dim" is given
   int32_t max_position_embeddings = 0;  // the longest context the runtime admits (see below)
   // Sliding-window attention is not implemented: a window narrower than max_position_embeddings
-  // (Mistral v0.1: 4096 of 32768) clamps max_position_embeddings to the window, so every context the
-  // runtime admits fits inside the window and full attention is exact. 0 = no window.
+  // (Mistral v0.1: 4096 of 32768) clamps max_position_embeddings to the window, so every context
+  // the runtime admits fits inside the window and full attention is exact. 0 = no window.
   int32_t sliding_window = 0;
   float rms_norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2: on by default)
-  bool o_proj_bias = false;     // o_proj carries a bias too (Llama/Qwen3 attention_bias; never Qwen2)
-  bool qk_norm = false;         // Qwen3: RMSNorm on q and k per head
-  std::string torch_dtype;      // "float32", "float16", "bfloat16"
+  bool o_proj_bias = false;  // o_proj carries a bias too (Llama/Qwen3 attention_bias; never Qwen2)
+  bool qk_norm = false;      // Qwen3: RMSNorm on q and k per head
+  std::string torch_dtype;   // "float32", "float16", "bfloat16"
   std::vector<int32_t> eos_token_ids;  // from config.json and generation_config.json
   int32_t bos_token_id = -1;
 };

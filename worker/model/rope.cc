@@ -29,8 +29,7 @@ std::vector<double> RopeInvFrequencies(const ModelConfig& config) {
   return f;
 }
 
-void RopeCosSin(const std::vector<double>& inv_freq, int64_t pos, float* cos_out,
-                float* sin_out) {
+void RopeCosSin(const std::vector<double>& inv_freq, int64_t pos, float* cos_out, float* sin_out) {
   for (size_t i = 0; i < inv_freq.size(); ++i) {
     const double angle = static_cast<double>(pos) * inv_freq[i];
     cos_out[i] = static_cast<float>(std::cos(angle));

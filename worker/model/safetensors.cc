@@ -58,9 +58,9 @@ absl::Status ParseOffsets(const JsonValue& entry, uint64_t data_bytes, Safetenso
   t->data_end = static_cast<uint64_t>(offs->items()[1].integer());
   if (t->data_end < t->data_begin) return TensorError(t->name, "data_offsets end < begin");
   if (t->data_end > data_bytes) {
-    return TensorError(t->name, absl::StrCat("data_offsets [", t->data_begin, ", ", t->data_end,
-                                             ") run past the data section (", data_bytes,
-                                             " bytes)"));
+    return TensorError(t->name,
+                       absl::StrCat("data_offsets [", t->data_begin, ", ", t->data_end,
+                                    ") run past the data section (", data_bytes, " bytes)"));
   }
   const uint64_t want = static_cast<uint64_t>(t->numel) * DTypeSize(t->dtype);
   if (t->data_end - t->data_begin != want) {
@@ -105,14 +105,13 @@ absl::Status CheckNoOverlap(const std::vector<SafetensorsTensorInfo>& tensors) {
   for (const auto& t : tensors) {
     if (t.data_end > t.data_begin) sorted.push_back(&t);
   }
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-    return a->data_begin < b->data_begin;
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->data_begin < b->data_begin; });
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i]->data_begin < sorted[i - 1]->data_end) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "safetensors: tensors '", sorted[i - 1]->name, "' and '", sorted[i]->name,
-          "' overlap in the data section"));
+      return absl::InvalidArgumentError(absl::StrCat("safetensors: tensors '", sorted[i - 1]->name,
+                                                     "' and '", sorted[i]->name,
+                                                     "' overlap in the data section"));
     }
   }
   return absl::OkStatus();
@@ -144,8 +143,9 @@ absl::StatusOr<DType> ParseDTypeName(std::string_view name) {
 
 absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::Span<const uint8_t> file_bytes) {
   if (file_bytes.size() < 8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "safetensors: file is ", file_bytes.size(), " bytes, too short for the 8-byte header length"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("safetensors: file is ", file_bytes.size(),
+                     " bytes, too short for the 8-byte header length"));
   }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | file_bytes[i];
@@ -161,7 +161,8 @@ absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::Span<const uint8_
   const std::string_view text(reinterpret_cast<const char*>(file_bytes.data()) + 8, n);
   absl::StatusOr<JsonValue> root = ParseJson(text);
   if (!root.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("safetensors header: ", root.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("safetensors header: ", root.status().message()));
   }
   if (!root->is_object()) {
     return absl::InvalidArgumentError("safetensors header: must be a JSON object");
@@ -210,7 +211,8 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std
   absl::StatusOr<SafetensorsHeader> header =
       ParseSafetensorsHeader(absl::MakeConstSpan(file->map_, file->map_bytes_));
   if (!header.ok()) {
-    return absl::Status(header.status().code(), absl::StrCat(path, ": ", header.status().message()));
+    return absl::Status(header.status().code(),
+                        absl::StrCat(path, ": ", header.status().message()));
   }
   file->header_ = *std::move(header);
   return file;

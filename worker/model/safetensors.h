@@ -46,13 +46,13 @@ struct SafetensorsTensorInfo {
   std::vector<int64_t> shape;
   uint64_t data_begin = 0;  // byte offsets relative to the data section, end exclusive
   uint64_t data_end = 0;
-  int64_t numel = 0;        // product of shape (1 for a scalar)
+  int64_t numel = 0;  // product of shape (1 for a scalar)
 };
 
 struct SafetensorsHeader {
-  uint64_t header_bytes = 0;  // N, the JSON header's length
-  uint64_t data_offset = 0;   // 8 + N: where the data section starts in the file
-  uint64_t data_bytes = 0;    // size of the data section
+  uint64_t header_bytes = 0;                   // N, the JSON header's length
+  uint64_t data_offset = 0;                    // 8 + N: where the data section starts in the file
+  uint64_t data_bytes = 0;                     // size of the data section
   std::vector<SafetensorsTensorInfo> tensors;  // in header order
   std::vector<std::pair<std::string, std::string>> metadata;
 };

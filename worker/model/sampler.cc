@@ -172,7 +172,8 @@ absl::Status SampleToken(absl::Span<const float> logits, const SamplingParams& p
   result->top.clear();
   if (params.logprobs) {
     result->logprob = static_cast<float>(logits[chosen] * inv_t - log_z);
-    if (params.top_logprobs > 0) FillTopLogprobs(logits, params.top_logprobs, inv_t, log_z, s, result);
+    if (params.top_logprobs > 0)
+      FillTopLogprobs(logits, params.top_logprobs, inv_t, log_z, s, result);
   }
   return absl::OkStatus();
 }

@@ -11,8 +11,8 @@
 //      probability mass is >= top_p of the kept mass (always at least the first token).
 //   4. min_p (0 = off): drop kept tokens with p < min_p * p_max (the top token always survives).
 //   5. Draw: u = CounterUniform(seed, sample_index) in [0, 1); walk the kept tokens in ascending
-//      id order accumulating p and pick the first whose running sum exceeds u * (kept mass). Walking
-//      in id order makes the pick independent of how the kept set was found.
+//      id order accumulating p and pick the first whose running sum exceeds u * (kept mass).
+//      Walking in id order makes the pick independent of how the kept set was found.
 // Non-finite logits: NaN counts as -inf; a row whose logits are all -inf/NaN is INVALID_ARGUMENT.
 //
 // CounterUniform(seed, i): the SplitMix64 stream keyed by seed, at position i:

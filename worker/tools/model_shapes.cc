@@ -48,11 +48,11 @@ std::string RopeScalingJson(const RopeScaling& r) {
   if (r.type == "linear") {
     return absl::StrCat("{\"rope_type\": \"linear\", \"factor\": ", FloatJson(r.factor), "}");
   }
-  return absl::StrCat("{\"rope_type\": \"", r.type, "\", \"factor\": ", FloatJson(r.factor),
-                      ", \"low_freq_factor\": ", FloatJson(r.low_freq_factor),
-                      ", \"high_freq_factor\": ", FloatJson(r.high_freq_factor),
-                      ", \"original_max_position_embeddings\": ",
-                      r.original_max_position_embeddings, "}");
+  return absl::StrCat(
+      "{\"rope_type\": \"", r.type, "\", \"factor\": ", FloatJson(r.factor),
+      ", \"low_freq_factor\": ", FloatJson(r.low_freq_factor),
+      ", \"high_freq_factor\": ", FloatJson(r.high_freq_factor),
+      ", \"original_max_position_embeddings\": ", r.original_max_position_embeddings, "}");
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ std::vector<Shard> PlanShards(const std::vector<TensorSpec>& specs, DType dtype,
   }
   const int n = static_cast<int>(shards.size());
   for (int i = 0; i < n; ++i) {
-    shards[i].file_name = n == 1 ? "model.safetensors"
-                                 : absl::StrFormat("model-%05d-of-%05d.safetensors", i + 1, n);
+    shards[i].file_name =
+        n == 1 ? "model.safetensors" : absl::StrFormat("model-%05d-of-%05d.safetensors", i + 1, n);
   }
   return shards;
 }
@@ -53,7 +53,8 @@ void EncodeChunk(const float* values, int64_t n, DType dtype, std::vector<uint8_
     if (dtype == DType::kF32) {
       std::memcpy(p + 4 * i, &values[i], 4);
     } else {
-      const uint16_t bits = dtype == DType::kBF16 ? ToBFloat16(values[i]).bits : ToHalf(values[i]).bits;
+      const uint16_t bits =
+          dtype == DType::kBF16 ? ToBFloat16(values[i]).bits : ToHalf(values[i]).bits;
       std::memcpy(p + 2 * i, &bits, 2);
     }
   }
@@ -109,8 +110,8 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 }
 
 std::string IndexJson(const std::vector<Shard>& shards, int64_t total_bytes) {
-  std::string out = absl::StrCat("{\n  \"metadata\": {\"total_size\": ", total_bytes,
-                                 "},\n  \"weight_map\": {");
+  std::string out =
+      absl::StrCat("{\n  \"metadata\": {\"total_size\": ", total_bytes, "},\n  \"weight_map\": {");
   bool first = true;
   for (const Shard& shard : shards) {
     for (const TensorSpec& s : shard.specs) {
@@ -133,8 +134,9 @@ uint64_t RandomTensorKey(uint64_t seed, std::string_view tensor_name) {
 float RandomWeightValue(TensorSpec::Kind kind, uint64_t tensor_key, int64_t index) {
   const uint64_t r = Mix64(tensor_key + static_cast<uint64_t>(index + 1) * 0x9E3779B97F4A7C15ull);
   // Irwin-Hall: the sum of four 16-bit uniforms has mean 2 and variance 4/12.
-  const double sum = static_cast<double>((r & 0xffff) + ((r >> 16) & 0xffff) +
-                                         ((r >> 32) & 0xffff) + (r >> 48)) / 65536.0;
+  const double sum =
+      static_cast<double>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48)) /
+      65536.0;
   const double n = (sum - 2.0) * std::sqrt(3.0);
   if (kind == TensorSpec::Kind::kNorm) return static_cast<float>(1.0 + 0.02 * n);
   return static_cast<float>(0.02 * n);
@@ -144,7 +146,8 @@ absl::StatusOr<DType> ParseTorchDtype(std::string_view name) {
   if (name == "bfloat16") return DType::kBF16;
   if (name == "float16") return DType::kF16;
   if (name == "float32") return DType::kF32;
-  return absl::InvalidArgumentError(absl::StrCat("dtype '", absl::string_view(name.data(), name.size()),
+  return absl::InvalidArgumentError(absl::StrCat("dtype '",
+                                                 absl::string_view(name.data(), name.size()),
                                                  "' is not one of bfloat16, float16, float32"));
 }
 
@@ -168,8 +171,8 @@ absl::StatusOr<RandomModelResult> WriteRandomModel(const RandomModelOptions& opt
   config.torch_dtype = TorchDtypeName(opt.dtype);
   RandomModelResult result;
   PKV_RETURN_IF_ERROR(WriteText(JoinPath(opt.out_dir, "config.json"), ModelConfigToJson(config)));
-  PKV_RETURN_IF_ERROR(WriteText(JoinPath(opt.out_dir, "generation_config.json"),
-                                GenerationConfigToJson(config)));
+  PKV_RETURN_IF_ERROR(
+      WriteText(JoinPath(opt.out_dir, "generation_config.json"), GenerationConfigToJson(config)));
   result.files = {"config.json", "generation_config.json"};
   const std::vector<Shard> shards =
       PlanShards(LlamaTensorSpecs(config), opt.dtype, opt.max_shard_bytes);

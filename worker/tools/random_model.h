@@ -5,9 +5,9 @@
 //
 // Values are a pure function of (seed, tensor name, element index), independent of dtype, shard
 // layout and write order: element i of tensor t is
-//   n = IrwinHall4(Mix64(TensorKey(seed, t) + (i + 1) * 0x9E3779B97F4A7C15))   (~N(0, 1), |n| < 3.5)
-//   matrices and embeddings: 0.02 * n (the usual initializer_range); biases 0.02 * n;
-//   norm weights: 1 + 0.02 * n,
+//   n = IrwinHall4(Mix64(TensorKey(seed, t) + (i + 1) * 0x9E3779B97F4A7C15))   (~N(0, 1), |n|
+//   < 3.5) matrices and embeddings: 0.02 * n (the usual initializer_range); biases 0.02 * n; norm
+//   weights: 1 + 0.02 * n,
 // so activations stay finite over many layers, as with a freshly initialised real model.
 // Thread-safety: pure functions; WriteRandomModel touches only files under options.out_dir.
 #pragma once
@@ -25,12 +25,12 @@
 namespace pkv {
 
 struct RandomModelOptions {
-  std::string out_dir;            // created when missing
+  std::string out_dir;  // created when missing
   ModelConfig config;
   DType dtype = DType::kBF16;
   uint64_t seed = 1;
   int64_t max_shard_bytes = int64_t{2} << 30;  // a tensor larger than this gets a shard alone
-  bool progress = false;          // print progress lines to stderr
+  bool progress = false;                       // print progress lines to stderr
 };
 
 struct RandomModelResult {

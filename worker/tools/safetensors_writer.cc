@@ -31,10 +31,9 @@ std::string SafetensorsHeaderBytes(
     const PlannedTensor& t = tensors[i];
     const uint64_t end = offset + static_cast<uint64_t>(t.num_bytes());
     const std::string_view dtype = DTypeName(t.dtype);
-    absl::StrAppend(&json, (i || !metadata.empty()) ? "," : "", "\"", t.name,
-                    "\":{\"dtype\":\"", absl::string_view(dtype.data(), dtype.size()),
-                    "\",\"shape\":[", absl::StrJoin(t.shape, ","), "],\"data_offsets\":[", offset,
-                    ",", end, "]}");
+    absl::StrAppend(&json, (i || !metadata.empty()) ? "," : "", "\"", t.name, "\":{\"dtype\":\"",
+                    absl::string_view(dtype.data(), dtype.size()), "\",\"shape\":[",
+                    absl::StrJoin(t.shape, ","), "],\"data_offsets\":[", offset, ",", end, "]}");
     offset = end;
   }
   json += "}";
@@ -69,8 +68,8 @@ SafetensorsWriter::~SafetensorsWriter() {
 absl::Status SafetensorsWriter::Append(absl::Span<const uint8_t> bytes) {
   if (file_ == nullptr) return absl::FailedPreconditionError("writer is finished");
   if (written_ + bytes.size() > data_bytes_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path_, ": appending ", bytes.size(), " bytes overruns the planned ", data_bytes_));
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": appending ", bytes.size(),
+                                                      " bytes overruns the planned ", data_bytes_));
   }
   if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
     return absl::InternalError(absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
@@ -85,8 +84,8 @@ absl::Status SafetensorsWriter::Finish() {
   file_ = nullptr;
   const bool close_failed = std::fclose(f) != 0;
   if (written_ != data_bytes_) {
-    return absl::FailedPreconditionError(absl::StrCat(path_, ": wrote ", written_, " of ",
-                                                      data_bytes_, " planned data bytes"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_, ": wrote ", written_, " of ", data_bytes_, " planned data bytes"));
   }
   if (close_failed) {
     return absl::InternalError(absl::StrCat(path_, ": close failed: ", std::strerror(errno)));

@@ -26,8 +26,9 @@ struct PlannedTensor {
 };
 
 // The header bytes (8-byte length + padded JSON) for tensors laid out back to back in order.
-std::string SafetensorsHeaderBytes(const std::vector<PlannedTensor>& tensors,
-                                   const std::vector<std::pair<std::string, std::string>>& metadata);
+std::string SafetensorsHeaderBytes(
+    const std::vector<PlannedTensor>& tensors,
+    const std::vector<std::pair<std::string, std::string>>& metadata);
 
 class SafetensorsWriter {
  public:

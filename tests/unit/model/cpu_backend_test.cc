@@ -169,8 +169,11 @@ TEST_P(CpuBackendFamilyTest, BatchEqualsRowsAlone) {
   auto batched = MakeBackend(c, seed);
   std::vector<BatchRow> rows;
   for (size_t i = 0; i < plans.size(); ++i) {
-    if (plans[i].history > 0) RunChunks(batched.get(), Seq{{seqs[i].tokens.begin(),
-        seqs[i].tokens.begin() + plans[i].history}, seqs[i].pages}, {plans[i].history});
+    if (plans[i].history > 0)
+      RunChunks(
+          batched.get(),
+          Seq{{seqs[i].tokens.begin(), seqs[i].tokens.begin() + plans[i].history}, seqs[i].pages},
+          {plans[i].history});
     rows.push_back(Row(seqs[i], plans[i].history, plans[i].history + plans[i].fed));
   }
   rows[2].sample = false;  // a prefill chunk that does not sample yet
@@ -266,8 +269,7 @@ TEST(CpuBackendTest, InvalidBatchesAreRejected) {
   expect_bad(past, "past max context");
   // A sampled row without params fails Step (Forward needs none).
   BatchRow no_params = Row(s, 0, 5);
-  EXPECT_EQ(b->Step({&no_params, 1}, &samples, nullptr).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b->Step({&no_params, 1}, &samples, nullptr).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(b->Forward({&no_params, 1}, &logits).ok());
 }
 

@@ -226,7 +226,8 @@ TEST(RandomModelTest, ShapeMismatchNamesTensorAndShapes) {
   absl::Status st = ValidateLlamaCheckpoint(other, **ckpt);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(st.message()).find("model.layers.0.mlp.gate_proj.weight"),
-            std::string::npos) << st;
+            std::string::npos)
+      << st;
   EXPECT_NE(std::string(st.message()).find("[128, 64]"), std::string::npos) << st;
   EXPECT_NE(std::string(st.message()).find("[96, 64]"), std::string::npos) << st;
   other = opt.config;
@@ -272,16 +273,29 @@ TEST(MakeModelBinaryTest, TinyShape) {
   if (bin_dir == nullptr || !std::filesystem::exists(bin)) GTEST_SKIP() << bin << " not built";
   TempDir dir;
   const std::string out = dir.path() + "/tiny";
-  const std::string cmd = absl::StrCat(bin, " --out ", out, " --shape tiny --seed 5 > ",
-                                       dir.path(), "/log.txt 2>&1");
+  const std::string cmd =
+      absl::StrCat(bin, " --out ", out, " --shape tiny --seed 5 > ", dir.path(), "/log.txt 2>&1");
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  for (const char* f : {"config.json", "generation_config.json", "model.safetensors",
-                        "tokenizer.json"}) {
+  for (const char* f :
+       {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"}) {
     EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
   }
   std::stringstream tok;
   tok << std::ifstream(out + "/tokenizer.json").rdbuf();
-  EXPECT_TRUE(ParseJson(tok.str()).ok());
+  absl::StatusOr<JsonValue> tok_json = ParseJson(tok.str());
+  ASSERT_TRUE(tok_json.ok()) << tok_json.status();
+  // The tokenizer's specials are the config's bos (510) and eos (511).
+  const JsonValue* added = tok_json->Find("added_tokens");
+  ASSERT_TRUE(added != nullptr && added->is_array());
+  int found = 0;
+  for (const JsonValue& t : added->items()) {
+    const JsonValue* id = t.Find("id");
+    const JsonValue* content = t.Find("content");
+    ASSERT_TRUE(id && content && id->is_integer() && content->is_string());
+    if (id->integer() == 510) found += content->str() == "<|begin_of_text|>";
+    if (id->integer() == 511) found += content->str() == "<|end_of_text|>";
+  }
+  EXPECT_EQ(found, 2);
   auto backend = LoadCpuBackend(out, 16, 4);
   ASSERT_TRUE(backend.ok()) << backend.status();
   EXPECT_EQ((*backend)->config().vocab_size, 512);
@@ -317,8 +331,14 @@ TEST(LargeShapeSmokeTest, ForwardStaysFinite) {
   greedy.temperature = 0.0f;
   for (int step = 0; step < 4; ++step) {
     const int32_t start = step == 0 ? 0 : static_cast<int32_t>(tokens.size()) - 1;
-    BatchRow row{tokens.data() + start, static_cast<int32_t>(tokens.size()) - start, start,
-                 pages.data(), 2, true, &greedy, step};
+    BatchRow row{tokens.data() + start,
+                 static_cast<int32_t>(tokens.size()) - start,
+                 start,
+                 pages.data(),
+                 2,
+                 true,
+                 &greedy,
+                 step};
     std::vector<float> logits;
     ASSERT_TRUE((*backend)->Forward({&row, 1}, &logits).ok());
     double sum_sq = 0;
@@ -327,8 +347,8 @@ TEST(LargeShapeSmokeTest, ForwardStaysFinite) {
       sum_sq += double{v} * v;
     }
     std::printf("step %d: logit rms %.4f\n", step, std::sqrt(sum_sq / logits.size()));
-    tokens.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
-                                          logits.begin()));
+    tokens.push_back(
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
   }
 }
 

@@ -218,22 +218,23 @@ struct BadCase {
 std::vector<BadCase> BadCases() {
   const Fields base = Llama3Config();
   std::vector<BadCase> cases;
-  for (const char* required : {"vocab_size", "hidden_size", "intermediate_size",
-                               "num_hidden_layers", "num_attention_heads",
-                               "max_position_embeddings", "model_type"}) {
-    cases.push_back({absl::StrCat("missing ", required), ToJson(Without(base, required)), required});
+  for (const char* required :
+       {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+        "num_attention_heads", "max_position_embeddings", "model_type"}) {
+    cases.push_back(
+        {absl::StrCat("missing ", required), ToJson(Without(base, required)), required});
   }
   cases.push_back({"string size", ToJson(With(base, "hidden_size", R"("4096")")), "hidden_size"});
   cases.push_back({"float size", ToJson(With(base, "vocab_size", "12.5")), "vocab_size"});
-  cases.push_back({"negative size", ToJson(With(base, "intermediate_size", "-3")),
-                   "intermediate_size"});
-  cases.push_back({"zero layers", ToJson(With(base, "num_hidden_layers", "0")),
-                   "num_hidden_layers"});
+  cases.push_back(
+      {"negative size", ToJson(With(base, "intermediate_size", "-3")), "intermediate_size"});
+  cases.push_back(
+      {"zero layers", ToJson(With(base, "num_hidden_layers", "0")), "num_hidden_layers"});
   cases.push_back({"huge size", ToJson(With(base, "vocab_size", "4294967296")), "vocab_size"});
   cases.push_back({"heads not dividing", ToJson(With(base, "num_key_value_heads", "5")),
                    "num_attention_heads"});
-  cases.push_back({"hidden not dividing", ToJson(With(base, "num_attention_heads", "24")),
-                   "hidden_size"});
+  cases.push_back(
+      {"hidden not dividing", ToJson(With(base, "num_attention_heads", "24")), "hidden_size"});
   cases.push_back({"odd head_dim", ToJson(With(base, "head_dim", "65")), "head_dim"});
   cases.push_back({"negative kv heads", ToJson(With(base, "num_key_value_heads", "-8")),
                    "num_key_value_heads"});
@@ -245,13 +246,13 @@ std::vector<BadCase> BadCases() {
                    "rope_type"});
   cases.push_back({"rope without factor",
                    ToJson(With(base, "rope_scaling", R"({"rope_type": "llama3"})")), "factor"});
-  cases.push_back({"rope scaling not object", ToJson(With(base, "rope_scaling", "[1]")),
-                   "rope_scaling"});
+  cases.push_back(
+      {"rope scaling not object", ToJson(With(base, "rope_scaling", "[1]")), "rope_scaling"});
   cases.push_back({"eos string", ToJson(With(base, "eos_token_id", R"("</s>")")), "eos_token_id"});
-  cases.push_back({"eos outside vocab", ToJson(With(base, "eos_token_id", "[1, 999999]")),
-                   "eos_token_id"});
-  cases.push_back({"tie not bool", ToJson(With(base, "tie_word_embeddings", "1")),
-                   "tie_word_embeddings"});
+  cases.push_back(
+      {"eos outside vocab", ToJson(With(base, "eos_token_id", "[1, 999999]")), "eos_token_id"});
+  cases.push_back(
+      {"tie not bool", ToJson(With(base, "tie_word_embeddings", "1")), "tie_word_embeddings"});
   cases.push_back({"unsupported act", ToJson(With(base, "hidden_act", R"("gelu")")), "hidden_act"});
   cases.push_back({"bad JSON", "{\"vocab_size\": 12,", "config.json"});
   cases.push_back({"not an object", "[1, 2]", "config.json"});

@@ -55,9 +55,9 @@ class TempDir {
 };
 
 struct RandomTensors {
-  std::vector<float> f32;  // [3][5]
-  std::vector<float> f16;  // [7] values exactly representable in fp16
-  std::vector<float> bf16; // [2][2][3] values exactly representable in bf16
+  std::vector<float> f32;   // [3][5]
+  std::vector<float> f16;   // [7] values exactly representable in fp16
+  std::vector<float> bf16;  // [2][2][3] values exactly representable in bf16
   std::string header;
   std::string data;
 };
@@ -80,10 +80,9 @@ RandomTensors MakeRandomTensors(uint32_t seed) {
     const uint16_t bits = static_cast<uint16_t>(BitsFromFloat(v) >> 16);
     t.data.append(reinterpret_cast<const char*>(&bits), 2);
   }
-  t.header = absl::StrCat("{", Entry("a.f32", "F32", "[3, 5]", 0, 60), ", ",
-                          Entry("b.f16", "F16", "[7]", 60, 74), ", ",
-                          Entry("c.bf16", "BF16", "[2, 2, 3]", 74, 98),
-                          R"(, "__metadata__": {"format": "pt"}})");
+  t.header = absl::StrCat(
+      "{", Entry("a.f32", "F32", "[3, 5]", 0, 60), ", ", Entry("b.f16", "F16", "[7]", 60, 74), ", ",
+      Entry("c.bf16", "BF16", "[2, 2, 3]", 74, 98), R"(, "__metadata__": {"format": "pt"}})");
   return t;
 }
 
@@ -126,12 +125,11 @@ TEST(SafetensorsTest, ShardedCheckpoint) {
   TempDir dir;
   // Shard 1 holds a.f32; shard 2 holds b.f16 and c.bf16 (offsets rebased).
   std::string data2 = t.data.substr(60);
-  dir.Write("s1.safetensors", MakeFile("{" + Entry("a.f32", "F32", "[3, 5]", 0, 60) + "}",
-                                       t.data.substr(0, 60)));
-  dir.Write("s2.safetensors",
-            MakeFile("{" + Entry("b.f16", "F16", "[7]", 0, 14) + ", " +
-                         Entry("c.bf16", "BF16", "[2, 2, 3]", 14, 38) + "}",
-                     data2));
+  dir.Write("s1.safetensors",
+            MakeFile("{" + Entry("a.f32", "F32", "[3, 5]", 0, 60) + "}", t.data.substr(0, 60)));
+  dir.Write("s2.safetensors", MakeFile("{" + Entry("b.f16", "F16", "[7]", 0, 14) + ", " +
+                                           Entry("c.bf16", "BF16", "[2, 2, 3]", 14, 38) + "}",
+                                       data2));
   dir.Write("model.safetensors.index.json",
             R"({"metadata": {"total_size": 98}, "weight_map": {"a.f32": "s1.safetensors",
                 "b.f16": "s2.safetensors", "c.bf16": "s2.safetensors"}})");
@@ -142,8 +140,7 @@ TEST(SafetensorsTest, ShardedCheckpoint) {
   EXPECT_EQ(ToFloats(*(*ckpt)->Get("b.f16")), t.f16);
   EXPECT_EQ(ToFloats(*(*ckpt)->Get("c.bf16")), t.bf16);
 
-  dir.Write("model.safetensors.index.json",
-            R"({"weight_map": {"a.f32": "s2.safetensors"}})");
+  dir.Write("model.safetensors.index.json", R"({"weight_map": {"a.f32": "s2.safetensors"}})");
   absl::StatusOr<std::unique_ptr<Checkpoint>> bad = Checkpoint::Open(dir.path());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(bad.status().message()).find("a.f32"), std::string::npos);
@@ -184,27 +181,28 @@ std::vector<Malformed> MalformedCases() {
   c.push_back({"not an object", MakeFile("[1, 2]", data), "JSON object"});
   c.push_back({"entry not object", one("\"w\": 3"), "'w'"});
   c.push_back({"unknown dtype", one(Entry("w", "I64", "[2]", 0, 16)), "'w': dtype 'I64'"});
-  c.push_back({"dtype not string", one(R"("w": {"dtype": 4, "shape": [1], "data_offsets": [0, 4]})"),
-               "'w'"});
+  c.push_back({"dtype not string",
+               one(R"("w": {"dtype": 4, "shape": [1], "data_offsets": [0, 4]})"), "'w'"});
   c.push_back({"missing shape", one(R"("w": {"dtype": "F32", "data_offsets": [0, 4]})"), "shape"});
   c.push_back({"negative dim", one(Entry("w", "F32", "[-1, 4]", 0, 16)), "non-negative"});
   c.push_back({"fractional dim", one(Entry("w", "F32", "[1.5]", 0, 4)), "non-negative"});
-  c.push_back({"huge shape", one(Entry("w", "F32", "[4294967296, 4294967296]", 0, 16)),
-               "overflows"});
+  c.push_back(
+      {"huge shape", one(Entry("w", "F32", "[4294967296, 4294967296]", 0, 16)), "overflows"});
   c.push_back({"huge bytes", one(Entry("w", "F32", "[4611686018427387904]", 0, 16)), "overflows"});
   c.push_back({"offsets past data", one(Entry("w", "F32", "[20]", 0, 80)), "past the data"});
   c.push_back({"offsets reversed", one(Entry("w", "F32", "[0]", 8, 4)), "end < begin"});
   c.push_back({"wrong size", one(Entry("w", "F32", "[3]", 0, 16)), "need 12"});
   c.push_back({"offsets missing",
                one(R"("w": {"dtype": "F32", "shape": [1], "data_offsets": [0]})"), "data_offsets"});
-  c.push_back({"negative offset", one(Entry("w", "F32", "[1]", 0, 4).replace(
-                                          Entry("w", "F32", "[1]", 0, 4).find("[0,"), 3, "[-4,")),
+  c.push_back({"negative offset",
+               one(Entry("w", "F32", "[1]", 0, 4)
+                       .replace(Entry("w", "F32", "[1]", 0, 4).find("[0,"), 3, "[-4,")),
                "data_offsets"});
-  c.push_back({"overlap", one(Entry("a", "F32", "[4]", 0, 16) + ", " +
-                              Entry("b", "F32", "[4]", 8, 24)),
+  c.push_back({"overlap",
+               one(Entry("a", "F32", "[4]", 0, 16) + ", " + Entry("b", "F32", "[4]", 8, 24)),
                "overlap"});
-  c.push_back({"duplicate name", one(Entry("a", "F32", "[1]", 0, 4) + ", " +
-                                     Entry("a", "F32", "[1]", 4, 8)),
+  c.push_back({"duplicate name",
+               one(Entry("a", "F32", "[1]", 0, 4) + ", " + Entry("a", "F32", "[1]", 4, 8)),
                "duplicate"});
   c.push_back({"metadata not string", one(R"("__metadata__": {"k": 1})"), "__metadata__"});
   return c;
@@ -221,10 +219,9 @@ TEST(SafetensorsTest, MalformedHeadersGiveClearErrors) {
 }
 
 TEST(SafetensorsTest, EmptyTensorsAndNoTensorsAreValid) {
-  absl::StatusOr<SafetensorsHeader> h =
-      Parse(MakeFile("{" + Entry("e", "BF16", "[0, 5]", 4, 4) + ", " +
-                         Entry("s", "F32", "[]", 0, 4) + "}",
-                     std::string(4, '\0')));
+  absl::StatusOr<SafetensorsHeader> h = Parse(MakeFile(
+      "{" + Entry("e", "BF16", "[0, 5]", 4, 4) + ", " + Entry("s", "F32", "[]", 0, 4) + "}",
+      std::string(4, '\0')));
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(h->tensors[0].numel, 0);
   EXPECT_EQ(h->tensors[1].numel, 1);  // a scalar
@@ -250,7 +247,8 @@ TEST(SafetensorsTest, MutatedFilesNeverCrash) {
           bytes.resize(rng() % (bytes.size() + 1));
           break;
         default:
-          if (bytes.size() > 8) bytes[8 + rng() % (bytes.size() - 8)] = "{}[]\",:0123456789-e"[rng() % 19];
+          if (bytes.size() > 8)
+            bytes[8 + rng() % (bytes.size() - 8)] = "{}[]\",:0123456789-e"[rng() % 19];
       }
       if (bytes.empty()) break;
     }

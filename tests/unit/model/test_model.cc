@@ -208,8 +208,8 @@ std::vector<std::vector<double>> DenseForward(const LlamaWeights& w,
   for (int l = 0; l < c.num_layers; ++l) Layer(w.layers[l], c, freq, &x);
   Mat logits;
   for (const Vec& xt : x) {
-    logits.push_back(MatVec(w.lm_head_matrix(), {}, RmsNormD(xt, w.final_norm, c.rms_norm_eps),
-                            c.vocab_size));
+    logits.push_back(
+        MatVec(w.lm_head_matrix(), {}, RmsNormD(xt, w.final_norm, c.rms_norm_eps), c.vocab_size));
   }
   return logits;
 }
