@@ -1,0 +1,166 @@
+// The host planner of the decode-attention engine (DESIGN.md, "Decode engine contract").
+//
+// Each decode step the worker turns its batch (real lengths N*_i and the CSR block table) into a
+// DecodePlan: the work items the CUDA routes run (one CTA per item, serving all G = H_q/H_kv query
+// heads of one KV head over a token range of one row), the launches, the merge map, the partial-
+// state slots and the counters the metrics report. Planning is plain C++ with no CUDA include and
+// no device query: the device limits are an input, so plans are unit-tested on the CPU and can be
+// rebuilt each step for CUDA-graph replay (see workspace.h for the fixed-capacity device image).
+//
+// Invariants of every plan (checked by tests/unit/kernels/plan_test.cc):
+//  - for each (row, kv head) the items' token ranges tile [0, N*_row) exactly once, in order;
+//  - every token_begin is a multiple of page_size; token_end is a page boundary or N*_row;
+//  - a (row, kv head) with one item writes its output directly (no partial, no merge); one with
+//    S > 1 items owns partial slots [first_partial, first_partial + S), one per item;
+//  - empty items (token_begin == token_end) only exist in `split` and `bucketed-exact` (neutral
+//    states of the rectangular grid) or for rows of length 0 (their output is zero, LSE -inf).
+// Thread-safety: PlanDecode is a pure function of its inputs; a DecodePlan is a plain value.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/attention/kv_layout.h"
+
+namespace pkv::decode {
+
+// Route names are metric labels (pkv_decode_steps_total{route}).
+enum class Route : int32_t {
+  kFused = 0,          // one item per (row, kv head), whole row, one launch
+  kSplit = 1,          // rectangular (row, kv head, split) grid, S from the max-length bucket
+  kWorkqueue = 2,      // 1D grid of only the non-empty items, per-row split counts
+  kBucketedExact = 3,  // ablation: one split launch (+ merge launch) per distinct row length
+  kPersistent = 4,     // stream-K: a resident grid sharing the batch's pages evenly
+};
+inline constexpr int kNumRoutes = 5;
+absl::string_view RouteName(Route route);
+absl::StatusOr<Route> ParseRoute(absl::string_view name);
+
+// Where rows with more than one split are merged.
+enum class MergeMode : int32_t {
+  kInKernel = 0,  // the last split of a (row, kv head) to finish merges (atomic ticket): 1 launch
+  kSeparate = 1,  // a second launch merges every split pair (the paper's two-kernel scheme)
+};
+
+// What the planner knows about the GPU. Filled by QueryDeviceLimits (decode_launch.h) on a GPU
+// machine, or by hand in tests and for SM-restricted runs.
+struct DeviceLimits {
+  int32_t num_sms = 0;      // multiprocessors the kernels may use
+  int32_t ctas_per_sm = 1;  // attention CTAs resident per SM for the kernel configuration
+  int32_t slots() const { return num_sms * ctas_per_sm; }
+};
+
+struct PlanOptions {
+  Route route = Route::kWorkqueue;
+  MergeMode merge = MergeMode::kInKernel;
+  // Smallest split worth its fixed cost (pipeline fill, partial write, merge), in tokens; rounded
+  // up to whole pages. 128 tokens of one KV head at D=128 fp16 is 64 KB of K+V.
+  int32_t min_split_tokens = 128;
+  // Upper bound on splits of one (row, kv head); the merge keeps one weight per split in shared
+  // memory, so this must not exceed kMaxSplitsPerPair.
+  int32_t max_splits = 128;
+  // Fixed capacity for CUDA-graph replay: when > 0 the launch grids are sized for this many rows
+  // (see CapacityFor) and padding CTAs exit early, so one captured graph serves every plan with
+  // num_rows <= capacity_rows. 0: grids fit this plan exactly.
+  int32_t capacity_rows = 0;
+};
+inline constexpr int32_t kMaxSplitsPerPair = 256;
+inline constexpr int32_t kMaxGroupSize = 8;
+
+// One CTA's unit of work: tokens [token_begin, token_end) of one row for one KV head.
+// 32 bytes; the device reads it with two 16-byte loads.
+struct WorkItem {
+  int32_t row = 0;
+  int32_t kv_head = 0;
+  int32_t token_begin = 0;    // multiple of page_size
+  int32_t token_end = 0;      // page boundary or lengths[row]; == token_begin for an empty split
+  int32_t page_base = 0;      // page_indptr[row]: the row's first entry in page_ids
+  int32_t split_index = 0;    // 0 .. num_splits-1
+  int32_t num_splits = 1;     // items of this (row, kv head); 1 = writes the output directly
+  int32_t first_partial = 0;  // partial slot of split 0 of this (row, kv head) (if num_splits > 1)
+};
+static_assert(sizeof(WorkItem) == 32);
+
+// One (row, kv head) whose splits a separate merge launch combines.
+struct MergeEntry {
+  int32_t row = 0;
+  int32_t kv_head = 0;
+  int32_t first_partial = 0;
+  int32_t num_splits = 0;
+};
+static_assert(sizeof(MergeEntry) == 16);
+
+struct LaunchSpec {
+  enum class Kind : int32_t { kAttention, kMerge };
+  Kind kind = Kind::kAttention;
+  int32_t first = 0;  // first item (attention) or merge entry (merge) of this launch
+  int32_t count = 0;  // items or merge entries this launch covers
+  int32_t grid = 0;   // CTAs launched (>= count for padded graph launches; < count persistent)
+  bool persistent = false;  // CTA i runs items [cta_item_indptr[i], cta_item_indptr[i+1])
+};
+
+// Reported every step (metrics, bench TSV); the policy's cost model reads the features.
+struct PlanCounters {
+  int32_t launches = 0;
+  int32_t ctas = 0;            // CTAs launched over all launches
+  int32_t items = 0;           // work items launched
+  int32_t items_nonempty = 0;  // items that read at least one token
+  int32_t num_partials = 0;
+  int32_t num_merges = 0;          // (row, kv head) pairs with > 1 split
+  int64_t merge_state_bytes = 0;   // partial (o, lse) bytes written plus read back by the merge
+  int64_t kv_bytes = 0;            // K and V bytes the step must read
+  double plan_us = 0.0;            // host time spent in PlanDecode
+  double occupancy() const { return items > 0 ? double(items_nonempty) / items : 1.0; }
+};
+struct PlanFeatures {
+  int32_t batch = 0;
+  int64_t total_kv_bytes = 0;
+  int32_t max_len = 0;
+  int32_t min_len = 0;
+  double mean_len = 0.0;
+  double len_cv = 0.0;  // standard deviation / mean of the lengths (0 for bucketed batches)
+  int32_t items_nonempty = 0;
+  int32_t launches = 0;
+  int32_t num_sms = 0;
+};
+
+struct DecodePlan {
+  Route route = Route::kFused;
+  MergeMode merge = MergeMode::kInKernel;
+  KvShape shape;
+  int32_t num_rows = 0;
+  // Grids sized for PlanOptions::capacity_rows: kernels read their item and merge counts from
+  // the workspace header and padding CTAs exit, so one captured graph replays any such plan.
+  bool graph_sized = false;
+  std::vector<WorkItem> items;             // all launches' items, launch by launch
+  std::vector<int32_t> cta_item_indptr;    // persistent launches only: [grid + 1]
+  std::vector<MergeEntry> merges;          // pairs merged by a separate launch (kSeparate)
+  std::vector<LaunchSpec> launches;
+  std::vector<int32_t> row_order;          // planner scratch: the order rows were emitted in
+  std::vector<int32_t> row_pages;          // planner scratch: pages each row's length spans
+  PlanCounters counters;
+  PlanFeatures features;
+};
+
+// The batch as the planner sees it (host memory).
+struct PlanInput {
+  const int32_t* lengths = nullptr;      // [num_rows] real KV tokens of each row (>= 0)
+  const int32_t* page_indptr = nullptr;  // [num_rows + 1] CSR offsets into the block table
+  int32_t num_rows = 0;
+  KvShape shape;
+};
+
+// Builds the plan of `options.route`. Reuses `plan`'s vectors (no allocation once warmed up).
+// INVALID_ARGUMENT for a bad shape (G outside 1..8, page size outside 1..128, head dim not
+// 64/128/256), negative lengths, a block table with too few pages, or too many rows for the
+// requested capacity.
+absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
+                        const PlanOptions& options, DecodePlan* plan);
+
+// Shape checks shared by the planner and the launchers.
+absl::Status ValidateShape(const KvShape& shape);
+
+}  // namespace pkv::decode

@@ -1,0 +1,54 @@
+// Internals of the decode planner shared by plan.cc and plan_routes.cc: the per-call context and
+// the emitters every route builds its items with. Not part of the engine's API.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/decode/plan.h"
+
+#define PKV_PLAN_RETURN_IF_ERROR(expr)        \
+  do {                                        \
+    ::absl::Status pkv_plan_st_ = (expr);     \
+    if (!pkv_plan_st_.ok()) return pkv_plan_st_; \
+  } while (0)
+
+namespace pkv::decode::internal {
+
+struct PlanContext {
+  const PlanInput& in;
+  const DeviceLimits& limits;
+  const PlanOptions& options;
+  DecodePlan* plan;
+  const int32_t* pages = nullptr;  // [num_rows] ceil(length / page_size), computed once
+  int32_t num_partials = 0;
+
+  int32_t page_size() const { return in.shape.page_size; }
+  int32_t heads() const { return in.shape.num_kv_heads; }
+  int32_t Pages(int32_t row) const { return pages[row]; }
+  int32_t MinSplitPages() const {
+    return (options.min_split_tokens + page_size() - 1) / page_size();
+  }
+  bool graph_sized() const { return options.capacity_rows > 0; }
+};
+
+// Appends one (row, kv head) cut into `n` page-aligned splits. `chunk_pages` > 0: fixed chunks
+// (split k covers pages [k*chunk, (k+1)*chunk), trailing ones may be empty: the rectangular grid);
+// chunk_pages == 0: n splits of near-equal page counts (they differ by at most one page).
+// Allocates n partial slots, and a merge entry under MergeMode::kSeparate, when n > 1.
+void EmitPair(PlanContext& ctx, int32_t row, int32_t head, int32_t n, int32_t chunk_pages);
+
+// Appends an attention launch over items [first, end of items) and, under kSeparate, a merge
+// launch over merge entries [first_merge, end of merges) when there are any.
+void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge);
+
+// Split count that fills the GPU's resident slots for `pairs` (row, kv head) pairs whose longest
+// row has `max_pages` pages, capped by the max-length bucket and options.max_splits.
+int32_t ChooseSplitCount(const PlanContext& ctx, int64_t pairs, int32_t max_pages);
+
+void PlanFused(PlanContext& ctx);
+void PlanSplit(PlanContext& ctx);
+void PlanWorkqueue(PlanContext& ctx);
+void PlanBucketedExact(PlanContext& ctx);
+void PlanPersistent(PlanContext& ctx);
+
+}  // namespace pkv::decode::internal

@@ -1,0 +1,303 @@
+// The split rules of each decode route (see plan.h for the invariants they keep).
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/decode/plan_internal.h"
+#include "kernels/decode/workspace.h"
+
+namespace pkv::decode::internal {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int32_t NextPow2(int32_t x) {
+  int32_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+// Fixed cost of one work item expressed as KV bytes streamed in the same time: the pipeline
+// fill (one DRAM round trip, ~1 us) at the per-slot share of the bandwidth (~4.7 TB/s over 264
+// resident CTAs on an H200 is ~18 GB/s, so ~16 KB), plus the partial write and merge.
+constexpr int64_t kItemOverheadBytes = 16 * 1024;
+
+}  // namespace
+
+void EmitPair(PlanContext& ctx, int32_t row, int32_t head, int32_t n, int32_t chunk_pages) {
+  DecodePlan& plan = *ctx.plan;
+  const int32_t len = ctx.in.lengths[row];
+  const int32_t ps = ctx.page_size();
+  const int32_t pages = ctx.Pages(row);
+  const int32_t first_partial = n > 1 ? ctx.num_partials : 0;
+  if (n > 1) ctx.num_partials += n;
+  for (int32_t k = 0; k < n; ++k) {
+    int64_t bp, ep;
+    if (chunk_pages > 0) {
+      bp = std::min<int64_t>(int64_t{k} * chunk_pages, pages);
+      ep = std::min<int64_t>(int64_t{k + 1} * chunk_pages, pages);
+    } else {
+      bp = int64_t{k} * pages / n;
+      ep = int64_t{k + 1} * pages / n;
+    }
+    WorkItem it;
+    it.row = row;
+    it.kv_head = head;
+    // Empty splits (the rectangular grid's neutral states) carry [0, 0).
+    it.token_begin = ep > bp ? static_cast<int32_t>(bp * ps) : 0;
+    it.token_end = ep > bp ? static_cast<int32_t>(std::min<int64_t>(ep * ps, len)) : 0;
+    it.page_base = ctx.in.page_indptr[row];
+    it.split_index = k;
+    it.num_splits = n;
+    it.first_partial = first_partial;
+    plan.items.push_back(it);
+  }
+  if (n > 1 && plan.merge == MergeMode::kSeparate) {
+    plan.merges.push_back(MergeEntry{row, head, first_partial, n});
+  }
+}
+
+void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
+  DecodePlan& plan = *ctx.plan;
+  LaunchSpec a;
+  a.kind = LaunchSpec::Kind::kAttention;
+  a.first = first_item;
+  a.count = static_cast<int32_t>(plan.items.size()) - first_item;
+  // Graph-sized grids are the same for every plan of the bucket: a resident grid that strides
+  // over the items (the count comes from the workspace header at run time).
+  a.grid = ctx.graph_sized() ? ctx.limits.slots() : a.count;
+  if (a.count > 0 || ctx.graph_sized()) plan.launches.push_back(a);
+  if (plan.merge != MergeMode::kSeparate) return;
+  LaunchSpec m;
+  m.kind = LaunchSpec::Kind::kMerge;
+  m.first = first_merge;
+  m.count = static_cast<int32_t>(plan.merges.size()) - first_merge;
+  m.grid = ctx.graph_sized() ? ctx.options.capacity_rows * ctx.heads() : m.count;
+  if (m.count > 0 || ctx.graph_sized()) plan.launches.push_back(m);
+}
+
+// Rule: enough splits that pairs * S covers every resident slot once (one full wave), but no
+// split shorter than min_split_tokens of the row's power-of-two length bucket, and at most
+// max_splits. Example (H200, 132 SMs x 2 CTAs = 264 slots, H_kv = 8, page 16, min 128 tokens):
+// B = 1, N = 16384 -> 1024 pages, S_fill = ceil(264 / 8) = 33, S_len = 1024 / 8 = 128, S = 33,
+// chunk = ceil(1024 / 33) = 32 pages -> 32 splits of 512 tokens, 256 items.
+int32_t ChooseSplitCount(const PlanContext& ctx, int64_t pairs, int32_t max_pages) {
+  if (max_pages <= 1 || pairs <= 0) return 1;
+  const int64_t s_fill = CeilDiv(ctx.limits.slots(), pairs);
+  const int64_t s_len = std::max<int64_t>(1, NextPow2(max_pages) / ctx.MinSplitPages());
+  int64_t s = std::min({s_fill, s_len, int64_t{ctx.options.max_splits}, int64_t{max_pages}});
+  s = std::max<int64_t>(s, 1);
+  const int64_t chunk = CeilDiv(max_pages, s);
+  return static_cast<int32_t>(CeilDiv(max_pages, chunk));
+}
+
+void PlanFused(PlanContext& ctx) {
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
+    for (int32_t h = 0; h < ctx.heads(); ++h) EmitPair(ctx, r, h, 1, 0);
+  }
+  AddLaunches(ctx, 0, 0);
+}
+
+void PlanSplit(PlanContext& ctx) {
+  int32_t max_pages = 0;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) max_pages = std::max(max_pages, ctx.Pages(r));
+  const int64_t pairs = int64_t{ctx.in.num_rows} * ctx.heads();
+  const int32_t s = ChooseSplitCount(ctx, pairs, max_pages);
+  const int32_t chunk = s > 1 ? static_cast<int32_t>(CeilDiv(max_pages, s)) : 0;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
+    for (int32_t h = 0; h < ctx.heads(); ++h) EmitPair(ctx, r, h, s, chunk);
+  }
+  AddLaunches(ctx, 0, 0);
+}
+
+namespace {
+
+int32_t SplitsOf(const PlanContext& ctx, int32_t pages, int64_t chunk) {
+  if (pages == 0) return 1;
+  return static_cast<int32_t>(std::min<int64_t>(ctx.options.max_splits, CeilDiv(pages, chunk)));
+}
+
+int64_t WorkqueueItems(const PlanContext& ctx, int64_t chunk) {
+  int64_t n = 0;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) n += SplitsOf(ctx, ctx.Pages(r), chunk);
+  return n * ctx.heads();
+}
+
+// Estimated time of a workqueue plan with splits of at most `chunk` pages, in units of one
+// pair-page: with n items on `slots` resident CTAs the hardware runs ceil(n/slots) waves of
+// average items (P/n pages each), never less than the biggest item, plus each wave's fixed cost.
+double WorkqueueCost(const PlanContext& ctx, int64_t total_pages, int64_t chunk,
+                     double item_overhead_pages) {
+  int64_t biggest = 0;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
+    const int32_t pages = ctx.Pages(r);
+    biggest = std::max<int64_t>(biggest, CeilDiv(pages, SplitsOf(ctx, pages, chunk)));
+  }
+  const int64_t n = WorkqueueItems(ctx, chunk);
+  const double waves = static_cast<double>(CeilDiv(n, ctx.limits.slots()));
+  const double balanced = waves * static_cast<double>(total_pages) / static_cast<double>(n);
+  return std::max(balanced, static_cast<double>(biggest)) + waves * item_overhead_pages;
+}
+
+// Smallest split size (pages, >= lo) whose items fit in `target` slots; max_pages if none does.
+int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pages,
+                             int64_t target) {
+  int64_t hi = max_pages;
+  if (lo >= hi || WorkqueueItems(ctx, hi) > target) return hi;
+  while (lo < hi) {  // items(chunk) is non-increasing in chunk
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (WorkqueueItems(ctx, mid) <= target) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return hi;
+}
+
+}  // namespace
+
+// Rule: for w = 1..kMaxWaves take the smallest split size whose items fit in w * slots (never
+// below min_split_tokens), also the unsplit plan, and keep the cheapest by WorkqueueCost.
+// Rows are emitted longest split first (LPT order), so the hardware's in-order CTA dispatch
+// packs the short tail items last. Example (264 slots, H_kv = 8, page 16): bimodal B = 8 with
+// two rows of ~24k tokens and six of ~600: P = 8 * (2*1500 + 6*38) = 25.8k pair-pages; w = 1
+// gives chunk 98 pages -> 2*16*8 = 256 long items plus 48 short ones: 304 items in 2 waves;
+// w = 2 gives 49 pages -> 560 items in 3 waves; the cost picks the smaller estimated time.
+void PlanWorkqueue(PlanContext& ctx) {
+  const int32_t rows = ctx.in.num_rows;
+  int64_t total_pages = 0;
+  int32_t max_pages = 0;
+  for (int32_t r = 0; r < rows; ++r) {
+    total_pages += ctx.Pages(r);
+    max_pages = std::max(max_pages, ctx.Pages(r));
+  }
+  total_pages *= ctx.heads();
+  const KvShape& s = ctx.in.shape;
+  const double pair_page_bytes = 4.0 * s.page_size * s.head_dim;  // K+V, 2-byte elements
+  const double overhead = kItemOverheadBytes / pair_page_bytes;
+  int64_t best_chunk = std::max(max_pages, 1);
+  double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead);
+  for (int32_t w = 1; w <= kMaxWaves && total_pages > 0; ++w) {
+    const int64_t target = int64_t{w} * ctx.limits.slots();
+    const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
+    const int64_t chunk = SmallestChunkFitting(ctx, lo, best_chunk, target);
+    const double cost = WorkqueueCost(ctx, total_pages, chunk, overhead);
+    if (cost < best_cost) {  // ties keep the fewer, larger items of the smaller wave count
+      best_cost = cost;
+      best_chunk = chunk;
+    }
+  }
+  // LPT order: rows by descending split size (stable, so equal rows keep batch order).
+  std::vector<int32_t>& order = ctx.plan->row_order;
+  order.resize(rows);
+  for (int32_t r = 0; r < rows; ++r) order[r] = r;
+  auto split_pages = [&](int32_t r) {
+    const int32_t p = ctx.Pages(r);
+    return CeilDiv(p, SplitsOf(ctx, p, best_chunk));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return split_pages(a) > split_pages(b); });
+  for (int32_t r : order) {
+    const int32_t n = SplitsOf(ctx, ctx.Pages(r), best_chunk);
+    for (int32_t h = 0; h < ctx.heads(); ++h) EmitPair(ctx, r, h, n, 0);
+  }
+  AddLaunches(ctx, 0, 0);
+}
+
+// The paper's ablation: rows grouped by exact length, each group split like `split` would split
+// it on its own and launched on its own (attention, then merge): launches = groups * 2.
+void PlanBucketedExact(PlanContext& ctx) {
+  const int32_t rows = ctx.in.num_rows;
+  std::vector<int32_t>& order = ctx.plan->row_order;
+  order.resize(rows);
+  for (int32_t r = 0; r < rows; ++r) order[r] = r;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return ctx.in.lengths[a] < ctx.in.lengths[b]; });
+  for (int32_t g0 = 0; g0 < rows;) {
+    int32_t g1 = g0;
+    while (g1 < rows && ctx.in.lengths[order[g1]] == ctx.in.lengths[order[g0]]) ++g1;
+    const int32_t first_item = static_cast<int32_t>(ctx.plan->items.size());
+    const int32_t first_merge = static_cast<int32_t>(ctx.plan->merges.size());
+    const int32_t pages = ctx.Pages(order[g0]);
+    const int32_t s = ChooseSplitCount(ctx, int64_t{g1 - g0} * ctx.heads(), pages);
+    for (int32_t i = g0; i < g1; ++i) {
+      for (int32_t h = 0; h < ctx.heads(); ++h) EmitPair(ctx, order[i], h, s, 0);
+    }
+    AddLaunches(ctx, first_item, first_merge);
+    g0 = g1;
+  }
+}
+
+// Stream-K: a grid of at most `slots` resident CTAs; the batch's (row, kv head, page) sequence is
+// cut into equal quotas of ceil(P / grid) pages, one per CTA, so every CTA streams the same bytes
+// whatever the raggedness. A pair cut by a quota boundary becomes several splits (merged).
+void PlanPersistent(PlanContext& ctx) {
+  DecodePlan& plan = *ctx.plan;
+  int64_t total_pages = 0;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) total_pages += ctx.Pages(r);
+  total_pages *= ctx.heads();
+  const int64_t slots = ctx.limits.slots();
+  const int64_t grid = ctx.graph_sized()
+                           ? slots
+                           : std::clamp<int64_t>(CeilDiv(total_pages, ctx.MinSplitPages()), 1, slots);
+  const int64_t quota = std::max<int64_t>(1, CeilDiv(total_pages, grid));
+  std::vector<int32_t>& indptr = plan.cta_item_indptr;
+  indptr.push_back(0);
+  int64_t room = quota;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
+    const int32_t pages = ctx.Pages(r);
+    for (int32_t h = 0; h < ctx.heads(); ++h) {
+      const size_t pair_first = plan.items.size();
+      if (pages == 0) {
+        EmitPair(ctx, r, h, 1, 0);  // zero output for an empty row, on the current CTA
+        continue;
+      }
+      int32_t k = 0;
+      for (int64_t off = 0; off < pages; ++k) {
+        if (room == 0) {
+          indptr.push_back(static_cast<int32_t>(plan.items.size()));
+          room = quota;
+        }
+        const int64_t take = std::min<int64_t>(pages - off, room);
+        WorkItem it;
+        it.row = r;
+        it.kv_head = h;
+        it.token_begin = static_cast<int32_t>(off * ctx.page_size());
+        it.token_end = static_cast<int32_t>(
+            std::min<int64_t>((off + take) * ctx.page_size(), ctx.in.lengths[r]));
+        it.page_base = ctx.in.page_indptr[r];
+        it.split_index = k;
+        plan.items.push_back(it);
+        off += take;
+        room -= take;
+      }
+      const int32_t first_partial = k > 1 ? ctx.num_partials : 0;
+      if (k > 1) ctx.num_partials += k;
+      for (size_t i = pair_first; i < plan.items.size(); ++i) {
+        plan.items[i].num_splits = k;
+        plan.items[i].first_partial = first_partial;
+      }
+      if (k > 1 && plan.merge == MergeMode::kSeparate) {
+        plan.merges.push_back(MergeEntry{r, h, first_partial, k});
+      }
+    }
+  }
+  while (static_cast<int64_t>(indptr.size()) < grid + 1) {
+    indptr.push_back(static_cast<int32_t>(plan.items.size()));
+  }
+  LaunchSpec a;
+  a.kind = LaunchSpec::Kind::kAttention;
+  a.count = static_cast<int32_t>(plan.items.size());
+  a.grid = static_cast<int32_t>(grid);
+  a.persistent = true;
+  plan.launches.push_back(a);
+  if (plan.merge == MergeMode::kSeparate) {
+    LaunchSpec m;
+    m.kind = LaunchSpec::Kind::kMerge;
+    m.count = static_cast<int32_t>(plan.merges.size());
+    m.grid = ctx.graph_sized() ? ctx.options.capacity_rows * ctx.heads() : m.count;
+    if (m.count > 0 || ctx.graph_sized()) plan.launches.push_back(m);
+  }
+}
+
+}  // namespace pkv::decode::internal
