@@ -28,8 +28,9 @@
 
 namespace pkv {
 
-// Vocabulary ids above this are rejected so a hostile file cannot make us allocate gigabytes.
-inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+// Vocabulary ids above this are rejected so that a small hostile file cannot make us allocate
+// gigabytes (per-id tables are sized by the largest id). Real vocabularies stay below 2^18.
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 21) - 1;
 
 class BpeModel {
  public:

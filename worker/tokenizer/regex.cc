@@ -86,7 +86,8 @@ absl::StatusOr<std::unique_ptr<SplitRegex>> SplitRegex::CompileImpl(std::string_
                                                                     bool literal) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2_LITERAL admits UTF but not UCP (which only matters for classes anyway).
+  const uint32_t options = literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
   pcre2_code* code =
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pcre_pattern.data()), pcre_pattern.size(), options,
                     &error_code, &error_offset, nullptr);

@@ -9,7 +9,7 @@
 //
 // Anything in the file that would change the output and is not implemented is rejected with
 // INVALID_ARGUMENT naming it, never ignored. FromJson takes untrusted bytes: every failure is a
-// Status, and sizes are bounded (ids < 2^24).
+// Status, and sizes are bounded (ids < 2^21).
 //
 // Ids: model vocabulary ids and added-token ids share one space [0, vocab_size()); an id that
 // neither defines (a hole) decodes to nothing. When an added token reuses a model id, the added

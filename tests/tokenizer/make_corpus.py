@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Writes corpus.jsonl for the tokenizer agreement test: one JSON string literal per line.
+
+Hand-written samples first (code, CJK, emoji with ZWJ sequences and skin tones, Arabic, Hindi,
+whitespace runs, numbers, contractions, special tokens inside text, NFD/NFC accents, very long
+words), then deterministic pseudo-random mixtures of the same material. Run it again after editing;
+the output is deterministic (fixed seed).
+
+Characters where the JS reference and Hugging Face's Rust tokenizers are known to disagree are kept
+out: U+0085 and U+FEFF (JS's \\s differs from Oniguruma's), U+017F and U+212A (case folding inside
+(?i:'s|...)), and characters assigned after Unicode 14 (PCRE2 10.42's tables).
+"""
+import json
+import random
+import sys
+
+HAND = [
+    "Hello, world!",
+    "Hello world",
+    " Hello world",
+    "  leading spaces and trailing spaces   ",
+    "I'm sure you're right, they've said we'll see; it's John's and she'd know.",
+    "I'M SURE YOU'RE RIGHT, THEY'VE SAID WE'LL SEE; IT'S JOHN'S AND SHE'D KNOW.",
+    "don't can't won't shouldn't y'all o'clock rock'n'roll 'quoted' \"double\"",
+    "The year 2024 had 366 days; 3.14159, 1,000,000 and 1e-9 are numbers. 007 agents.",
+    "1234567890123456789012345678901234567890",
+    "Phone: +1 (555) 012-3456, IPv4 192.168.0.1, v1.2.3-rc4, 0x7fff_ffff, 10**9",
+    "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n",
+    "#include <stdio.h>\nint main(void) {\n\tprintf(\"%d\\n\", 42);\n\treturn 0;\n}\n",
+    "fn main() {\n    let v: Vec<u32> = (0..10).map(|x| x * x).collect();\n    println!(\"{:?}\", v);\n}",
+    "SELECT id, name FROM users WHERE age >= 21 AND name LIKE '%smith%' ORDER BY id DESC;",
+    "const f = async (x) => { await Promise.all([a(), b()]); return x?.y ?? z; };",
+    "<div class=\"note\"><p>Some &amp; HTML &lt;tags&gt;</p></div>",
+    "{\"key\": [1, 2.5, true, null], \"nested\": {\"a\": \"b\"}}",
+    "if (a && b || !c) { x += 1; } else { x -= 1; } // comment /* block */",
+    "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n",
+    "   \n\n\t\t  \r\n  mixed whitespace  \t \n",
+    "line one\nline two\r\nline three\rline four\n\n\nafter blank lines",
+    "tabs\tbetween\twords\t\tand\t\t\tmore",
+    "\t\tindented with tabs\n    indented with spaces\n\t  mixed",
+    "trailing newline\n",
+    "\n",
+    " ",
+    "    ",
+    "a",
+    "!!!???...,,,;;;:::---___***",
+    "email@example.com https://example.org/path?q=1&r=two#frag",
+    "我喜欢自然语言处理。今天天气很好！",
+    "日本語のテキストとカタカナ、ひらがな。東京タワー",
+    "한국어 문장도 있습니다. 안녕하세요!",
+    "中文English混合text，标点。",
+    "Emoji: 😀😃😄 👍🏽👍🏿 🇺🇸🇯🇵 ❤️ ✨",
+    "Family: 👨‍👩‍👧‍👦 and 👩🏽‍💻 and 🧑🏿‍🤝‍🧑🏻 and 🏳️‍🌈",
+    "مرحبا بالعالم، هذا نص عربي.",
+    "नमस्ते दुनिया, यह हिंदी पाठ है।",
+    "Привет, мир! Ёжик в тумане.",
+    "Γειά σου Κόσμε, αβγδε.",
+    "שלום עולם",
+    "ภาษาไทย ไม่มีช่องว่าง",
+    "café naïve résumé Zürich São Paulo Ångström",
+    "cafe\u0301 nai\u0308ve re\u0301sume\u0301 Zu\u0308rich Sa\u0303o Paulo A\u030angstro\u0308m",
+    "\u1e9b\u0323 and \u0041\u030a and \u212b",
+    "ﬁnance ﬂow ｆｕｌｌｗｉｄｔｈ ①②③ ½",
+    "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n",
+    "text<|endoftext|>more text<|endoftext|>",
+    "<think>\nreasoning here\n</think>\n\nanswer",
+    "<tool_call>{\"name\": \"f\"}</tool_call>",
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>",
+    "not special: <|im_start and im_end|> <| |> <|endoftext",
+    "<|fim_prefix|>def f():<|fim_suffix|>\n<|fim_middle|>",
+    "a" * 5000,
+    "ab" * 2000,
+    "Supercalifragilisticexpialidocious" * 50,
+    "9" * 1000,
+    " " * 1000,
+    "\n" * 300,
+    " \t" * 500,
+    "漢" * 2000,
+    "😀" * 500,
+    "Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism",
+    "Ünïcödé wïth lötš öf dïäcrïtïcš",
+    "x = [i for i in range(100) if i % 3 == 0]  # list comprehension",
+    "$ ls -la | grep \"\\.txt$\" && echo done > /dev/null 2>&1",
+    "C++ templates: std::vector<std::pair<int, std::string>> v;",
+    "Math: ∀x ∈ ℝ, x² ≥ 0; ∑_{i=1}^{n} i = n(n+1)/2 ≈ ∞?",
+    "Currency: $100, €50, £30, ¥1000, ₹500, ₿0.01",
+    "Quotes: “smart” ‘single’ «guillemets» „German“ — em dash – en dash …",
+    "Zero width: a\u200bb c\u200cd e\u200df",
+    "Non-breaking\u00a0space and thin\u2009space and ideographic\u3000space",
+    "Line\u2028separator and paragraph\u2029separator",
+    "Control chars: \u0001\u0002\u0007\u001b[31m red \u001b[0m",
+    "NUL inside: a\u0000b",
+    "Mixed 123abc456def 7.8.9 ab12cd34",
+    "'s 't 're 've 'm 'll 'd at the start",
+    "'S 'T 'RE 'VE 'M 'LL 'D upper",
+    "it''s a''b '' '''",
+    "   leading spaces before a word",
+    "word   followed   by   runs    of     spaces",
+    "trailing spaces then newline   \n   next",
+]
+
+POOLS = [
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "0123456789",
+    " " * 8 + "\t\n\r",
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+    "的一是不了人我在有他这为之大来以个中上们",
+    "あいうえおカタカナ漢字",
+    "😀👍🏽🇺🇸❤️✨🔥🎉",
+    "\u200d\u200c\u0301\u0308\u0323",
+    "éèêëàâäôöûüçñ",
+    "مرحباعالم",
+    "नमस्तेदुनिया",
+    "привет",
+]
+WORDS = ["'s", "'ll", "'VE", "<|im_end|>", "<|endoftext|>", "<think>", "<|begin_of_text|>",
+         "don't", "  ", "\n\n", "\t", "123", "4567", "https://x.y", "==", "->", "::"]
+
+
+def random_sample(rng):
+    parts = []
+    for _ in range(rng.randint(1, 40)):
+        if rng.random() < 0.15:
+            parts.append(rng.choice(WORDS))
+        else:
+            pool = rng.choice(POOLS)
+            parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 8))))
+    return "".join(parts)
+
+
+def main():
+    rng = random.Random(20240607)
+    samples = list(HAND)
+    samples += [random_sample(rng) for _ in range(300)]
+    out = sys.stdout
+    for i, s in enumerate(samples):
+        # Every third line uses \u escapes (incl. surrogate pairs) to exercise the JSON readers.
+        out.write(json.dumps(s, ensure_ascii=(i % 3 == 0)) + "\n")
+
+
+if __name__ == "__main__":
+    main()
