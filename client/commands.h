@@ -1,0 +1,30 @@
+// Subcommands of the `pkv` client and the helpers they share. Each Run* reads the flags (already
+// parsed by main.cc) and returns the process exit code: 0 on success, otherwise the gRPC status
+// code number (1..16), or 64 (EX_USAGE) for a usage error.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/status.h"
+
+namespace pkv::client {
+
+int RunGenerate();
+int RunHealth();
+int RunLoad();
+int RunInfo();
+
+inline constexpr int kUsageError = 64;
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// Prints "error: CODE: message" and a hint on what to do to stderr; returns the exit code.
+// `what` names the peer ("router", "worker") for the hint; `ctx` supplies trailers when set.
+int ReportRpcError(const grpc::Status& status, const std::string& address, const char* what,
+                   const grpc::ClientContext* ctx = nullptr);
+// Prints "error: <message>" for a usage problem; returns kUsageError.
+int UsageError(const std::string& message);
+
+}  // namespace pkv::client

@@ -1,0 +1,186 @@
+// `pkv generate`: one Generate stream through the router. Text goes to stdout as chunks arrive
+// (flushed each time); a summary line goes to stderr at the end. A CLI, so the blocking sync API
+// is the right tool here (the servers use the callback API).
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/flags.h"
+#include "pkv/v1/generation.grpc.pb.h"
+
+namespace pkv::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::Status ParseIds(const std::string& flag, absl::string_view text,
+                      google::protobuf::RepeatedField<uint32_t>* out) {
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    uint32_t id = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": '", part, "' is not a token id (a non-negative integer)"));
+    }
+    out->Add(id);
+  }
+  return absl::OkStatus();
+}
+
+// Sets an optional float field from a string flag; "" leaves it unset (server default).
+template <typename Setter>
+absl::Status ParseOptionalFloat(const char* flag, const std::string& text, Setter set) {
+  if (text.empty()) return absl::OkStatus();
+  float value = 0;
+  if (!absl::SimpleAtof(text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", text, "' is not a number"));
+  }
+  set(value);
+  return absl::OkStatus();
+}
+
+absl::Status SetPrompt(pkv::v1::GenerateRequest& request) {
+  const std::string prompt = absl::GetFlag(FLAGS_prompt);
+  const std::string ids = absl::GetFlag(FLAGS_token_ids);
+  if (prompt.empty() == ids.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --prompt \"text\" or --token_ids 1,2,3");
+  }
+  if (!prompt.empty()) {
+    request.set_text(prompt);
+    return absl::OkStatus();
+  }
+  return ParseIds("token_ids", ids, request.mutable_token_ids()->mutable_ids());
+}
+
+absl::Status SetSampling(pkv::v1::SamplingParams& s) {
+  if (absl::GetFlag(FLAGS_max_tokens) < 1) {
+    return absl::InvalidArgumentError("--max_tokens must be >= 1");
+  }
+  s.set_max_tokens(static_cast<uint32_t>(absl::GetFlag(FLAGS_max_tokens)));
+  absl::Status st = ParseOptionalFloat("temperature", absl::GetFlag(FLAGS_temperature),
+                                       [&](float v) { s.set_temperature(v); });
+  if (!st.ok()) return st;
+  st = ParseOptionalFloat("top_p", absl::GetFlag(FLAGS_top_p), [&](float v) { s.set_top_p(v); });
+  if (!st.ok()) return st;
+  if (absl::GetFlag(FLAGS_top_k) < 0) return absl::InvalidArgumentError("--top_k must be >= 0");
+  s.set_top_k(static_cast<uint32_t>(absl::GetFlag(FLAGS_top_k)));
+  s.set_min_p(static_cast<float>(absl::GetFlag(FLAGS_min_p)));
+  const std::string seed = absl::GetFlag(FLAGS_seed);
+  if (!seed.empty()) {
+    uint64_t value = 0;
+    if (!absl::SimpleAtoi(seed, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("--seed: '", seed, "' is not a uint64"));
+    }
+    s.set_seed(value);
+  }
+  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) {
+    std::string unescaped;
+    std::string error;
+    if (!absl::CUnescape(stop, &unescaped, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat("--stop '", stop, "': ", error));
+    }
+    s.add_stop(unescaped);
+  }
+  for (const std::string& id : absl::GetFlag(FLAGS_stop_token_ids)) {
+    st = ParseIds("stop_token_ids", id, s.mutable_stop_token_ids());
+    if (!st.ok()) return st;
+  }
+  s.set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
+  s.set_logprobs(absl::GetFlag(FLAGS_logprobs));
+  if (absl::GetFlag(FLAGS_top_logprobs) < 0) {
+    return absl::InvalidArgumentError("--top_logprobs must be >= 0");
+  }
+  s.set_top_logprobs(static_cast<uint32_t>(absl::GetFlag(FLAGS_top_logprobs)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pkv::v1::GenerateRequest> BuildRequest() {
+  pkv::v1::GenerateRequest request;
+  absl::Status st = SetPrompt(request);
+  if (!st.ok()) return st;
+  st = SetSampling(*request.mutable_sampling());
+  if (!st.ok()) return st;
+  request.set_request_id(absl::GetFlag(FLAGS_request_id));
+  request.set_session_id(absl::GetFlag(FLAGS_session_id));
+  request.set_priority(absl::GetFlag(FLAGS_priority));
+  return request;
+}
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+void PrintSummary(const pkv::v1::Complete& complete, Clock::time_point start,
+                  Clock::time_point first_token, Clock::time_point end, double logprob_sum,
+                  int logprob_count) {
+  const bool got_tokens = first_token != Clock::time_point{};
+  const uint32_t n = complete.completion_tokens();
+  // Decode rate after the first token: the first one also pays for the prefill.
+  const double decode_s = got_tokens ? Ms(end - first_token) / 1000.0 : 0.0;
+  const double rate = n > 1 && decode_s > 0 ? (n - 1) / decode_s : 0.0;
+  std::string line = absl::StrCat(
+      "\n[pkv] ttft ", got_tokens ? absl::StrFormat("%.1f ms", Ms(first_token - start)) : "-",
+      " | ", absl::StrFormat("%.1f", rate), " tokens/s | ", n, " completion tokens (",
+      complete.prompt_tokens(), " prompt) | finish ",
+      pkv::v1::FinishReason_Name(complete.finish_reason()), " | worker ", complete.worker_id(),
+      " | request ", complete.request_id());
+  if (complete.migrations() > 0) absl::StrAppend(&line, " | migrations ", complete.migrations());
+  if (!complete.matched_stop().empty()) {
+    absl::StrAppend(&line, " | stop \"", absl::CEscape(complete.matched_stop()), "\"");
+  }
+  if (logprob_count > 0) {
+    absl::StrAppend(&line, absl::StrFormat(" | mean logprob %.3f", logprob_sum / logprob_count));
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace
+
+int RunGenerate() {
+  absl::StatusOr<pkv::v1::GenerateRequest> request = BuildRequest();
+  if (!request.ok()) return UsageError(std::string(request.status().message()));
+  const std::string address = absl::GetFlag(FLAGS_router);
+  auto stub = pkv::v1::Generation::NewStub(MakeChannel(address));
+  grpc::ClientContext ctx;
+  const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  if (deadline_ms > 0) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  }
+  const Clock::time_point start = Clock::now();
+  Clock::time_point first_token{};
+  auto reader = stub->Generate(&ctx, *request);
+  pkv::v1::GenerateResponse response;
+  pkv::v1::Complete complete;
+  double logprob_sum = 0;
+  int logprob_count = 0;
+  while (reader->Read(&response)) {
+    if (response.has_chunk()) {
+      if (first_token == Clock::time_point{}) first_token = Clock::now();
+      std::fwrite(response.chunk().text().data(), 1, response.chunk().text().size(), stdout);
+      std::fflush(stdout);
+      for (const auto& lp : response.chunk().logprobs()) {
+        logprob_sum += lp.logprob();
+        ++logprob_count;
+      }
+    } else if (response.has_complete()) {
+      complete = response.complete();
+    }
+  }
+  const Clock::time_point end = Clock::now();
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    std::fflush(stdout);
+    std::fputc('\n', stderr);
+    return ReportRpcError(status, address, "router", &ctx);
+  }
+  PrintSummary(complete, start, first_token, end, logprob_sum, logprob_count);
+  return 0;
+}
+
+}  // namespace pkv::client

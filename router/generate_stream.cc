@@ -1,0 +1,257 @@
+// GenerateStream: start, admission, placement and the client-facing reactions. The worker-facing
+// half (messages, failures, failover, stall detection) is in generate_stream_worker.cc.
+#include "router/generate_stream.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "api/request_validation.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+
+namespace pkv::router {
+
+GenerateStream::GenerateStream(const RouterContext& rc, grpc::CallbackServerContext* ctx,
+                               const pkv::v1::GenerateRequest& request)
+    : rc_(rc), ctx_(ctx), start_time_(absl::Now()) {
+  absl::MutexLock lock(&mu_);
+  request_ = request;
+  rc_.streams->Increment();
+}
+
+GenerateStream::~GenerateStream() { rc_.streams->Decrement(); }
+
+absl::Status GenerateStream::PrepareLocked() {
+  if (rc_.draining->load()) {
+    rc_.metrics->RecordRejection(RouterMetrics::Rejection::kDraining);
+    return absl::UnavailableError("router is draining (shutting down); retry on another router");
+  }
+  const std::optional<pkv::v1::ModelInfo> model = rc_.registry->AnyModelInfo();
+  if (!model.has_value()) {
+    return absl::UnavailableError(absl::StrCat(
+        "no healthy worker (0 of ", rc_.registry->size(),
+        " are healthy); check them with `pkv health --addr <worker>` or start one with "
+        "`make serve`"));
+  }
+  absl::Status valid = api::ValidateGenerateRequest(request_, *model, rc_.options->limits);
+  if (!valid.ok()) return valid;
+  if (request_.request_id().empty()) request_.set_request_id(rc_.ids->NextRequestId());
+  // A request is reproducible (and resumable on another worker) only with a seed, so the router
+  // picks one when the client did not (common.proto: "the router picks one").
+  if (!request_.sampling().has_seed()) {
+    request_.mutable_sampling()->set_seed(rc_.ids->NextRandom());
+  }
+  return absl::OkStatus();
+}
+
+void GenerateStream::Start() {
+  bool start_attempt = false;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status prepared = PrepareLocked();
+    if (!prepared.ok()) {
+      FailLocked(ToGrpcStatus(prepared));
+    } else {
+      table_handle_ = rc_.requests->Add(request_.request_id());
+      registered_ = true;
+      const AdmissionController::Result admission =
+          rc_.admission->Acquire([this](absl::Status status) { OnAdmission(std::move(status)); });
+      switch (admission.outcome) {
+        case AdmissionController::Outcome::kAdmitted:
+          holds_slot_ = true;
+          start_attempt = true;
+          break;
+        case AdmissionController::Outcome::kQueued:
+          admission_ticket_ = admission.ticket;
+          Ref();  // dropped by OnAdmission, or by ClientGone when it removes the wait
+          break;
+        case AdmissionController::Outcome::kRejected:
+          rc_.metrics->RecordRejection(RouterMetrics::Rejection::kQueueFull);
+          FailLocked(
+              grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           absl::StrCat("router is at capacity: ", rc_.options->max_inflight,
+                                        " streams in flight and ", rc_.options->max_queue,
+                                        " waiting; retry after the grpc-retry-pushback-ms delay")));
+          AddPushbackLocked();
+          break;
+      }
+    }
+  }
+  if (start_attempt) StartAttempt();
+  Flush();
+}
+
+void GenerateStream::OnAdmission(absl::Status status) {
+  bool start_attempt = false;
+  {
+    absl::MutexLock lock(&mu_);
+    admission_ticket_ = 0;
+    if (status.ok()) {
+      holds_slot_ = true;  // released in OnDone whatever happens next
+      start_attempt = !client_gone_ && !out_.has_final();
+    } else if (!out_.has_final()) {
+      rc_.metrics->RecordRejection(RouterMetrics::Rejection::kQueueTimeout);
+      FailLocked(ToGrpcStatus(status));
+      AddPushbackLocked();
+    }
+  }
+  if (start_attempt) StartAttempt();
+  Flush();
+  Unref();
+}
+
+void GenerateStream::StartAttempt() {
+  WorkerCall* call = nullptr;
+  pkv::v1::Worker::Stub* stub = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (client_gone_ || out_.has_final() || call_ != nullptr) return;
+    const std::vector<WorkerLoad> loads = rc_.registry->Loads();
+    const std::optional<Placement> placement = rc_.placer->Place(
+        request_.session_id(), loads, tried_workers_, /*retry=*/!tried_workers_.empty());
+    if (!placement.has_value()) {
+      FailLocked(grpc::Status(
+          grpc::StatusCode::UNAVAILABLE,
+          last_error_.ok()
+              ? absl::StrCat("no healthy worker (0 of ", rc_.registry->size(), " are healthy)")
+              : absl::StrCat("no healthy worker left after ", tried_workers_.size(),
+                             " attempts; last error: ", last_error_.error_message())));
+    } else {
+      const int w = placement->worker;
+      if (!first_chunk_seen_) ++placements_;
+      tried_workers_.push_back(w);
+      rc_.metrics->RecordPlacement(placement->reason);
+      rc_.requests->SetWorker(table_handle_, request_.request_id(), w);
+      calls_.push_back(
+          std::make_unique<WorkerCall>(this, w, BuildWorkerRequestLocked(), ctx_->deadline()));
+      call = call_ = calls_.back().get();
+      stub = rc_.registry->stub(w);
+      rc_.registry->AddInflight(w, 1);
+      Ref();  // dropped in OnWorkerDone
+      last_worker_message_ = absl::Now();
+      ArmStallTimerLocked(last_worker_message_ + absl::Milliseconds(rc_.options->stall_timeout_ms));
+    }
+  }
+  if (call != nullptr) call->Start(stub);
+  Flush();
+}
+
+pkv::v1::WorkerGenerateRequest GenerateStream::BuildWorkerRequestLocked() const {
+  pkv::v1::WorkerGenerateRequest worker_request;
+  *worker_request.mutable_request() = request_;
+  worker_request.set_migrations(migrations_);
+  if (migrations_ > 0) {
+    // Replay: the prompt as the token ids the first worker reported, plus everything the client
+    // already has; the new worker streams only what comes after.
+    auto* ids = worker_request.mutable_request()->mutable_token_ids();
+    ids->clear_ids();
+    ids->mutable_ids()->Add(prompt_token_ids_.begin(), prompt_token_ids_.end());
+    worker_request.mutable_resume_token_ids()->Add(emitted_token_ids_.begin(),
+                                                   emitted_token_ids_.end());
+  }
+  return worker_request;
+}
+
+void GenerateStream::FailLocked(grpc::Status status) {
+  if (out_.has_final()) return;
+  final_code_ = static_cast<absl::StatusCode>(status.error_code());
+  out_.SetFinal(std::move(status));
+}
+
+void GenerateStream::AddPushbackLocked() {
+  trailers_.emplace_back("grpc-retry-pushback-ms", absl::StrCat(rc_.options->retry_pushback_ms));
+}
+
+void GenerateStream::Flush() {
+  ResponseQueue::Action action;
+  std::vector<std::pair<std::string, std::string>> trailers;
+  {
+    absl::MutexLock lock(&mu_);
+    action = out_.Next();
+    if (action.kind != ResponseQueue::Action::Kind::kWrite) trailers = trailers_;
+  }
+  using Kind = ResponseQueue::Action::Kind;
+  if (action.kind == Kind::kWriteAndFinish || action.kind == Kind::kFinish) {
+    for (const auto& [key, value] : trailers) ctx_->AddTrailingMetadata(key, value);
+  }
+  switch (action.kind) {
+    case Kind::kNone:
+      break;
+    case Kind::kWrite:
+      StartWrite(action.message);
+      break;
+    case Kind::kWriteAndFinish:
+      StartWriteAndFinish(action.message, grpc::WriteOptions(), action.status);
+      break;
+    case Kind::kFinish:
+      Finish(action.status);
+      break;
+  }
+}
+
+void GenerateStream::OnWriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mu_);
+    out_.WriteDone();
+  }
+  if (!ok) {
+    ClientGone();  // the client went away mid-write; OnCancel follows
+    return;
+  }
+  Flush();
+}
+
+void GenerateStream::OnCancel() { ClientGone(); }
+
+void GenerateStream::ClientGone() {
+  WorkerCall* to_cancel = nullptr;
+  uint64_t ticket = 0, backoff = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    client_gone_ = true;
+    if (!out_.finish_started()) {
+      out_.DropPending();
+      const auto deadline = ctx_->deadline();
+      const bool expired = deadline != std::chrono::system_clock::time_point::max() &&
+                           std::chrono::system_clock::now() >= deadline;
+      FailLocked(expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
+                         : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
+    }
+    if (call_ != nullptr) {
+      call_->MarkAbandoned();
+      to_cancel = call_;
+    }
+    ticket = std::exchange(admission_ticket_, 0);
+    backoff = std::exchange(backoff_timer_, 0);
+  }
+  if (to_cancel != nullptr) to_cancel->Cancel();  // reaches the worker at once
+  if (ticket != 0 && rc_.admission->CancelWait(ticket)) Unref();
+  if (backoff != 0 && rc_.timers->Cancel(backoff)) Unref();
+  Flush();
+}
+
+void GenerateStream::OnDone() {
+  WorkerCall* to_cancel = nullptr;
+  uint64_t stall = 0, backoff = 0;
+  bool release_slot = false;
+  {
+    absl::MutexLock lock(&mu_);
+    rc_.metrics->RecordRequest(final_code_, absl::ToDoubleSeconds(absl::Now() - start_time_));
+    if (call_ != nullptr) {  // finished while a worker call still runs (e.g. client gone)
+      call_->MarkAbandoned();
+      to_cancel = call_;
+    }
+    stall = std::exchange(stall_timer_, 0);
+    backoff = std::exchange(backoff_timer_, 0);
+    release_slot = std::exchange(holds_slot_, false);
+    if (registered_) rc_.requests->Remove(table_handle_, request_.request_id());
+    registered_ = false;
+  }
+  if (to_cancel != nullptr) to_cancel->Cancel();
+  if (stall != 0 && rc_.timers->Cancel(stall)) Unref();
+  if (backoff != 0 && rc_.timers->Cancel(backoff)) Unref();
+  if (release_slot) rc_.admission->Release();
+  Unref();  // the server reaction's reference
+}
+
+}  // namespace pkv::router

@@ -1,0 +1,131 @@
+// One client Generate stream at the router: validate, admit, place, relay, fail over.
+//
+//   Start ─▶ draining? no healthy worker? invalid? ─▶ Finish(UNAVAILABLE / INVALID_ARGUMENT)
+//         ─▶ admission: slot ─▶ attempt │ queued ─▶ (slot ─▶ attempt | timeout ─▶
+//         RESOURCE_EXHAUSTED)
+//            │ queue full ─▶ RESOURCE_EXHAUSTED + grpc-retry-pushback-ms
+//   attempt: place (affinity / two choices), open Worker.Generate with the client's deadline,
+//            relay Accepted (kept: prompt ids, worker id), Chunks, Complete (+ worker_id,
+//            migrations, request_id).
+//   worker fails before the first chunk with UNAVAILABLE / RESOURCE_EXHAUSTED / lost (refused,
+//            stalled, vanished): backoff + jitter, re-place elsewhere, at most
+//            options.max_attempts placements in all.
+//   worker lost after chunks were sent: migrate (replay prompt ids + emitted tokens through
+//            WorkerGenerateRequest.resume_token_ids) while migrations < options.max_migrations,
+//            else ABORTED "... after N tokens" + trailer tokens-emitted: N.
+//   client cancels / deadline: the worker call is cancelled at once.
+//   "Lost" = UNAVAILABLE, an unexpected CANCELLED, an OK end without Complete, or silence for
+//   stall_timeout_ms while tokens are expected (before the first chunk silence only counts when
+//   the registry also sees the worker unhealthy, since a queued request legitimately waits).
+//
+// Threads: gRPC server reactions, worker-call reactions, admission callbacks and timer callbacks
+// all touch the state under mu_; gRPC operations (StartWrite, Finish, StartCall, TryCancel) are
+// issued after unlocking, because gRPC may run a reaction inline and reactions take mu_.
+// Lifetime: self-owned; deleted when the last of {server reaction OnDone, each worker call's
+// OnDone, each pending timer, an admission wait} lets go of its reference.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
+#include "pkv/v1/generation.pb.h"
+#include "router/response_queue.h"
+#include "router/router_context.h"
+#include "router/worker_call.h"
+
+namespace pkv::router {
+
+class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateResponse>,
+                             public WorkerCallObserver {
+ public:
+  GenerateStream(const RouterContext& rc, grpc::CallbackServerContext* ctx,
+                 const pkv::v1::GenerateRequest& request);
+  // Begins the state machine; call once, right after construction, before returning the reactor.
+  void Start();
+
+  void OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateResponse message) override;
+  void OnWorkerDone(WorkerCall* call, const grpc::Status& status) override;
+
+ private:
+  ~GenerateStream() override;
+
+  // Server reactions.
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // Steps (each takes mu_ itself unless named *Locked).
+  // Draining, model known, validation, request id and seed; non-OK = finish with it.
+  absl::Status PrepareLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnAdmission(absl::Status status);
+  // The client cancelled, its deadline passed, or a write failed: stop everything at once.
+  void ClientGone();
+  void StartAttempt();
+  void OnStallTimer();
+  void OnBackoffTimer();
+  void HandleWorkerFailureLocked(WorkerCall* call, const grpc::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IsLostWorker(const WorkerCall* call, const grpc::Status& status) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleRetryLocked(absl::Duration delay) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  pkv::v1::WorkerGenerateRequest BuildWorkerRequestLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ArmStallTimerLocked(absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddPushbackLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Performs the queue's next action after the caller unlocked.
+  void Flush();
+  void Perform(ResponseQueue::Action action);
+
+  void Ref() { refs_.fetch_add(1); }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+
+  const RouterContext rc_;
+  grpc::CallbackServerContext* const ctx_;
+  const absl::Time start_time_;
+  std::atomic<int> refs_{1};  // the server reaction's own reference, dropped in OnDone
+
+  absl::Mutex mu_;
+  pkv::v1::GenerateRequest request_ ABSL_GUARDED_BY(mu_);  // validated, id and seed assigned
+  uint64_t table_handle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;
+  bool holds_slot_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t admission_ticket_ ABSL_GUARDED_BY(mu_) = 0;  // non-zero while queued
+  uint64_t backoff_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stall_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
+  ResponseQueue out_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::string>> trailers_ ABSL_GUARDED_BY(mu_);
+  absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnknown;
+
+  // Attempts. Every WorkerCall lives until this stream is destroyed (pointers stay valid).
+  std::vector<std::unique_ptr<WorkerCall>> calls_ ABSL_GUARDED_BY(mu_);
+  WorkerCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;  // the live attempt, if any
+  std::vector<int> tried_workers_ ABSL_GUARDED_BY(mu_);
+  int placements_ ABSL_GUARDED_BY(mu_) = 0;  // before the first chunk
+  int migrations_ ABSL_GUARDED_BY(mu_) = 0;
+  bool migrating_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status last_error_ ABSL_GUARDED_BY(mu_);
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_worker_message_ ABSL_GUARDED_BY(mu_);
+
+  // What the client has been sent, for migration replay and the ABORTED message.
+  std::vector<uint32_t> prompt_token_ids_ ABSL_GUARDED_BY(mu_);  // from Accepted
+  std::vector<uint32_t> emitted_token_ids_ ABSL_GUARDED_BY(mu_);
+  bool first_chunk_seen_ ABSL_GUARDED_BY(mu_) = false;
+  bool completed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace pkv::router

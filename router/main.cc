@@ -1,0 +1,85 @@
+// pkv-router: the front door. Parses flags, serves Prometheus metrics on --metrics_listen, runs a
+// RouterServer on --listen, and on SIGTERM/SIGINT drains (health NOT_SERVING, new streams
+// UNAVAILABLE, in-flight streams finish for up to --drain_timeout_s) and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/log.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "router/router_flags.h"
+#include "router/router_server.h"
+
+namespace {
+
+// Blocks SIGTERM/SIGINT in this thread and, by inheritance, every thread started later, so the
+// main thread can take them synchronously with sigwait (no async-signal-safety concerns).
+sigset_t BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// prometheus-cpp reports a failed bind by throwing; catch it here, at the process edge, and turn
+// it into an error message (the runtime itself uses no exceptions).
+std::unique_ptr<prometheus::Exposer> StartMetrics(const std::string& address,
+                                                  std::shared_ptr<prometheus::Registry> registry) {
+  try {
+    auto exposer = std::make_unique<prometheus::Exposer>(address);
+    exposer->RegisterCollectable(registry);
+    return exposer;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "pkv-router: cannot serve metrics on %s: %s (pick another with "
+                 "--metrics_listen=host:port, or --metrics_listen= to turn metrics off)\n",
+                 address.c_str(), e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "pkv-router --workers=host:port[,host:port...] [--listen=127.0.0.1:50051] "
+      "[--metrics_listen=127.0.0.1:9100]");
+  absl::ParseCommandLine(argc, argv);
+  pkv::SetLogTag("router");
+  absl::StatusOr<pkv::router::RouterProcessOptions> options =
+      pkv::router::RouterProcessOptionsFromFlags();
+  if (!options.ok()) {
+    std::fprintf(stderr, "pkv-router: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  const sigset_t signals = BlockShutdownSignals();
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!options->metrics_listen.empty()) {
+    exposer = StartMetrics(options->metrics_listen, registry);
+    if (exposer == nullptr) return 1;
+  }
+  pkv::router::RouterServer server(options->router, *registry);
+  absl::Status started = server.Start();
+  if (!started.ok()) {
+    std::fprintf(stderr, "pkv-router: %s\n", std::string(started.message()).c_str());
+    return 1;
+  }
+  if (exposer != nullptr) {
+    PKV_LOG(INFO) << "metrics on http://" << options->metrics_listen << "/metrics";
+  }
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  PKV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") << ", draining";
+  const bool drained = server.Drain(absl::Seconds(options->drain_timeout_s));
+  PKV_LOG(INFO) << (drained ? "drained, exiting" : "drain timed out, exiting");
+  return 0;
+}

@@ -1,0 +1,31 @@
+// The shared parts every Generate stream uses, wired once by RouterServer. Plain struct of
+// non-owning pointers; everything it points to outlives every stream (RouterServer drains streams
+// before destroying them).
+#pragma once
+
+#include <atomic>
+
+#include "router/admission.h"
+#include "router/placement.h"
+#include "router/request_table.h"
+#include "router/router_metrics.h"
+#include "router/router_options.h"
+#include "router/timer_thread.h"
+#include "router/worker_registry.h"
+
+namespace pkv::router {
+
+struct RouterContext {
+  const RouterOptions* options = nullptr;
+  WorkerRegistry* registry = nullptr;
+  Placer* placer = nullptr;
+  AdmissionController* admission = nullptr;
+  TimerThread* timers = nullptr;
+  RouterMetrics* metrics = nullptr;
+  RequestTable* requests = nullptr;
+  IdSource* ids = nullptr;
+  LiveCounter* streams = nullptr;               // live GenerateStream objects
+  const std::atomic<bool>* draining = nullptr;  // true once SIGTERM began the drain
+};
+
+}  // namespace pkv::router

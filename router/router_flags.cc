@@ -1,0 +1,80 @@
+#include "router/router_flags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "client-facing gRPC address (host:port)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9100",
+          "Prometheus /metrics address (host:port), separate from the gRPC port; empty = off");
+ABSL_FLAG(std::string, workers, "", "comma-separated host:port list of pkv-worker processes");
+ABSL_FLAG(int, max_inflight, 64, "Generate streams running at once");
+ABSL_FLAG(int, max_queue, 64, "Generate streams waiting for a slot beyond --max_inflight");
+ABSL_FLAG(int, queue_timeout_ms, 5000, "longest admission wait before RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, retry_pushback_ms, 1000, "grpc-retry-pushback-ms sent with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, health_interval_ms, 500, "worker health-check period");
+ABSL_FLAG(int, health_timeout_ms, 500, "deadline of each worker health check");
+ABSL_FLAG(int, unhealthy_threshold, 2, "consecutive failed checks before a worker is unhealthy");
+ABSL_FLAG(int, load_interval_ms, 250, "worker GetLoad polling period");
+ABSL_FLAG(std::string, worker_health_service, "pkv.v1.Worker",
+          "grpc.health.v1 service name checked on workers (readiness)");
+ABSL_FLAG(int, worker_keepalive_ms, 1000, "keepalive ping period on worker channels");
+ABSL_FLAG(int, worker_keepalive_timeout_ms, 1000, "keepalive ack timeout on worker channels");
+ABSL_FLAG(int, stall_timeout_ms, 3000,
+          "a worker stream silent this long while tokens are expected is a lost worker");
+ABSL_FLAG(int, max_attempts, 3, "placements per request before its first token");
+ABSL_FLAG(int, retry_backoff_ms, 50, "first retry backoff (doubles per attempt, jittered)");
+ABSL_FLAG(int, retry_backoff_max_ms, 1000, "retry backoff cap");
+ABSL_FLAG(int, max_migrations, 0,
+          "mid-stream moves to another worker after tokens were sent (0 = ABORTED instead)");
+ABSL_FLAG(int, max_sessions, 100000, "session-affinity entries kept (LRU)");
+ABSL_FLAG(int, max_prompt_tokens, 0, "prompt token cap; 0 = the model's max_context - 1");
+ABSL_FLAG(int, max_request_bytes, 1 << 20, "largest accepted request message");
+ABSL_FLAG(int, max_concurrent_streams, 100, "HTTP/2 streams per client connection");
+ABSL_FLAG(int, drain_timeout_s, 30, "on SIGTERM/SIGINT, how long in-flight streams may finish");
+
+namespace pkv::router {
+
+absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
+  RouterProcessOptions p;
+  RouterOptions& o = p.router;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  absl::StatusOr<std::vector<std::string>> workers = ParseWorkerList(absl::GetFlag(FLAGS_workers));
+  if (!workers.ok()) return workers.status();
+  o.workers = *std::move(workers);
+  o.max_inflight = absl::GetFlag(FLAGS_max_inflight);
+  o.max_queue = absl::GetFlag(FLAGS_max_queue);
+  o.queue_timeout_ms = absl::GetFlag(FLAGS_queue_timeout_ms);
+  o.retry_pushback_ms = absl::GetFlag(FLAGS_retry_pushback_ms);
+  o.health_interval_ms = absl::GetFlag(FLAGS_health_interval_ms);
+  o.health_timeout_ms = absl::GetFlag(FLAGS_health_timeout_ms);
+  o.unhealthy_threshold = absl::GetFlag(FLAGS_unhealthy_threshold);
+  o.load_interval_ms = absl::GetFlag(FLAGS_load_interval_ms);
+  o.worker_health_service = absl::GetFlag(FLAGS_worker_health_service);
+  o.worker_keepalive_ms = absl::GetFlag(FLAGS_worker_keepalive_ms);
+  o.worker_keepalive_timeout_ms = absl::GetFlag(FLAGS_worker_keepalive_timeout_ms);
+  o.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
+  o.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  o.retry_backoff_ms = absl::GetFlag(FLAGS_retry_backoff_ms);
+  o.retry_backoff_max_ms = absl::GetFlag(FLAGS_retry_backoff_max_ms);
+  o.max_migrations = absl::GetFlag(FLAGS_max_migrations);
+  o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  const int max_prompt = absl::GetFlag(FLAGS_max_prompt_tokens);
+  if (max_prompt < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_prompt_tokens must be >= 0, got ", max_prompt));
+  }
+  o.limits.max_prompt_tokens = static_cast<uint32_t>(max_prompt);
+  p.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  p.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
+  if (p.drain_timeout_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--drain_timeout_s must be >= 0, got ", p.drain_timeout_s));
+  }
+  absl::Status valid = ValidateRouterOptions(o);
+  if (!valid.ok()) return valid;
+  return p;
+}
+
+}  // namespace pkv::router

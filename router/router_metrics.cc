@@ -1,0 +1,104 @@
+#include "router/router_metrics.h"
+
+#include "common/grpc_status.h"
+
+namespace pkv::router {
+namespace {
+
+// Seconds. TTFT spans a cached short prompt on a GPU (ms) to a long CPU prefill behind a queue.
+const prometheus::Histogram::BucketBoundaries kTtftBuckets = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Whole streams: up to minutes for long generations on the CPU backend.
+const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
+    0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+
+prometheus::Histogram& AddHistogram(prometheus::Registry& registry, const char* name,
+                                    const char* help,
+                                    const prometheus::Histogram::BucketBoundaries& buckets) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
+}
+
+prometheus::Counter& AddCounter(prometheus::Registry& registry, const char* name,
+                                const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Gauge& AddGauge(prometheus::Registry& registry, const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+// Registering the same name twice returns the same family (the registry merges by default).
+prometheus::Family<prometheus::Gauge>& WorkersFamily(prometheus::Registry& registry) {
+  return prometheus::BuildGauge()
+      .Name("pkv_router_workers")
+      .Help("Workers by state (healthy = placeable)")
+      .Register(registry);
+}
+
+}  // namespace
+
+RouterMetrics::RouterMetrics(prometheus::Registry& registry)
+    : request_duration_(AddHistogram(registry, "pkv_router_request_duration_seconds",
+                                     "Generate stream duration at the router, any outcome",
+                                     kDurationBuckets)),
+      time_to_first_token_(AddHistogram(registry, "pkv_router_time_to_first_token_seconds",
+                                        "From stream start at the router to the first chunk",
+                                        kTtftBuckets)),
+      failovers_(AddCounter(registry, "pkv_router_failovers_total",
+                            "Re-placements of a request on another worker before its first token")),
+      migrations_(AddCounter(registry, "pkv_router_migrations_total",
+                             "Streams moved to another worker after tokens were sent")),
+      workers_healthy_(WorkersFamily(registry).Add({{"state", "healthy"}})),
+      workers_unhealthy_(WorkersFamily(registry).Add({{"state", "unhealthy"}})),
+      inflight_(AddGauge(registry, "pkv_router_inflight", "Generate streams holding a slot")),
+      queue_depth_(AddGauge(registry, "pkv_router_queue_depth",
+                            "Generate streams waiting for an admission slot")) {
+  auto& requests = prometheus::BuildCounter()
+                       .Name("pkv_router_requests_total")
+                       .Help("Finished Generate streams by gRPC status code")
+                       .Register(registry);
+  for (int code = 0; code < kNumCodes; ++code) {
+    requests_by_code_[code] =
+        &requests.Add({{"code", StatusCodeName(static_cast<absl::StatusCode>(code))}});
+  }
+  auto& placements = prometheus::BuildCounter()
+                         .Name("pkv_router_placements_total")
+                         .Help("Worker placements by reason")
+                         .Register(registry);
+  for (int r = 0; r < kNumPlacementReasons; ++r) {
+    placements_[r] =
+        &placements.Add({{"reason", PlacementReasonName(static_cast<PlacementReason>(r))}});
+  }
+  auto& rejections = prometheus::BuildCounter()
+                         .Name("pkv_router_admission_rejected_total")
+                         .Help("Generate calls refused by admission control")
+                         .Register(registry);
+  rejections_[0] = &rejections.Add({{"reason", "queue_full"}});
+  rejections_[1] = &rejections.Add({{"reason", "queue_timeout"}});
+  rejections_[2] = &rejections.Add({{"reason", "draining"}});
+}
+
+void RouterMetrics::RecordRequest(absl::StatusCode code, double duration_seconds) {
+  const int index = static_cast<int>(code);
+  requests_by_code_[index >= 0 && index < kNumCodes ? index : 2]->Increment();  // 2 = UNKNOWN
+  request_duration_.Observe(duration_seconds);
+}
+
+void RouterMetrics::RecordTimeToFirstToken(double seconds) {
+  time_to_first_token_.Observe(seconds);
+}
+
+void RouterMetrics::RecordPlacement(PlacementReason reason) {
+  placements_[static_cast<int>(reason)]->Increment();
+}
+
+void RouterMetrics::RecordRejection(Rejection reason) {
+  rejections_[static_cast<int>(reason)]->Increment();
+}
+
+void RouterMetrics::SetWorkers(int healthy, int unhealthy) {
+  workers_healthy_.Set(healthy);
+  workers_unhealthy_.Set(unhealthy);
+}
+
+}  // namespace pkv::router

@@ -1,0 +1,57 @@
+// Prometheus metrics of the router (DESIGN.md "Metrics"). Every family and every labelled child is
+// created in the constructor and kept by reference, so the hot path only bumps atomics; labels are
+// low-cardinality (status code, placement reason, worker state), never a request id.
+//
+// Thread-safe (prometheus-cpp metrics are atomic). The registry is owned by the caller and must
+// outlive this object; the binary serves it on --metrics_listen through prometheus::Exposer,
+// never on the gRPC port.
+#pragma once
+
+#include <array>
+
+#include "absl/status/status.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "router/placement.h"
+
+namespace pkv::router {
+
+class RouterMetrics {
+ public:
+  enum class Rejection { kQueueFull = 0, kQueueTimeout = 1, kDraining = 2 };
+
+  explicit RouterMetrics(prometheus::Registry& registry);
+  RouterMetrics(const RouterMetrics&) = delete;
+  RouterMetrics& operator=(const RouterMetrics&) = delete;
+
+  // One call per finished Generate stream: pkv_router_requests_total{code} and
+  // pkv_router_request_duration_seconds.
+  void RecordRequest(absl::StatusCode code, double duration_seconds);
+  void RecordTimeToFirstToken(double seconds);
+  void RecordPlacement(PlacementReason reason);
+  void RecordFailover() { failovers_.Increment(); }
+  void RecordMigration() { migrations_.Increment(); }
+  void RecordRejection(Rejection reason);
+  void SetWorkers(int healthy, int unhealthy);
+  void SetInflight(int inflight) { inflight_.Set(inflight); }
+  void SetQueueDepth(int depth) { queue_depth_.Set(depth); }
+
+ private:
+  static constexpr int kNumCodes = 17;  // absl/gRPC canonical codes 0..16
+
+  std::array<prometheus::Counter*, kNumCodes> requests_by_code_{};
+  prometheus::Histogram& request_duration_;
+  prometheus::Histogram& time_to_first_token_;
+  std::array<prometheus::Counter*, kNumPlacementReasons> placements_{};
+  std::array<prometheus::Counter*, 3> rejections_{};
+  prometheus::Counter& failovers_;
+  prometheus::Counter& migrations_;
+  prometheus::Gauge& workers_healthy_;
+  prometheus::Gauge& workers_unhealthy_;
+  prometheus::Gauge& inflight_;
+  prometheus::Gauge& queue_depth_;
+};
+
+}  // namespace pkv::router

@@ -1,0 +1,67 @@
+#include "router/router_options.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace pkv::router {
+namespace {
+
+absl::Status CheckAtLeast(const char* flag, int value, int min) {
+  if (value >= min) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be >= ", min, ", got ", value));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    part = absl::StripAsciiWhitespace(part);
+    const size_t colon = part.rfind(':');
+    int port = 0;
+    if (colon == absl::string_view::npos || colon == 0 ||
+        !absl::SimpleAtoi(part.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--workers entry '", part, "' is not host:port (port 1..65535)"));
+    }
+    out.emplace_back(part);
+  }
+  return out;
+}
+
+absl::Status ValidateRouterOptions(const RouterOptions& o) {
+  if (o.workers.empty()) {
+    return absl::InvalidArgumentError(
+        "--workers is empty: give at least one worker as host:port, e.g. "
+        "--workers=127.0.0.1:50061,127.0.0.1:50062");
+  }
+  const std::pair<const char*, std::pair<int, int>> checks[] = {
+      {"max_inflight", {o.max_inflight, 1}},
+      {"max_queue", {o.max_queue, 0}},
+      {"queue_timeout_ms", {o.queue_timeout_ms, 0}},
+      {"retry_pushback_ms", {o.retry_pushback_ms, 0}},
+      {"health_interval_ms", {o.health_interval_ms, 10}},
+      {"health_timeout_ms", {o.health_timeout_ms, 10}},
+      {"unhealthy_threshold", {o.unhealthy_threshold, 1}},
+      {"load_interval_ms", {o.load_interval_ms, 10}},
+      {"worker_keepalive_ms", {o.worker_keepalive_ms, 100}},
+      {"worker_keepalive_timeout_ms", {o.worker_keepalive_timeout_ms, 100}},
+      {"stall_timeout_ms", {o.stall_timeout_ms, 10}},
+      {"max_attempts", {o.max_attempts, 1}},
+      {"retry_backoff_ms", {o.retry_backoff_ms, 0}},
+      {"retry_backoff_max_ms", {o.retry_backoff_max_ms, 0}},
+      {"max_migrations", {o.max_migrations, 0}},
+      {"max_sessions", {o.max_sessions, 1}},
+      {"max_request_bytes", {o.max_request_bytes, 1024}},
+      {"max_concurrent_streams", {o.max_concurrent_streams, 1}},
+  };
+  for (const auto& [flag, value_min] : checks) {
+    absl::Status s = CheckAtLeast(flag, value_min.first, value_min.second);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pkv::router

@@ -1,0 +1,138 @@
+#include "router/router_server.h"
+
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace pkv::router {
+namespace {
+
+constexpr char kGenerationService[] = "pkv.v1.Generation";
+// After Shutdown cancelled them, streams end as soon as their worker calls notice; bounded anyway.
+constexpr absl::Duration kStreamWindDown = absl::Seconds(10);
+
+uint64_t StartupKey() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device() ^
+         static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
+}
+
+}  // namespace
+
+RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_registry)
+    : options_(std::move(options)),
+      metrics_(metrics_registry),
+      admission_(options_.max_inflight, options_.max_queue,
+                 absl::Milliseconds(options_.queue_timeout_ms), &timers_,
+                 [this](int inflight, int queued) {
+                   metrics_.SetInflight(inflight);
+                   metrics_.SetQueueDepth(queued);
+                 }),
+      placer_(static_cast<size_t>(options_.max_sessions), StartupKey()),
+      ids_(StartupKey()) {}
+
+RouterServer::~RouterServer() { Shutdown(); }
+
+absl::Status RouterServer::Start() {
+  absl::Status valid = ValidateRouterOptions(options_);
+  if (!valid.ok()) return valid;
+  registry_ = std::make_unique<WorkerRegistry>(
+      options_, [this](int healthy, int unhealthy) { OnWorkersChanged(healthy, unhealthy); });
+  RouterContext rc;
+  rc.options = &options_;
+  rc.registry = registry_.get();
+  rc.placer = &placer_;
+  rc.admission = &admission_;
+  rc.timers = &timers_;
+  rc.metrics = &metrics_;
+  rc.requests = &requests_;
+  rc.ids = &ids_;
+  rc.streams = &streams_;
+  rc.draining = &draining_;
+  service_ = std::make_unique<GenerationService>(rc);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  // Client-facing limits set explicitly rather than left to version defaults (RELIABILITY P1, S5).
+  builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+  {
+    absl::MutexLock lock(&health_mu_);
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) {
+      server_.reset();
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", options_.listen,
+                       " (address in use or not local?); pick another with --listen=host:port"));
+    }
+    grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+    health->SetServingStatus("", false);
+    health->SetServingStatus(kGenerationService, false);
+  }
+  registry_->Start();
+  PKV_LOG(INFO) << "router listening on " << options_.listen << " (port " << port_ << "), "
+                << registry_->size() << " worker(s)";
+  return absl::OkStatus();
+}
+
+void RouterServer::OnWorkersChanged(int healthy, int unhealthy) {
+  metrics_.SetWorkers(healthy, unhealthy);
+  absl::MutexLock lock(&health_mu_);
+  const bool serving = healthy > 0;
+  if (server_ == nullptr || draining_.load() || serving == serving_) return;
+  serving_ = serving;
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  health->SetServingStatus("", serving);
+  health->SetServingStatus(kGenerationService, serving);
+  PKV_LOG(INFO) << "router " << (serving ? "SERVING" : "NOT_SERVING") << ": " << healthy
+                << " healthy, " << unhealthy << " unhealthy worker(s)";
+}
+
+bool RouterServer::Drain(absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&health_mu_);
+    if (server_ == nullptr) return true;
+    draining_.store(true);
+    // Every service NOT_SERVING, and later updates ignored.
+    server_->GetHealthCheckService()->Shutdown();
+  }
+  PKV_LOG(INFO) << "draining: " << requests_.live_streams() << " stream(s) in flight, up to "
+                << absl::FormatDuration(timeout);
+  const bool drained = requests_.WaitUntilEmpty(absl::Now() + timeout);
+  if (!drained) {
+    PKV_LOG(WARNING) << "drain timeout: cancelling " << requests_.live_streams()
+                     << " stream(s) still in flight";
+  }
+  Shutdown();
+  return drained;
+}
+
+void RouterServer::Shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  std::unique_ptr<grpc::Server> server;
+  {
+    absl::MutexLock lock(&health_mu_);
+    draining_.store(true);
+    server = std::move(server_);
+  }
+  if (server != nullptr) {
+    // Cancels whatever still runs (streams then cancel their worker calls) and waits for the
+    // server's reactions to finish.
+    server->Shutdown(std::chrono::system_clock::now());
+    server->Wait();
+  }
+  if (!streams_.WaitForZero(absl::Now() + kStreamWindDown)) {
+    PKV_LOG(WARNING) << streams_.value() << " stream(s) did not wind down in time";
+  }
+  if (registry_ != nullptr) registry_->Stop();
+}
+
+}  // namespace pkv::router

@@ -1,0 +1,78 @@
+// A whole router in one object: the gRPC server (pkv.v1.Generation + grpc.health.v1), worker
+// registry, placement, admission, timers and metrics. Used by pkv-router's main and by tests.
+//
+// Health (grpc::EnableDefaultHealthCheckService): "" and "pkv.v1.Generation" are SERVING while at
+// least one worker is healthy, NOT_SERVING otherwise and for good once Drain() begins.
+// Drain(): NOT_SERVING, new Generate calls get UNAVAILABLE, in-flight streams run to completion
+// for up to `timeout`, then the server shuts down (the rest are cancelled).
+//
+// Thread-safety: Start, Drain, Shutdown and the destructor are called from one control thread;
+// everything else is internally synchronised. The metrics registry must outlive this object.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "prometheus/registry.h"
+#include "router/admission.h"
+#include "router/generation_service.h"
+#include "router/placement.h"
+#include "router/request_table.h"
+#include "router/router_context.h"
+#include "router/router_metrics.h"
+#include "router/router_options.h"
+#include "router/timer_thread.h"
+#include "router/worker_registry.h"
+
+namespace pkv::router {
+
+class RouterServer {
+ public:
+  RouterServer(RouterOptions options, prometheus::Registry& metrics_registry);
+  ~RouterServer();  // Shutdown() if still running
+  RouterServer(const RouterServer&) = delete;
+  RouterServer& operator=(const RouterServer&) = delete;
+
+  // Binds options.listen and starts polling workers. Errors: INVALID_ARGUMENT for bad options,
+  // UNAVAILABLE when the address cannot be bound.
+  absl::Status Start();
+  // The bound port (useful with listen port 0).
+  int port() const { return port_; }
+
+  // Graceful stop (SIGTERM). Returns true when every in-flight stream finished in time.
+  bool Drain(absl::Duration timeout);
+  // Immediate stop: cancels what runs, waits for the streams to wind down, stops polling.
+  void Shutdown();
+
+  WorkerRegistry& registry() { return *registry_; }
+  int live_streams() const { return requests_.live_streams(); }
+  int healthy_workers() const { return registry_->num_healthy(); }
+
+ private:
+  void OnWorkersChanged(int healthy, int unhealthy);
+
+  const RouterOptions options_;
+  RouterMetrics metrics_;
+  TimerThread timers_;
+  AdmissionController admission_;
+  Placer placer_;
+  RequestTable requests_;
+  IdSource ids_;
+  LiveCounter streams_;
+  std::atomic<bool> draining_{false};
+  std::unique_ptr<WorkerRegistry> registry_;
+  std::unique_ptr<GenerationService> service_;
+
+  absl::Mutex health_mu_;  // orders health updates against server creation and drain
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(health_mu_);
+  bool serving_ ABSL_GUARDED_BY(health_mu_) = false;
+  bool stopped_ = false;
+  int port_ = 0;
+};
+
+}  // namespace pkv::router
