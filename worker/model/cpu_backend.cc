@@ -41,10 +41,6 @@ absl::StatusOr<std::unique_ptr<CpuModelBackend>> CpuModelBackend::Create(LlamaWe
     return absl::InvalidArgumentError(
         absl::StrCat("num_kv_pages ", num_kv_pages, " is not in [1, what fits the address space]"));
   }
-  PKV_LOG(INFO) << "cpu backend: " << c.num_layers << " layers, " << num_kv_pages << " KV pages of "
-                << page_size << " tokens ("
-                << 2.0 * c.num_layers * num_kv_pages * page_elems * 4 / (1 << 20)
-                << " MiB float32)";
   return std::make_unique<CpuModelBackend>(std::move(weights), page_size, num_kv_pages);
 }
 
@@ -266,6 +262,11 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadCpuBackend(const std::string& 
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   PKV_ASSIGN_OR_RETURN(LlamaWeights weights, LoadLlamaWeightsF32(config, *checkpoint));
   checkpoint.reset();  // unmap the files: the float32 copy is all the CPU backend needs
+  const double kv_mib = 2.0 * config.num_layers * num_kv_pages * config.num_kv_heads * page_size *
+                        config.head_dim * sizeof(float) / (1 << 20);
+  PKV_LOG(INFO) << "cpu backend: " << model_dir << ", " << config.num_layers << " layers, "
+                << num_kv_pages << " KV pages of " << page_size << " tokens (" << kv_mib
+                << " MiB float32)";
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<CpuModelBackend> backend,
                        CpuModelBackend::Create(std::move(weights), page_size, num_kv_pages));
   return std::unique_ptr<ModelBackend>(std::move(backend));
