@@ -11,7 +11,9 @@ TextStream::TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop
                        bool skip_special_tokens)
     : tokenizer_(tokenizer),
       stop_strings_(std::move(stop_strings)),
-      skip_special_tokens_(skip_special_tokens) {}
+      skip_special_tokens_(skip_special_tokens) {
+  for (const std::string& s : stop_strings_) usable_.push_back(!s.empty() && utf8::IsValid(s));
+}
 
 TextStream::Delta TextStream::Push(int32_t token_id) {
   Delta delta;
@@ -66,7 +68,7 @@ bool TextStream::FindStop(size_t* match_begin, int* which) const {
   size_t best_end = std::string::npos;
   for (size_t i = 0; i < stop_strings_.size(); ++i) {
     const std::string& s = stop_strings_[i];
-    if (s.empty()) continue;
+    if (!usable_[i]) continue;
     const size_t pos = pending_.find(s);
     if (pos == std::string::npos) continue;
     const size_t end = pos + s.size();
@@ -81,8 +83,10 @@ bool TextStream::FindStop(size_t* match_begin, int* which) const {
 
 size_t TextStream::HoldBackLength() const {
   size_t best = 0;
-  for (const std::string& s : stop_strings_) {
-    const size_t max_len = std::min(s.size() - (s.empty() ? 0 : 1), pending_.size());
+  for (size_t i = 0; i < stop_strings_.size(); ++i) {
+    if (!usable_[i]) continue;
+    const std::string& s = stop_strings_[i];
+    const size_t max_len = std::min(s.size() - 1, pending_.size());
     for (size_t len = max_len; len > best; --len) {
       if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
         best = len;

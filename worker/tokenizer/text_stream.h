@@ -38,8 +38,9 @@ class TextStream {
     bool stopped = false;  // a stop string matched (now or earlier); nothing more will be emitted
   };
 
-  // Empty stop strings are ignored. With skip_special_tokens, special added tokens contribute no
-  // text (they still count as tokens).
+  // Empty stop strings and ones that are not well-formed UTF-8 are ignored (never match); a
+  // well-formed one can only match on character boundaries, so the output stays well-formed. With
+  // skip_special_tokens, special added tokens contribute no text (they still count as tokens).
   TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop_strings,
              bool skip_special_tokens = true);
 
@@ -71,7 +72,8 @@ class TextStream {
   size_t HoldBackLength() const;
 
   const Tokenizer* tokenizer_;             // not owned
-  std::vector<std::string> stop_strings_;  // as given, including empty ones (never matched)
+  std::vector<std::string> stop_strings_;  // as given, including ignored ones
+  std::vector<bool> usable_;               // [stop_strings_.size()]: non-empty, valid UTF-8
   bool skip_special_tokens_;
   std::string partial_bytes_;  // an incomplete UTF-8 character (<= 3 bytes)
   std::string pending_;        // decoded text not yet emitted (could start a stop string)

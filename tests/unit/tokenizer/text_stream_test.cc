@@ -118,23 +118,32 @@ TEST(TextStreamTest, StopStringAcrossTokensEmitsOnlyTextBeforeIt) {
   EXPECT_EQ(stream.Flush(), "");
 }
 
+// Runs `text` through a stream twice: one byte per token, and as a single token (an added
+// token), so that several stop strings can complete within one Push. Both must agree.
+std::pair<std::string, int> StopResult(std::vector<std::string> stops, const std::string& text) {
+  testing::TokenizerSpec spec;
+  spec.added = {{300, text, /*special=*/false}};
+  auto t = testing::MakeTokenizer(spec);
+  EXPECT_NE(t, nullptr);
+  TextStream by_byte(t.get(), stops), whole(t.get(), stops);
+  const std::string a = Join(StreamAll(by_byte, BytesAsIds(text)));
+  const std::string b = Join(StreamAll(whole, {300}));
+  EXPECT_EQ(a, b) << text;
+  EXPECT_EQ(by_byte.stop_index(), whole.stop_index()) << text;
+  return {b, whole.stop_index()};
+}
+
 TEST(TextStreamTest, OverlappingStopStringsFirstToEndWins) {
-  auto t = ByteTokenizer();
-  ASSERT_NE(t, nullptr);
-  auto feed_all_at_once = [&](std::vector<std::string> stops, const std::string& text) {
-    TextStream stream(t.get(), std::move(stops));
-    std::string out;
-    for (int32_t id : BytesAsIds(text)) out += stream.Push(id).text;
-    out += stream.Flush();
-    return std::make_pair(out, stream.stop_index());
-  };
   // "c" completes before "abcd" does.
-  EXPECT_EQ(feed_all_at_once({"abcd", "c"}, "xabcd"), std::make_pair(std::string("xab"), 1));
+  EXPECT_EQ(StopResult({"abcd", "c"}, "xabcd"), std::make_pair(std::string("xab"), 1));
+  EXPECT_EQ(StopResult({"c", "abcd"}, "xabcd"), std::make_pair(std::string("xab"), 0));
   // "abc" and "bc" complete together: the one starting first wins.
-  EXPECT_EQ(feed_all_at_once({"bc", "abc"}, "xabcd"), std::make_pair(std::string("x"), 1));
+  EXPECT_EQ(StopResult({"bc", "abc"}, "xabcd"), std::make_pair(std::string("x"), 1));
   // A held-back prefix of one stop string that turns into another.
-  EXPECT_EQ(feed_all_at_once({"aab", "ab"}, "aaab"), std::make_pair(std::string("a"), 0));
-  EXPECT_EQ(feed_all_at_once({"", "zz"}, "abc"), std::make_pair(std::string("abc"), -1));
+  EXPECT_EQ(StopResult({"aab", "ab"}, "aaab"), std::make_pair(std::string("a"), 0));
+  EXPECT_EQ(StopResult({"", "zz"}, "abc"), std::make_pair(std::string("abc"), -1));
+  // A stop string inside a multi-byte character's bytes cannot match across the boundary.
+  EXPECT_EQ(StopResult({"\xA9"}, "\xC3\xA9!"), std::make_pair(std::string("\xC3\xA9!"), -1));
 }
 
 TEST(TextStreamTest, SpecialTokensAreSkippedUnlessAsked) {
