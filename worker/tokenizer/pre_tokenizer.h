@@ -1,6 +1,6 @@
 // The tokenizer.json "pre_tokenizer": splits a text section into words before BPE. Supported:
 //   Split     {"pattern": {"Regex": ..} | {"String": ..}, "behavior": "Isolated" | "Removed",
-//              "invert": false}
+//              "invert": bool}
 //   ByteLevel {"add_prefix_space", "use_regex" (GPT-2 pattern, default true)}
 //   Sequence  {"pretokenizers": [...]}
 // Byte-level BPE is the only model supported, so a ByteLevel step is required and must come last:
@@ -36,10 +36,12 @@ class PreTokenizer {
   absl::Status Split(std::string_view text, std::vector<std::string>* words) const;
 
  private:
-  enum class Kind { kSplitIsolated, kSplitRemoved, kByteLevel };
+  enum class Kind { kSplit, kByteLevel };
   struct Step {
     Kind kind;
     std::shared_ptr<const SplitRegex> regex;  // null for ByteLevel without use_regex
+    bool keep_matches = true;                 // emit the regex matches as words
+    bool keep_gaps = true;                    // emit the text between matches as words
     bool add_prefix_space = false;            // ByteLevel only
   };
 

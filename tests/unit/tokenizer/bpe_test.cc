@@ -272,6 +272,17 @@ TEST(PreTokenizerTest, SplitRemovedAndLiteralPatterns) {
                   "behavior":"Removed","invert":false},{"type":"ByteLevel","use_regex":false}]})",
                   "a--b----c"),
             (std::vector<std::string>{"a", "b", "c"}));
+  // invert + Removed keeps only the matches; invert + Isolated keeps everything.
+  EXPECT_EQ(
+      Words(R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"[a-z]+"},
+                  "behavior":"Removed","invert":true},{"type":"ByteLevel","use_regex":false}]})",
+            "ab, cd!e"),
+      (std::vector<std::string>{"ab", "cd", "e"}));
+  EXPECT_EQ(
+      Words(R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"[a-z]+"},
+                  "behavior":"Isolated","invert":true},{"type":"ByteLevel","use_regex":false}]})",
+            "ab, cd!e"),
+      (std::vector<std::string>{"ab", ", ", "cd", "!", "e"}));
 }
 
 TEST(RegexTest, TranslationAndEmptyMatches) {

@@ -87,8 +87,6 @@ TEST(TokenizerJsonTest, InvalidRegexAndUnsupportedPipelineParts) {
   ExpectError(MakeTokenizerJson(spec), "\\h is unsupported");
   spec.pre_tokenizer = absl::StrReplaceAll(split_json, {{"Isolated", "MergedWithNext"}});
   ExpectError(MakeTokenizerJson(spec), "behavior 'MergedWithNext' is not supported");
-  spec.pre_tokenizer = absl::StrReplaceAll(split_json, {{"\"invert\":false", "\"invert\":true"}});
-  ExpectError(MakeTokenizerJson(spec), "invert=true");
   spec.pre_tokenizer = R"({"type":"Metaspace"})";
   ExpectError(MakeTokenizerJson(spec), "pre_tokenizer type 'Metaspace' is not supported");
   spec.pre_tokenizer = "null";
