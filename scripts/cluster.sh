@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Starts a local cluster (pkv-router + 2 pkv-workers on loopback) and either streams one
+# generation and stops (`demo`) or keeps serving until Ctrl-C (`serve`).
+#   scripts/cluster.sh demo|serve
+# Ports: PKV_ROUTER_PORT (50051), PKV_WORKER_PORTS ("50061 50062"), metrics on 9100, 9101, ...
+# Backend: PKV_BACKEND (auto: the GPU when one is usable, else the CPU).
+set -euo pipefail
+mode=${1:-demo}
+BIN=${BUILD:-build}/bin
+MODEL=${PKV_MODEL:-models/tiny}
+ROUTER_PORT=${PKV_ROUTER_PORT:-50051}
+read -r -a WORKER_PORTS <<< "${PKV_WORKER_PORTS:-50061 50062}"
+METRICS_BASE=${PKV_METRICS_BASE:-9100}
+LOGS=${BUILD:-build}/cluster-logs
+mkdir -p "$LOGS"
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for p in "$ROUTER_PORT" "${WORKER_PORTS[@]}"; do
+  if port_busy "$p"; then
+    echo "port $p is in use (another cluster running? stop it, or set PKV_ROUTER_PORT/PKV_WORKER_PORTS)" >&2
+    exit 1
+  fi
+done
+
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  if [ ${#pids[@]} -gt 0 ]; then
+    echo "stopping cluster (SIGTERM: drain and exit)"
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  fi
+}
+trap cleanup EXIT INT TERM
+
+workers=()
+for i in "${!WORKER_PORTS[@]}"; do
+  port=${WORKER_PORTS[$i]}
+  "$BIN/pkv-worker" --listen="127.0.0.1:$port" --metrics_listen="127.0.0.1:$((METRICS_BASE + 1 + i))" \
+    --worker_id="worker-$i" --model="$MODEL" --backend="${PKV_BACKEND:-auto}" \
+    >"$LOGS/worker-$i.log" 2>&1 &
+  pids+=($!)
+  workers+=("127.0.0.1:$port")
+done
+"$BIN/pkv-router" --listen="127.0.0.1:$ROUTER_PORT" --metrics_listen="127.0.0.1:$METRICS_BASE" \
+  --workers="$(IFS=,; echo "${workers[*]}")" >"$LOGS/router.log" 2>&1 &
+pids+=($!)
+
+echo "waiting for router and ${#workers[@]} workers to become healthy (logs in $LOGS/)"
+for addr in "${workers[@]}" "127.0.0.1:$ROUTER_PORT"; do
+  ok=0
+  for _ in $(seq 1 300); do
+    if "$BIN/pkv" health --addr "$addr" >/dev/null 2>&1; then ok=1; break; fi
+    for pid in "${pids[@]}"; do
+      kill -0 "$pid" 2>/dev/null || { echo "a process exited early; see $LOGS/" >&2; tail -n 5 "$LOGS"/*.log >&2; exit 1; }
+    done
+    sleep 0.2
+  done
+  [ $ok = 1 ] || { echo "$addr did not become healthy; see $LOGS/" >&2; exit 1; }
+done
+echo "cluster healthy: router 127.0.0.1:$ROUTER_PORT -> ${workers[*]}"
+
+if [ "$mode" = serve ]; then
+  echo "serving; try:  $BIN/pkv generate --router 127.0.0.1:$ROUTER_PORT --prompt \"Once upon a time\""
+  echo "metrics: http://127.0.0.1:$METRICS_BASE/metrics (router), :$((METRICS_BASE + 1))/metrics (worker-0)"
+  echo "Ctrl-C to stop"
+  wait "${pids[@]}"
+  exit 0
+fi
+
+echo
+echo "=== streaming a generation through the router (tokens appear as they are made) ==="
+"$BIN/pkv" generate --router "127.0.0.1:$ROUTER_PORT" --prompt "Once upon a time, in a land of GPUs," \
+  --max_tokens 64 --temperature 0.8 --seed 7
+echo
+echo "=== a few lines of /metrics ==="
+curl -s "127.0.0.1:$METRICS_BASE/metrics" \
+  | grep -E '^pkv_router_(requests_total\{code="OK"\}|placements_total|time_to_first_token_seconds_count)' \
+  | grep -v ' 0$' | sed 's/^/router    /' | head -n 4 || true
+for i in "${!WORKER_PORTS[@]}"; do
+  curl -s "127.0.0.1:$((METRICS_BASE + 1 + i))/metrics" \
+    | grep -E '^pkv_(generated_tokens_total|decode_steps_total\{route="cpu-reference"\}|kv_cache_pages)' \
+    | sed "s/^/worker-$i  /" | head -n 4 || true
+done

@@ -1,0 +1,203 @@
+#include "tests/harness/cluster.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace pkv::testing {
+
+absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& options) {
+  std::unique_ptr<Cluster> c(new Cluster(options));
+  if (c->options_.model_dir.empty()) c->options_.model_dir = TinyModelDir();
+  if (c->options_.model_dir.empty()) return absl::InternalError("pkv-make-model failed");
+  c->log_dir_ = MakeTempDir("pkv-cluster");
+  c->workers_.resize(options.num_workers);
+  for (int i = 0; i < options.num_workers; ++i) {
+    c->workers_[i].port = PickFreePort();
+    c->workers_[i].metrics_port = PickFreePort();
+    c->workers_[i].id = absl::StrCat("w", i);
+    absl::Status st = c->SpawnWorker(i, {});
+    if (!st.ok()) return st;
+  }
+  for (int i = 0; i < options.num_workers; ++i) {
+    absl::Status st = WaitServing(c->workers_[i].address(), absl::Seconds(60));
+    if (!st.ok()) {
+      return absl::Status(st.code(), absl::StrCat(st.message(), "\n",
+                                                  c->workers_[i].process->LogTail()));
+    }
+  }
+  if (!options.start_router) return c;
+  c->router_port_ = PickFreePort();
+  c->router_metrics_port_ = PickFreePort();
+  std::vector<std::string> worker_list;
+  for (const WorkerProc& w : c->workers_) worker_list.push_back(w.address());
+  std::vector<std::string> args = {
+      absl::StrCat("--listen=127.0.0.1:", c->router_port_),
+      absl::StrCat("--metrics_listen=127.0.0.1:", c->router_metrics_port_),
+      absl::StrCat("--workers=", absl::StrJoin(worker_list, ","))};
+  args.insert(args.end(), options.router_args.begin(), options.router_args.end());
+  auto router = Process::Spawn(BinDir() + "/pkv-router", args, c->log_dir_ + "/router.log");
+  if (!router.ok()) return router.status();
+  c->router_ = std::move(*router);
+  absl::Status st = WaitServing(c->router_address(), absl::Seconds(60));
+  if (!st.ok()) return absl::Status(st.code(), absl::StrCat(st.message(), "\n", c->Logs()));
+  return c;
+}
+
+Cluster::~Cluster() = default;
+
+absl::Status Cluster::SpawnWorker(int i, const std::vector<std::string>& extra_args) {
+  WorkerProc& w = workers_[i];
+  std::vector<std::string> args = {absl::StrCat("--listen=", w.address()),
+                                   absl::StrCat("--metrics_listen=", w.metrics_address()),
+                                   absl::StrCat("--worker_id=", w.id),
+                                   absl::StrCat("--model=", options_.model_dir), "--backend=cpu"};
+  args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  auto p = Process::Spawn(BinDir() + "/pkv-worker", args,
+                          absl::StrCat(log_dir_, "/", w.id, ".log"));
+  if (!p.ok()) return p.status();
+  w.process = std::move(*p);
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::RestartWorker(int i, const std::vector<std::string>& extra_args) {
+  workers_[i].process.reset();
+  absl::Status st = SpawnWorker(i, extra_args);
+  if (!st.ok()) return st;
+  return WaitServing(workers_[i].address(), absl::Seconds(60));
+}
+
+std::string Cluster::Logs() {
+  std::string out;
+  for (WorkerProc& w : workers_) {
+    if (w.process) absl::StrAppend(&out, w.process->LogTail(2000), "\n");
+  }
+  if (router_) absl::StrAppend(&out, router_->LogTail(3000));
+  return out;
+}
+
+std::unique_ptr<pkv::v1::Generation::Stub> Cluster::RouterStub() const {
+  return pkv::v1::Generation::NewStub(
+      grpc::CreateChannel(router_address(), grpc::InsecureChannelCredentials()));
+}
+
+std::unique_ptr<pkv::v1::Worker::Stub> Cluster::WorkerStub(int i) const {
+  return pkv::v1::Worker::NewStub(
+      grpc::CreateChannel(workers_[i].address(), grpc::InsecureChannelCredentials()));
+}
+
+absl::Status WaitServing(const std::string& address, absl::Duration timeout,
+                         const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string last = "no answer";
+  while (absl::Now() < deadline) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
+    grpc::health::v1::HealthCheckResponse resp;
+    grpc::Status st = stub->Check(&ctx, req, &resp);
+    if (st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
+      return absl::OkStatus();
+    }
+    last = st.ok() ? "NOT_SERVING" : st.error_message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(address, " not SERVING: ", last));
+}
+
+StreamResult RunGenerate(pkv::v1::Generation::Stub* stub, const pkv::v1::GenerateRequest& request,
+                         absl::Duration deadline) {
+  StreamResult r;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  const absl::Time start = absl::Now();
+  auto reader = stub->Generate(&ctx, request);
+  pkv::v1::GenerateResponse resp;
+  while (reader->Read(&resp)) {
+    if (resp.has_chunk()) {
+      if (r.num_chunks++ == 0) r.time_to_first_chunk = absl::Now() - start;
+      for (uint32_t id : resp.chunk().token_ids()) r.token_ids.push_back(id);
+      r.text += resp.chunk().text();
+    } else if (resp.has_complete()) {
+      r.completed = true;
+      r.complete = resp.complete();
+    }
+  }
+  r.status = reader->Finish();
+  return r;
+}
+
+absl::StatusOr<std::string> HttpGet(const std::string& address, const std::string& path) {
+  std::vector<std::string> hp = absl::StrSplit(address, ':');
+  if (hp.size() != 2) return absl::InvalidArgumentError("address must be host:port");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(hp[1])));
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", address));
+  }
+  const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", address, "\r\n\r\n");
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return absl::UnavailableError("write failed");
+  }
+  std::string resp;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t body = resp.find("\r\n\r\n");
+  if (resp.rfind("HTTP/1.", 0) != 0 || body == std::string::npos) {
+    return absl::InternalError("malformed HTTP response");
+  }
+  if (resp.find(" 200 ") == std::string::npos) {
+    return absl::InternalError(absl::StrCat("HTTP error: ", resp.substr(0, resp.find('\r'))));
+  }
+  return resp.substr(body + 4);
+}
+
+double MetricValue(const std::string& metrics_text, const std::string& sample) {
+  for (absl::string_view line : absl::StrSplit(metrics_text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.size() > sample.size() && line.substr(0, sample.size()) == sample &&
+        line[sample.size()] == ' ') {
+      return std::stod(std::string(line.substr(sample.size() + 1)));
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double ScrapeMetric(const std::string& address, const std::string& sample) {
+  absl::StatusOr<std::string> text = HttpGet(address, "/metrics");
+  if (!text.ok()) return std::numeric_limits<double>::quiet_NaN();
+  return MetricValue(*text, sample);
+}
+
+pkv::v1::GenerateRequest MakeRequest(const std::vector<uint32_t>& prompt, uint32_t max_tokens,
+                                     float temperature) {
+  pkv::v1::GenerateRequest req;
+  for (uint32_t id : prompt) req.mutable_token_ids()->add_ids(id);
+  req.mutable_sampling()->set_max_tokens(max_tokens);
+  req.mutable_sampling()->set_temperature(temperature);
+  return req;
+}
+
+}  // namespace pkv::testing

@@ -1,0 +1,229 @@
+// Engine: threading, submission, cancellation, drain and load publishing. The step loop itself
+// (scheduler thread only) is in engine_step.cc.
+#include "worker/service/engine.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "api/request_validation.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "worker/service/engine_internal.h"
+#include "worker/service/sampling_convert.h"
+
+namespace pkv {
+
+Engine::Engine(EngineOptions options, std::unique_ptr<ModelBackend> backend,
+               std::unique_ptr<Tokenizer> tokenizer, WorkerMetrics* metrics)
+    : options_(std::move(options)),
+      backend_(std::move(backend)),
+      tokenizer_(std::move(tokenizer)),
+      metrics_(metrics),
+      pool_(static_cast<int32_t>(backend_->num_kv_pages())),
+      scheduler_(options_.scheduler, &pool_) {
+  absl::MutexLock lock(&mu_);
+  load_.pages_free = pool_.num_free();
+  load_.pages_total = pool_.num_pages();
+}
+
+Engine::~Engine() { Stop(absl::UnavailableError("worker shutting down")); }
+
+void Engine::Start() {
+  PublishLoad();  // metrics and GetLoad are meaningful before the first request
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      stop_status_ = status;
+    }
+    wake_.SignalAll();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::vector<int32_t>> Engine::ResolvePrompt(
+    const pkv::v1::GenerateRequest& request) const {
+  std::vector<int32_t> ids;
+  if (request.prompt_case() == pkv::v1::GenerateRequest::kTokenIds) {
+    ids.reserve(request.token_ids().ids_size());
+    for (uint32_t id : request.token_ids().ids()) ids.push_back(static_cast<int32_t>(id));
+    return ids;
+  }
+  // Raw-text prompts get the tokenizer's own special tokens (e.g. Llama-3's BOS), as HF does.
+  return tokenizer_->Encode(request.text(), /*add_special_tokens=*/true);
+}
+
+absl::StatusOr<uint64_t> Engine::Submit(const pkv::v1::WorkerGenerateRequest& wreq,
+                                        absl::Time deadline, std::shared_ptr<RequestSink> sink) {
+  const pkv::v1::GenerateRequest& req = wreq.request();
+  const pkv::v1::ModelInfo info = GetModelInfo();
+  PKV_RETURN_IF_ERROR(api::ValidateGenerateRequest(req, info, api::RequestLimits()));
+  PKV_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, ResolvePrompt(req));
+  PKV_RETURN_IF_ERROR(ValidateResolvedPrompt(prompt, wreq, info));
+
+  auto seq = std::make_unique<Sequence>();
+  seq->request_id = req.request_id();
+  seq->num_prompt_tokens = static_cast<int32_t>(prompt.size());
+  seq->tokens = std::move(prompt);
+  for (uint32_t id : wreq.resume_token_ids()) seq->tokens.push_back(static_cast<int32_t>(id));
+  seq->params = ConvertSamplingParams(req.sampling());
+  seq->priority = req.priority();
+  seq->arrival_time = absl::Now();
+  seq->deadline = deadline;
+
+  auto active = std::make_unique<ActiveRequest>();
+  active->sink = std::move(sink);
+  active->request_id = req.request_id();
+  active->arrival = seq->arrival_time;
+  active->migrations = wreq.migrations();
+  active->text = std::make_unique<TextStream>(tokenizer_.get(), seq->params.stop);
+  if (wreq.resume_token_ids_size() > 0) {
+    std::vector<int32_t> resumed(seq->tokens.begin() + seq->num_prompt_tokens, seq->tokens.end());
+    active->text->Prime(resumed);
+  }
+
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("worker is shutting down");
+  if (draining_) return absl::UnavailableError("worker is draining; retry on another worker");
+  const uint64_t id = next_id_++;
+  seq->id = id;
+  if (!seq->request_id.empty()) ids_by_request_[seq->request_id] = id;
+  ++in_flight_;
+  InboxItem item;
+  item.kind = InboxItem::Kind::kAdd;
+  item.id = id;
+  item.seq = std::move(seq);
+  item.active = std::move(active);
+  inbox_.push_back(std::move(item));
+  wake_.Signal();
+  return id;
+}
+
+void Engine::Cancel(uint64_t id, AbortReason reason) {
+  absl::MutexLock lock(&mu_);
+  InboxItem item;
+  item.kind = InboxItem::Kind::kCancel;
+  item.id = id;
+  item.reason = reason;
+  inbox_.push_back(std::move(item));
+  wake_.Signal();
+}
+
+bool Engine::CancelByRequestId(const std::string& request_id) {
+  uint64_t id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = ids_by_request_.find(request_id);
+    if (it == ids_by_request_.end()) return false;
+    id = it->second;
+  }
+  Cancel(id, AbortReason::kClientCancel);
+  return true;
+}
+
+void Engine::BeginDrain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+  load_.draining = true;
+}
+
+bool Engine::WaitIdle(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  while (in_flight_ > 0) {
+    if (wake_.WaitWithDeadline(&mu_, deadline)) return in_flight_ == 0;
+  }
+  return true;
+}
+
+void Engine::CancelAll(AbortReason reason) {
+  absl::MutexLock lock(&mu_);
+  InboxItem item;
+  item.kind = InboxItem::Kind::kCancelAll;
+  item.reason = reason;
+  inbox_.push_back(std::move(item));
+  wake_.Signal();
+}
+
+EngineLoad Engine::GetLoad() const {
+  absl::MutexLock lock(&mu_);
+  return load_;
+}
+
+pkv::v1::ModelInfo Engine::GetModelInfo() const {
+  const ModelConfig& c = backend_->config();
+  pkv::v1::ModelInfo info;
+  info.set_model_name(options_.model_name);
+  info.set_vocab_size(static_cast<uint32_t>(c.vocab_size));
+  info.set_max_context(static_cast<uint32_t>(options_.max_context));
+  info.set_page_size(static_cast<uint32_t>(backend_->page_size()));
+  for (int32_t eos : c.eos_token_ids) info.add_eos_token_ids(static_cast<uint32_t>(eos));
+  info.set_backend(backend_->backend_name());
+  info.set_dtype(backend_->dtype_name());
+  info.set_num_layers(static_cast<uint32_t>(c.num_layers));
+  info.set_num_q_heads(static_cast<uint32_t>(c.num_q_heads));
+  info.set_num_kv_heads(static_cast<uint32_t>(c.num_kv_heads));
+  info.set_head_dim(static_cast<uint32_t>(c.head_dim));
+  info.set_hidden_size(static_cast<uint32_t>(c.hidden_size));
+  info.set_kv_pages_total(static_cast<uint64_t>(backend_->num_kv_pages()));
+  return info;
+}
+
+void Engine::Loop() {
+  std::vector<InboxItem> items;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      // Sleep only when there is nothing to run; a waiting-but-unschedulable queue cannot exist
+      // (Add rejects sequences that never fit), so the timeout only guards against a busy spin.
+      while (inbox_.empty() && !stopping_ && scheduler_.idle()) wake_.Wait(&mu_);
+      if (stopping_) break;
+      items.swap(inbox_);
+    }
+    ProcessInbox(&items);
+    items.clear();
+    if (!scheduler_.idle()) RunStep();
+    PublishLoad();
+  }
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = stop_status_;
+    items.swap(inbox_);
+  }
+  ProcessInbox(&items);
+  FailEverything(status, AbortReason::kShutdown);
+  PublishLoad();
+}
+
+void Engine::PublishLoad() {
+  EngineLoad load;
+  load.running = scheduler_.num_running();
+  load.waiting = scheduler_.num_waiting();
+  load.queued_tokens = scheduler_.num_queued_tokens();
+  load.pages_used = pool_.num_used();
+  load.pages_free = pool_.num_free();
+  load.pages_total = pool_.num_pages();
+  if (metrics_ != nullptr) {
+    metrics_->SetQueue(load.running, load.waiting);
+    metrics_->SetKvPages(load.pages_used, load.pages_free, pool_.allocs_total(),
+                         pool_.frees_total());
+    metrics_->RecordPreemptions(scheduler_.num_preemptions());
+  }
+  absl::MutexLock lock(&mu_);
+  load.draining = draining_;
+  load_ = load;
+}
+
+void Engine::MarkTerminal(const std::string& request_id, uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = ids_by_request_.find(request_id);
+  if (it != ids_by_request_.end() && it->second == id) ids_by_request_.erase(it);
+  --in_flight_;
+  wake_.SignalAll();
+}
+
+}  // namespace pkv

@@ -1,0 +1,133 @@
+// The worker's engine: one scheduler thread that owns the scheduler, the page pool, the model
+// backend and every in-flight request, and runs the step loop
+//   inbox -> schedule -> run (backend forward + sample) -> postprocess (stop checks, detokenize,
+//   stream) -> publish load.
+// Other threads (gRPC reactors, the drain/shutdown path) talk to it only through the guarded inbox
+// and read the published load snapshot; nothing else is shared.
+//
+// Request lifecycle: Submit() tokenizes and validates on the caller's thread, then queues an Add.
+// The sink receives OnAccepted, then OnChunk per generated token, then exactly one terminal
+// OnComplete or OnError. Cancel() removes the request within one step and frees its pages.
+// A backend failure fails every request in the engine with INTERNAL and calls on_fatal (the worker
+// then reports NOT_SERVING and exits non-zero for its supervisor to restart it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pkv/v1/worker.pb.h"
+#include "worker/model/model_backend.h"
+#include "worker/scheduler/scheduler.h"
+#include "worker/service/request_sink.h"
+#include "worker/service/test_faults.h"
+#include "worker/service/worker_metrics.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace pkv {
+
+struct EngineOptions {
+  std::string worker_id = "worker";
+  std::string model_name = "model";
+  int32_t max_context = 0;  // prompt + generated tokens per request
+  SchedulerConfig scheduler;
+  TestFaults faults;                      // test builds only; empty by default
+  std::function<void(absl::Status)> on_fatal;  // called once from the scheduler thread
+};
+
+// What GetLoad reports (published after every step).
+struct EngineLoad {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int64_t queued_tokens = 0;
+  int64_t pages_used = 0;
+  int64_t pages_free = 0;
+  int64_t pages_total = 0;
+  bool draining = false;
+};
+
+class Engine {
+ public:
+  // The backend and tokenizer must describe the same model; metrics may be null (tests).
+  Engine(EngineOptions options, std::unique_ptr<ModelBackend> backend,
+         std::unique_ptr<Tokenizer> tokenizer, WorkerMetrics* metrics);
+  ~Engine();  // stops the scheduler thread; in-flight requests get UNAVAILABLE
+
+  void Start();
+  // Fails every request still in the engine with `status` and stops the thread. Idempotent.
+  void Stop(const absl::Status& status);
+
+  // Validates and queues a request. Returns the engine's id for Cancel(). Errors (bad input,
+  // draining, stopped) are returned here and nothing is queued; the sink is not called.
+  absl::StatusOr<uint64_t> Submit(const pkv::v1::WorkerGenerateRequest& request,
+                                  absl::Time deadline, std::shared_ptr<RequestSink> sink);
+  // Removes a request within one step (no-op when unknown or finished).
+  void Cancel(uint64_t id, AbortReason reason);
+  // Abort RPC: cancels by the client's request id. False when not found.
+  bool CancelByRequestId(const std::string& request_id);
+
+  // Stop admitting (Submit -> UNAVAILABLE); in-flight work continues.
+  void BeginDrain();
+  // Blocks until no request is in flight or `deadline` passes; true when idle.
+  bool WaitIdle(absl::Time deadline);
+  // Cancels everything in flight with `reason`/UNAVAILABLE (end of a drain).
+  void CancelAll(AbortReason reason);
+
+  EngineLoad GetLoad() const;
+  pkv::v1::ModelInfo GetModelInfo() const;
+  const ModelBackend& backend() const { return *backend_; }
+
+ private:
+  struct InboxItem;
+  struct ActiveRequest;
+
+  void Loop();
+  // Scheduler-thread helpers (engine_step.cc).
+  void ProcessInbox(std::vector<InboxItem>* items);
+  void RunStep();
+  void HandleSample(Sequence* seq, const SampleResult& sample, absl::Time now);
+  // `last_token_withheld`: the sampled token ended the request (EOS / stop id) and was not emitted.
+  void FinishRequest(Sequence* seq, pkv::v1::FinishReason reason, std::string matched_stop,
+                     bool last_token_withheld);
+  void FailRequest(uint64_t id, const absl::Status& status, AbortReason reason);
+  void FailEverything(const absl::Status& status, AbortReason reason);
+  void PublishLoad();
+  // Bookkeeping once a request's sink got its terminal call (any thread holding no lock).
+  void MarkTerminal(const std::string& request_id, uint64_t id);
+  absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const pkv::v1::GenerateRequest& request) const;
+
+  const EngineOptions options_;
+  std::unique_ptr<ModelBackend> backend_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  WorkerMetrics* metrics_;
+  PagePool pool_;
+  Scheduler scheduler_;
+
+  // Owned by the scheduler thread.
+  absl::flat_hash_map<uint64_t, std::unique_ptr<ActiveRequest>> active_;
+  uint64_t steps_ = 0;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;
+  std::vector<InboxItem> inbox_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, uint64_t> ids_by_request_ ABSL_GUARDED_BY(mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // submitted and not yet terminal
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status stop_status_ ABSL_GUARDED_BY(mu_);
+  EngineLoad load_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+
+  std::thread thread_;
+};
+
+}  // namespace pkv

@@ -1,0 +1,125 @@
+#include "worker/service/generate_stream.h"
+
+#include <utility>
+
+#include "common/grpc_status.h"
+
+namespace pkv {
+
+void StreamOutbox::OnAccepted(const std::vector<int32_t>& prompt_token_ids) {
+  pkv::v1::WorkerGenerateResponse msg;
+  auto* accepted = msg.mutable_accepted();
+  accepted->mutable_prompt_token_ids()->Reserve(static_cast<int>(prompt_token_ids.size()));
+  for (int32_t id : prompt_token_ids) accepted->add_prompt_token_ids(static_cast<uint32_t>(id));
+  accepted->set_worker_id(worker_id_);
+  Push(std::move(msg), false, grpc::Status::OK);
+}
+
+void StreamOutbox::OnChunk(pkv::v1::Chunk chunk) {
+  pkv::v1::WorkerGenerateResponse msg;
+  *msg.mutable_chunk() = std::move(chunk);
+  Push(std::move(msg), false, grpc::Status::OK);
+}
+
+void StreamOutbox::OnComplete(pkv::v1::Complete complete) {
+  pkv::v1::WorkerGenerateResponse msg;
+  *msg.mutable_complete() = std::move(complete);
+  Push(std::move(msg), true, grpc::Status::OK);
+}
+
+void StreamOutbox::OnError(const absl::Status& status) {
+  // An error carries no message: the status ends the stream once queued messages are written.
+  absl::MutexLock lock(&mu_);
+  if (terminal_queued_) return;
+  terminal_queued_ = true;
+  final_status_ = ToGrpcStatus(status);
+  MaybeStartWriteLocked();
+}
+
+bool StreamOutbox::Healthy() const {
+  absl::MutexLock lock(&mu_);
+  return !broken_;
+}
+
+void StreamOutbox::Push(pkv::v1::WorkerGenerateResponse msg, bool terminal,
+                        grpc::Status final_status) {
+  absl::MutexLock lock(&mu_);
+  if (terminal_queued_ || broken_) return;
+  if (queue_.size() >= kMaxQueuedMessages) {
+    // The client is not reading: stop buffering, let the engine abort the request.
+    broken_ = true;
+    queue_.clear();
+    terminal_queued_ = true;
+    final_status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "client is not reading the stream; request aborted");
+    MaybeStartWriteLocked();
+    return;
+  }
+  queue_.push_back(std::move(msg));
+  if (terminal) {
+    terminal_queued_ = true;
+    final_status_ = std::move(final_status);
+  }
+  MaybeStartWriteLocked();
+}
+
+void StreamOutbox::MaybeStartWriteLocked() {
+  if (reactor_ == nullptr || write_in_flight_ || finished_) return;
+  if (!queue_.empty() && !broken_) {
+    write_in_flight_ = true;
+    reactor_->StartWrite(&queue_.front());
+    return;
+  }
+  if (terminal_queued_ || broken_) {
+    finished_ = true;
+    reactor_->Finish(broken_ && final_status_.ok()
+                         ? grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled")
+                         : final_status_);
+  }
+}
+
+void StreamOutbox::WriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  write_in_flight_ = false;
+  if (!queue_.empty()) queue_.pop_front();
+  if (!ok) {
+    broken_ = true;
+    queue_.clear();
+  }
+  MaybeStartWriteLocked();
+}
+
+void StreamOutbox::Cancelled() {
+  absl::MutexLock lock(&mu_);
+  broken_ = true;
+  queue_.clear();
+  MaybeStartWriteLocked();
+}
+
+void StreamOutbox::Detach() {
+  absl::MutexLock lock(&mu_);
+  reactor_ = nullptr;
+  broken_ = true;
+}
+
+GenerateStream::GenerateStream(std::shared_ptr<StreamOutbox> outbox,
+                               std::function<void()> on_cancel)
+    : outbox_(std::move(outbox)), on_cancel_(std::move(on_cancel)) {
+  absl::MutexLock lock(&outbox_->mu_);
+  outbox_->reactor_ = this;
+  outbox_->MaybeStartWriteLocked();
+}
+
+void GenerateStream::OnWriteDone(bool ok) { outbox_->WriteDone(ok); }
+
+void GenerateStream::OnCancel() {
+  outbox_->Cancelled();
+  if (on_cancel_) on_cancel_();
+}
+
+void GenerateStream::OnDone() {
+  outbox_->Detach();
+  delete this;
+}
+
+}  // namespace pkv

@@ -1,0 +1,75 @@
+// The server side of one Worker.Generate stream: a gRPC callback reactor plus a shared outbox the
+// engine writes into (RequestSink). gRPC owns the reactor until OnDone; the engine holds the outbox
+// through a shared_ptr, so either side may go first. One write in flight at a time; messages queue
+// in the outbox. A client that stops reading is detected when the queue exceeds
+// kMaxQueuedMessages: the sink turns unhealthy and the engine aborts the request (RELIABILITY S3).
+//
+// Thread-safety: all members guarded by the outbox mutex; reactor callbacks run on gRPC threads and
+// sink calls on the engine's scheduler thread.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+#include "pkv/v1/worker.grpc.pb.h"
+#include "worker/service/request_sink.h"
+
+namespace pkv {
+
+class GenerateStream;
+
+class StreamOutbox : public RequestSink {
+ public:
+  static constexpr size_t kMaxQueuedMessages = 4096;
+
+  explicit StreamOutbox(std::string worker_id) : worker_id_(std::move(worker_id)) {}
+
+  void OnAccepted(const std::vector<int32_t>& prompt_token_ids) override;
+  void OnChunk(pkv::v1::Chunk chunk) override;
+  void OnComplete(pkv::v1::Complete complete) override;
+  void OnError(const absl::Status& status) override;
+  bool Healthy() const override;
+
+ private:
+  friend class GenerateStream;
+  // Queues a message (terminal ones carry the final status) and starts a write if none is in flight.
+  void Push(pkv::v1::WorkerGenerateResponse msg, bool terminal, grpc::Status final_status);
+  void MaybeStartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reactor callbacks.
+  void WriteDone(bool ok);
+  void Cancelled();
+  void Detach();
+
+  const std::string worker_id_;
+  mutable absl::Mutex mu_;
+  GenerateStream* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::deque<pkv::v1::WorkerGenerateResponse> queue_ ABSL_GUARDED_BY(mu_);
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool terminal_queued_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish() called on the reactor
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;    // cancelled, write failed or client too slow
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+};
+
+class GenerateStream : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse> {
+ public:
+  // `on_cancel` runs once if the client cancels or disconnects before the stream finished.
+  GenerateStream(std::shared_ptr<StreamOutbox> outbox, std::function<void()> on_cancel);
+
+  std::shared_ptr<StreamOutbox> outbox() const { return outbox_; }
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  std::shared_ptr<StreamOutbox> outbox_;
+  std::function<void()> on_cancel_;
+};
+
+}  // namespace pkv

@@ -1,0 +1,62 @@
+#include "worker/service/sampling_convert.h"
+
+#include <string>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "worker/service/engine_internal.h"
+
+namespace pkv {
+
+SamplingParams ConvertSamplingParams(const pkv::v1::SamplingParams& proto) {
+  SamplingParams p;
+  p.max_tokens = static_cast<int32_t>(proto.max_tokens());
+  p.temperature = proto.has_temperature() ? proto.temperature() : 1.0f;
+  p.top_k = static_cast<int32_t>(proto.top_k());
+  p.top_p = proto.has_top_p() ? proto.top_p() : 1.0f;
+  p.min_p = proto.min_p();
+  if (proto.has_seed()) {
+    p.seed = proto.seed();
+  } else {
+    thread_local absl::BitGen gen;
+    p.seed = absl::Uniform<uint64_t>(gen);
+  }
+  for (uint32_t id : proto.stop_token_ids()) p.stop_token_ids.push_back(static_cast<int32_t>(id));
+  for (const std::string& s : proto.stop()) p.stop.push_back(s);
+  p.ignore_eos = proto.ignore_eos();
+  p.logprobs = proto.logprobs();
+  p.top_logprobs = static_cast<int32_t>(proto.top_logprobs());
+  return p;
+}
+
+absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
+                                    const pkv::v1::WorkerGenerateRequest& request,
+                                    const pkv::v1::ModelInfo& info) {
+  if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
+  const int64_t vocab = info.vocab_size();
+  for (int32_t id : request.resume_token_ids()) {
+    if (id < 0 || id >= vocab) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("resume_token_ids: token id ", id, " out of vocabulary (size ", vocab, ")"));
+    }
+  }
+  if (request.resume_token_ids_size() > 0 &&
+      request.request().prompt_case() != pkv::v1::GenerateRequest::kTokenIds) {
+    return absl::InvalidArgumentError("resume_token_ids require the prompt as token ids");
+  }
+  const int64_t resumed = request.resume_token_ids_size();
+  const int64_t max_tokens = request.request().sampling().max_tokens();
+  if (resumed >= max_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("resume_token_ids (", resumed,
+                                                   ") already reach max_tokens (", max_tokens, ")"));
+  }
+  const int64_t total = static_cast<int64_t>(prompt.size()) + max_tokens;
+  if (total > info.max_context()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt (", prompt.size(), " tokens) + max_tokens (", max_tokens,
+        ") exceeds the model's context of ", info.max_context(), " tokens"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pkv

@@ -1,0 +1,49 @@
+// pkv-worker: one serving worker (one per GPU, or the CPU backend). See worker_server.h.
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "worker/service/worker_server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50061", "gRPC address (pkv.v1.Worker + grpc.health.v1)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9101", "Prometheus /metrics address");
+ABSL_FLAG(std::string, worker_id, "", "Name in logs, metrics and responses (default worker-<port>)");
+ABSL_FLAG(std::string, model, "models/tiny", "Hugging Face model folder (config.json, "
+          "*.safetensors, tokenizer.json)");
+ABSL_FLAG(std::string, backend, "auto", "auto | cpu | cuda (auto: cuda when a GPU is usable)");
+ABSL_FLAG(int32_t, page_size, 16, "KV tokens per page");
+ABSL_FLAG(int64_t, kv_pages, 0, "KV pages in the pool (0: backend default)");
+ABSL_FLAG(int32_t, max_model_len, 0, "Max prompt+generated tokens (0: the model's maximum); the "
+          "worker refuses to start if one such sequence cannot fit the KV pool");
+ABSL_FLAG(int32_t, max_batch_tokens, 512, "Tokens fed per step (chunked-prefill budget)");
+ABSL_FLAG(int32_t, max_running, 64, "Sequences in the running batch");
+ABSL_FLAG(int32_t, max_waiting, 256, "Queued requests before RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_queued_tokens, 262144, "Queued prompt tokens before RESOURCE_EXHAUSTED");
+ABSL_FLAG(double, drain_timeout_s, 30, "On SIGTERM/Drain: time in-flight requests get to finish");
+ABSL_FLAG(int64_t, max_message_bytes, 4 << 20, "Largest accepted request message");
+ABSL_FLAG(bool, enable_test_faults, false, "Allow --test_fault (tests only)");
+ABSL_FLAG(std::string, test_fault, "", "Fault hooks for tests, e.g. fail_forward_after:10");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("pkv-worker --model DIR [--listen ADDR] [flags]");
+  absl::ParseCommandLine(argc, argv);
+  pkv::WorkerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.worker_id = absl::GetFlag(FLAGS_worker_id);
+  o.model_dir = absl::GetFlag(FLAGS_model);
+  o.backend = absl::GetFlag(FLAGS_backend);
+  o.page_size = absl::GetFlag(FLAGS_page_size);
+  o.kv_pages = absl::GetFlag(FLAGS_kv_pages);
+  o.max_model_len = absl::GetFlag(FLAGS_max_model_len);
+  o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  o.max_running = absl::GetFlag(FLAGS_max_running);
+  o.max_waiting = absl::GetFlag(FLAGS_max_waiting);
+  o.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
+  o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
+  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  o.enable_test_faults = absl::GetFlag(FLAGS_enable_test_faults);
+  o.test_fault = absl::GetFlag(FLAGS_test_fault);
+  return pkv::RunWorker(o);
+}

@@ -1,0 +1,179 @@
+#include "worker/service/worker_server.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/shutdown_signal.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "worker/model/cpu_backend.h"
+#include "worker/service/engine.h"
+#include "worker/service/test_faults.h"
+#include "worker/service/worker_metrics.h"
+#include "worker/service/worker_service.h"
+#include "worker/tokenizer/tokenizer.h"
+
+namespace pkv {
+namespace {
+
+constexpr int64_t kDefaultCpuKvPages = 2048;
+
+std::string PortOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(colon + 1);
+}
+
+void SetHealth(grpc::Server* server, bool serving) {
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus("", serving);
+  health->SetServingStatus("pkv.v1.Worker", serving);
+}
+
+// Loads tokenizer + backend for --model/--backend. Errors say what to do next.
+absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o) {
+  if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend must be auto, cpu or cuda, got '", o.backend, "'"));
+  }
+  if (o.backend == "cuda") {
+    return absl::UnimplementedError(
+        "the CUDA model backend is not part of this build yet; use --backend=cpu");
+  }
+  const int64_t pages = o.kv_pages > 0 ? o.kv_pages : kDefaultCpuKvPages;
+  return LoadCpuBackend(o.model_dir, o.page_size, pages);
+}
+
+std::unique_ptr<prometheus::Exposer> StartExposer(const std::string& address) {
+  // prometheus-cpp reports a failed bind by throwing; this is start-up code in the binary, so the
+  // exception is caught right here and turned into an error message.
+  try {
+    return std::make_unique<prometheus::Exposer>(address);
+  } catch (const std::exception& e) {
+    PKV_LOG(ERROR) << "cannot serve /metrics on " << address << ": " << e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+int RunWorker(const WorkerOptions& o) {
+  ShutdownSignal shutdown;  // first: blocks SIGTERM/SIGINT before any other thread starts
+  const std::string worker_id = o.worker_id.empty() ? "worker-" + PortOf(o.listen) : o.worker_id;
+  SetLogTag(worker_id);
+
+  absl::StatusOr<TestFaults> faults = ParseTestFaults(o.test_fault);
+  if (!faults.ok()) {
+    PKV_LOG(ERROR) << faults.status().message();
+    return 2;
+  }
+  if (faults->any() && !o.enable_test_faults) {
+    PKV_LOG(ERROR) << "--test_fault is refused without --enable_test_faults";
+    return 2;
+  }
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer = StartExposer(o.metrics_listen);
+  if (exposer == nullptr) return 1;
+  exposer->RegisterCollectable(registry);
+
+  std::atomic<double> drain_timeout_s{o.drain_timeout_s};
+  WorkerService service(worker_id, [&](double timeout_s) {
+    if (timeout_s > 0) drain_timeout_s.store(timeout_s);
+    shutdown.Request("Drain RPC");
+  });
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_bytes));
+  // Let the router's keepalive pings (1 s, also without calls) through: RELIABILITY.md 3.0.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    PKV_LOG(ERROR) << "cannot listen on " << o.listen << " (address in use?)";
+    return 1;
+  }
+  SetHealth(server.get(), false);
+  PKV_LOG(INFO) << "loading model from " << o.model_dir;
+
+  absl::StatusOr<std::unique_ptr<ModelBackend>> backend = LoadBackend(o);
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      backend.ok() ? Tokenizer::FromFile(o.model_dir + "/tokenizer.json")
+                   : absl::StatusOr<std::unique_ptr<Tokenizer>>(backend.status());
+  if (!backend.ok() || !tokenizer.ok()) {
+    const absl::Status& st = backend.ok() ? tokenizer.status() : backend.status();
+    PKV_LOG(ERROR) << "cannot load the model: " << st.message()
+                   << " (create the demo model with `make model`, or point --model at a Hugging "
+                      "Face Llama/Qwen/Mistral folder)";
+    server->Shutdown();
+    return 1;
+  }
+  const ModelConfig& config = (*backend)->config();
+  const int64_t capacity = (*backend)->num_kv_pages() * (*backend)->page_size();
+  const int32_t max_context = o.max_model_len > 0 ? o.max_model_len
+                                                  : config.max_position_embeddings;
+  if (max_context > capacity) {
+    // RELIABILITY V4: refuse rather than silently clamp, so the advertised limit is always real.
+    PKV_LOG(ERROR) << "max context " << max_context << " tokens does not fit the KV pool of "
+                   << (*backend)->num_kv_pages() << " pages x " << (*backend)->page_size()
+                   << " tokens = " << capacity << "; raise --kv_pages or lower --max_model_len";
+    server->Shutdown();
+    return 1;
+  }
+
+  WorkerMetrics metrics(registry.get(), worker_id, (*backend)->backend_name(), o.model_dir);
+  EngineOptions eo;
+  eo.worker_id = worker_id;
+  eo.model_name = o.model_dir;
+  eo.max_context = max_context;
+  eo.scheduler.page_size = (*backend)->page_size();
+  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  eo.scheduler.max_running = o.max_running;
+  eo.scheduler.max_waiting = o.max_waiting;
+  eo.scheduler.max_queued_tokens = o.max_queued_tokens;
+  eo.faults = *faults;
+  std::atomic<bool> fatal{false};
+  eo.on_fatal = [&](absl::Status st) {
+    fatal.store(true);
+    shutdown.Request(absl::StrCat("fatal backend error: ", st.message()));
+  };
+  Engine engine(std::move(eo), std::move(*backend), std::move(*tokenizer), &metrics);
+  engine.Start();
+  service.SetEngine(&engine);
+  SetHealth(server.get(), true);
+  PKV_LOG(INFO) << "ready on " << o.listen << " (metrics " << o.metrics_listen << ", backend "
+                << engine.backend().backend_name() << ", " << engine.backend().num_kv_pages()
+                << " KV pages, max context " << max_context << ")";
+
+  const std::string reason = shutdown.Wait();
+  SetHealth(server.get(), false);
+  if (fatal.load()) {
+    PKV_LOG(ERROR) << "stopping: " << reason;
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    engine.Stop(absl::InternalError(reason));
+    return 1;
+  }
+  const double timeout = drain_timeout_s.load();
+  PKV_LOG(INFO) << "draining (" << reason << "), up to " << timeout << " s";
+  engine.BeginDrain();
+  if (!engine.WaitIdle(absl::Now() + absl::Seconds(timeout))) {
+    PKV_LOG(WARNING) << "drain timeout: aborting requests still in flight";
+    engine.CancelAll(AbortReason::kShutdown);
+    engine.WaitIdle(absl::Now() + absl::Seconds(2));
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  engine.Stop(absl::UnavailableError("worker shut down"));
+  PKV_LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace pkv

@@ -1,0 +1,38 @@
+// The pkv-worker process: serve pkv.v1.Worker + grpc.health.v1 on --listen and Prometheus
+// /metrics on --metrics_listen, load the model, run the engine, and drain on SIGTERM or Drain.
+//
+// Health: "" and "pkv.v1.Worker" are NOT_SERVING while the model loads, SERVING once the engine
+// runs, NOT_SERVING again from the first moment of a drain or after a fatal backend error.
+// Drain: stop admitting (UNAVAILABLE), let in-flight requests finish for up to the drain timeout,
+// abort the rest with UNAVAILABLE (the router migrates them), shut the server down, exit 0.
+// A fatal backend error fails every request with INTERNAL and exits 1 for a supervisor to restart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pkv {
+
+struct WorkerOptions {
+  std::string listen = "127.0.0.1:50061";
+  std::string metrics_listen = "127.0.0.1:9101";
+  std::string worker_id;  // default: "worker-" + port
+  std::string model_dir;
+  std::string backend = "auto";  // auto | cpu | cuda
+  int32_t page_size = 16;
+  int64_t kv_pages = 0;          // 0: backend default
+  int32_t max_model_len = 0;     // 0: the model's max_position_embeddings
+  int32_t max_batch_tokens = 512;
+  int32_t max_running = 64;
+  int32_t max_waiting = 256;
+  int64_t max_queued_tokens = 262144;
+  double drain_timeout_s = 30;
+  int64_t max_message_bytes = 4 << 20;
+  bool enable_test_faults = false;
+  std::string test_fault;
+};
+
+// Runs the worker until shutdown; returns the process exit code.
+int RunWorker(const WorkerOptions& options);
+
+}  // namespace pkv

@@ -1,0 +1,112 @@
+#include "worker/service/worker_service.h"
+
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "common/grpc_status.h"
+#include "worker/service/generate_stream.h"
+
+namespace pkv {
+namespace {
+
+// A stream that ends at once with a status (bad input, not ready, draining).
+class RejectedStream : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse> {
+ public:
+  explicit RejectedStream(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+grpc::Status NotReady() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is loading its model; retry shortly");
+}
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+}  // namespace
+
+WorkerService::WorkerService(std::string worker_id,
+                             std::function<void(double timeout_seconds)> on_drain)
+    : worker_id_(std::move(worker_id)), on_drain_(std::move(on_drain)) {}
+
+grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Generate(
+    grpc::CallbackServerContext* context, const pkv::v1::WorkerGenerateRequest* request) {
+  Engine* engine = engine_.load();
+  if (engine == nullptr) return new RejectedStream(NotReady());
+  auto outbox = std::make_shared<StreamOutbox>(worker_id_);
+  absl::StatusOr<uint64_t> id = engine->Submit(*request, DeadlineOf(context), outbox);
+  if (!id.ok()) return new RejectedStream(ToGrpcStatus(id.status()));
+  const uint64_t seq_id = *id;
+  return new GenerateStream(std::move(outbox),
+                            [engine, seq_id] { engine->Cancel(seq_id, AbortReason::kClientCancel); });
+}
+
+grpc::ServerUnaryReactor* WorkerService::Abort(grpc::CallbackServerContext* context,
+                                               const pkv::v1::AbortRequest* request,
+                                               pkv::v1::AbortResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  Engine* engine = engine_.load();
+  if (engine == nullptr) {
+    reactor->Finish(NotReady());
+    return reactor;
+  }
+  response->set_found(engine->CancelByRequestId(request->request_id()));
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::GetLoad(grpc::CallbackServerContext* context,
+                                                 const pkv::v1::GetLoadRequest* request,
+                                                 pkv::v1::Load* response) {
+  auto* reactor = context->DefaultReactor();
+  Engine* engine = engine_.load();
+  if (engine == nullptr) {
+    reactor->Finish(NotReady());
+    return reactor;
+  }
+  const EngineLoad load = engine->GetLoad();
+  response->set_running(static_cast<uint32_t>(load.running));
+  response->set_waiting(static_cast<uint32_t>(load.waiting));
+  response->set_queued_tokens(static_cast<uint64_t>(load.queued_tokens));
+  response->set_kv_pages_used(static_cast<uint64_t>(load.pages_used));
+  response->set_kv_pages_free(static_cast<uint64_t>(load.pages_free));
+  response->set_kv_pages_total(static_cast<uint64_t>(load.pages_total));
+  response->set_draining(load.draining);
+  response->set_worker_id(worker_id_);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::Drain(grpc::CallbackServerContext* context,
+                                               const pkv::v1::DrainRequest* request,
+                                               pkv::v1::DrainResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  Engine* engine = engine_.load();
+  if (engine != nullptr) {
+    const EngineLoad load = engine->GetLoad();
+    response->set_in_flight(static_cast<uint32_t>(load.running + load.waiting));
+  }
+  if (on_drain_) on_drain_(request->timeout_seconds());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::GetModelInfo(grpc::CallbackServerContext* context,
+                                                      const pkv::v1::GetModelInfoRequest* request,
+                                                      pkv::v1::ModelInfo* response) {
+  auto* reactor = context->DefaultReactor();
+  Engine* engine = engine_.load();
+  if (engine == nullptr) {
+    reactor->Finish(NotReady());
+    return reactor;
+  }
+  *response = engine->GetModelInfo();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace pkv

@@ -1,0 +1,46 @@
+// pkv.v1.Worker over gRPC's callback API. Reactions never block: Generate validates, tokenizes and
+// enqueues into the Engine, then returns a reactor that streams what the engine produces.
+// Until the model is loaded (SetEngine) every RPC but health answers UNAVAILABLE "loading".
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "grpcpp/grpcpp.h"
+#include "pkv/v1/worker.grpc.pb.h"
+#include "worker/service/engine.h"
+
+namespace pkv {
+
+class WorkerService final : public pkv::v1::Worker::CallbackService {
+ public:
+  // `on_drain` is called (on a gRPC thread; it must not block) when a Drain RPC arrives.
+  WorkerService(std::string worker_id, std::function<void(double timeout_seconds)> on_drain);
+
+  // Makes the service ready. The engine must outlive the server.
+  void SetEngine(Engine* engine) { engine_.store(engine); }
+
+  grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const pkv::v1::WorkerGenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const pkv::v1::AbortRequest* request,
+                                  pkv::v1::AbortResponse* response) override;
+  grpc::ServerUnaryReactor* GetLoad(grpc::CallbackServerContext* context,
+                                    const pkv::v1::GetLoadRequest* request,
+                                    pkv::v1::Load* response) override;
+  grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* context,
+                                  const pkv::v1::DrainRequest* request,
+                                  pkv::v1::DrainResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const pkv::v1::GetModelInfoRequest* request,
+                                         pkv::v1::ModelInfo* response) override;
+
+ private:
+  const std::string worker_id_;
+  std::function<void(double)> on_drain_;
+  std::atomic<Engine*> engine_{nullptr};
+};
+
+}  // namespace pkv
