@@ -1,0 +1,85 @@
+// An in-process stand-in for pkv-worker, serving pkv.v1.Worker and grpc.health.v1 on a loopback
+// port, so the router's unit tests can script worker behaviour (refuse, stream, fail mid-stream,
+// hang) and observe what reached the worker (requests, deadlines, cancellations, aborts).
+// Test-only; a mock by design (the real worker is covered by the integration tests).
+// Thread-safe: gRPC's sync server threads run the handlers; the test thread reads observations.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "pkv/v1/worker.grpc.pb.h"
+
+namespace pkv::router::testing {
+
+constexpr uint32_t kFakeVocab = 512;
+constexpr uint32_t kFakeMaxContext = 512;
+
+// What one Generate call does.
+struct FakeScript {
+  grpc::Status refuse = grpc::Status::OK;  // non-OK: fail with it before Accepted
+  int chunks = 4;                          // chunks after Accepted
+  int tokens_per_chunk = 1;
+  absl::Duration chunk_interval = absl::ZeroDuration();
+  enum class End { kComplete, kFail, kHang } end = End::kComplete;
+  grpc::Status fail = grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake worker lost");
+};
+
+class FakeWorker {
+ public:
+  explicit FakeWorker(std::string worker_id);
+  ~FakeWorker();
+
+  // Binds 127.0.0.1:0 and serves; SERVING for "" and "pkv.v1.Worker".
+  void Start();
+  void Stop();
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& worker_id() const { return worker_id_; }
+
+  // Script by call index (0-based, per fake). Default: FakeScript{}.
+  void SetScript(std::function<FakeScript(int call_index)> script);
+  void SetRunning(uint32_t running) { running_.store(running); }
+  void SetServing(bool serving);
+
+  // Observations.
+  int generate_calls() const { return calls_.load(); }
+  int cancelled_calls() const { return cancelled_.load(); }
+  // Waits (bounded) until `n` calls saw their cancellation.
+  bool WaitForCancelled(int n, absl::Duration timeout) const;
+  std::vector<pkv::v1::WorkerGenerateRequest> requests() const;
+  std::vector<std::chrono::system_clock::time_point> deadlines() const;
+  // Token ids streamed by call `i`, in order.
+  std::vector<uint32_t> sent_tokens(int i) const;
+  std::vector<std::string> aborted_ids() const;
+
+ private:
+  class Service;
+  grpc::Status Generate(grpc::ServerContext* ctx, const pkv::v1::WorkerGenerateRequest* request,
+                        grpc::ServerWriter<pkv::v1::WorkerGenerateResponse>* writer);
+
+  const std::string worker_id_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::atomic<uint32_t> running_{0};
+  std::atomic<int> calls_{0};
+  std::atomic<int> cancelled_{0};
+
+  mutable absl::Mutex mu_;
+  std::function<FakeScript(int)> script_ ABSL_GUARDED_BY(mu_);
+  std::vector<pkv::v1::WorkerGenerateRequest> requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::chrono::system_clock::time_point> deadlines_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<uint32_t>> sent_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> aborted_ ABSL_GUARDED_BY(mu_);
+
+  friend class Service;
+};
+
+}  // namespace pkv::router::testing
