@@ -1,9 +1,12 @@
 // The tiny tokenizer builder and the BPE trainer behind it.
 #include "worker/tokenizer/tiny_tokenizer.h"
 
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/json.h"
@@ -126,6 +129,48 @@ TEST(TinyTokenizerTest, DecodeEncodeRoundTripsRandomText) {
       ASSERT_EQ(with_specials->back(), vocab - 1);
     }
   }
+}
+
+TEST(TinyTokenizerTest, ConcurrentEncodeMatchesSequential) {
+  auto t = Load(1024);
+  ASSERT_NE(t, nullptr);
+  std::mt19937 rng(23);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i) texts.push_back(testing::RandomText(rng, 80));
+  std::vector<std::vector<int32_t>> want;
+  for (const std::string& text : texts) want.push_back(*t->Encode(text));
+  // Fresh tokenizer: the threads race to fill the shared word cache.
+  auto shared = Load(1024);
+  ASSERT_NE(shared, nullptr);
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int round = 0; round < 5; ++round) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t j = (i * 7 + k * 13 + round) % texts.size();
+          auto ids = shared->Encode(texts[j]);
+          if (!ids.ok() || *ids != want[j]) ++mismatches[k];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+TEST(TinyTokenizerTest, FromFileLoadsWhatWasWritten) {
+  auto json = BuildTinyTokenizerJson(700);
+  ASSERT_TRUE(json.ok());
+  const std::string path = ::testing::TempDir() + "/tiny_tokenizer_test.json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << *json;
+  }
+  auto t = Tokenizer::FromFile(path);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->vocab_size(), 700);
+  std::remove(path.c_str());
 }
 
 }  // namespace
