@@ -66,6 +66,10 @@ struct PlanOptions {
   // (see CapacityFor) and padding CTAs exit early, so one captured graph serves every plan with
   // num_rows <= capacity_rows. 0: grids fit this plan exactly.
   int32_t capacity_rows = 0;
+  // When > 0, no launch has more CTAs than this; the kernels stride over the remaining items.
+  // Emulates a GPU with fewer SMs (limits.num_sms) when green contexts are unavailable: at most
+  // num_sms * ctas_per_sm CTAs are ever resident.
+  int32_t max_grid_ctas = 0;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;

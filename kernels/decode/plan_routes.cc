@@ -21,6 +21,10 @@ int32_t NextPow2(int32_t x) {
 // resident CTAs on an H200 is ~18 GB/s, so ~16 KB), plus the partial write and merge.
 constexpr int64_t kItemOverheadBytes = 16 * 1024;
 
+int32_t CapGrid(const PlanContext& ctx, int32_t grid) {
+  return ctx.options.max_grid_ctas > 0 ? std::min(grid, ctx.options.max_grid_ctas) : grid;
+}
+
 }  // namespace
 
 void EmitPair(PlanContext& ctx, int32_t row, int32_t head, int32_t n, int32_t chunk_pages) {
@@ -64,14 +68,14 @@ void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
   a.count = static_cast<int32_t>(plan.items.size()) - first_item;
   // Graph-sized grids are the same for every plan of the bucket: a resident grid that strides
   // over the items (the count comes from the workspace header at run time).
-  a.grid = ctx.graph_sized() ? ctx.limits.slots() : a.count;
+  a.grid = CapGrid(ctx, ctx.graph_sized() ? ctx.limits.slots() : a.count);
   if (a.count > 0 || ctx.graph_sized()) plan.launches.push_back(a);
   if (plan.merge != MergeMode::kSeparate) return;
   LaunchSpec m;
   m.kind = LaunchSpec::Kind::kMerge;
   m.first = first_merge;
   m.count = static_cast<int32_t>(plan.merges.size()) - first_merge;
-  m.grid = ctx.graph_sized() ? ctx.options.capacity_rows * ctx.heads() : m.count;
+  m.grid = CapGrid(ctx, ctx.graph_sized() ? ctx.options.capacity_rows * ctx.heads() : m.count);
   if (m.count > 0 || ctx.graph_sized()) plan.launches.push_back(m);
 }
 
@@ -237,9 +241,10 @@ void PlanPersistent(PlanContext& ctx) {
   for (int32_t r = 0; r < ctx.in.num_rows; ++r) total_pages += ctx.Pages(r);
   total_pages *= ctx.heads();
   const int64_t slots = ctx.limits.slots();
-  const int64_t grid = ctx.graph_sized()
-                           ? slots
-                           : std::clamp<int64_t>(CeilDiv(total_pages, ctx.MinSplitPages()), 1, slots);
+  int64_t grid = ctx.graph_sized()
+                     ? slots
+                     : std::clamp<int64_t>(CeilDiv(total_pages, ctx.MinSplitPages()), 1, slots);
+  grid = CapGrid(ctx, static_cast<int32_t>(grid));
   const int64_t quota = std::max<int64_t>(1, CeilDiv(total_pages, grid));
   std::vector<int32_t>& indptr = plan.cta_item_indptr;
   indptr.push_back(0);
@@ -295,7 +300,7 @@ void PlanPersistent(PlanContext& ctx) {
     LaunchSpec m;
     m.kind = LaunchSpec::Kind::kMerge;
     m.count = static_cast<int32_t>(plan.merges.size());
-    m.grid = ctx.graph_sized() ? ctx.options.capacity_rows * ctx.heads() : m.count;
+    m.grid = CapGrid(ctx, ctx.graph_sized() ? ctx.options.capacity_rows * ctx.heads() : m.count);
     if (m.count > 0 || ctx.graph_sized()) plan.launches.push_back(m);
   }
 }

@@ -147,8 +147,11 @@ void CheckPlan(const Batch& b, const DeviceLimits& limits, const PlanOptions& op
       ASSERT_EQ(ip.back(), static_cast<int32_t>(plan.items.size()));
       ASSERT_TRUE(std::is_sorted(ip.begin(), ip.end())) << "cta indptr not monotone";
       ASSERT_LE(l.grid, limits.slots());
-    } else if (!plan.graph_sized) {
+    } else if (!plan.graph_sized && opt.max_grid_ctas == 0) {
       ASSERT_EQ(l.grid, l.count);
+    }
+    if (opt.max_grid_ctas > 0) {
+      ASSERT_LE(l.grid, opt.max_grid_ctas);
     }
   }
   ASSERT_EQ(covered, static_cast<int32_t>(plan.items.size()));
@@ -228,6 +231,7 @@ TEST(DecodePlanTest, RandomBatchesKeepEveryInvariant) {
         opt.min_split_tokens = 1 + rng() % 512;
         const bool graph = opt.route != Route::kBucketedExact && rng() % 2 == 0;
         opt.capacity_rows = graph ? std::max(rows, 1) + static_cast<int>(rng() % 5) : 0;
+        opt.max_grid_ctas = rng() % 4 == 0 ? 1 + static_cast<int>(rng() % 64) : 0;
         DecodePlan plan;
         ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
         SCOPED_TRACE(testing::Message() << "trial " << trial << " route " << RouteName(opt.route)

@@ -1,0 +1,260 @@
+#include "bench/kernels/kernels_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "kernels/common/float16.h"
+#include "kernels/decode/workspace.h"
+
+namespace pkv::bench {
+
+using decode::DecodePlan;
+using decode::DeviceLimits;
+
+struct KernelsBench::Buffers {
+  void* k = nullptr;
+  void* v = nullptr;
+  void* q = nullptr;
+  void* out = nullptr;
+  float* lse = nullptr;
+  int32_t* page_ids = nullptr;
+  void* workspace = nullptr;
+  decode::PlanSizes capacity;
+  decode::WorkspaceLayout layout;
+  std::vector<uint8_t*> images;  // pinned, one per step + one for the wall loop
+  std::vector<cudaEvent_t> events;
+  int64_t pool_pages = 0;
+  int32_t max_rows = 0;
+  std::unique_ptr<L2Flusher> flusher;
+  std::vector<int32_t> pool;  // shuffled page ids
+};
+
+KernelsBench::KernelsBench(BenchConfig config, cudaStream_t stream)
+    : cfg_(std::move(config)), stream_(stream), buf_(new Buffers) {}
+
+KernelsBench::~KernelsBench() {
+  for (void* p : {buf_->k, buf_->v, buf_->q, buf_->out, static_cast<void*>(buf_->lse),
+                  static_cast<void*>(buf_->page_ids), buf_->workspace}) {
+    cudaFree(p);
+  }
+  for (uint8_t* p : buf_->images) cudaFreeHost(p);
+  for (cudaEvent_t e : buf_->events) cudaEventDestroy(e);
+}
+
+absl::StatusOr<DeviceLimits> KernelsBench::LimitsFor(const decode::KernelConfig& c) {
+  PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(c));
+  PKV_ASSIGN_OR_RETURN(DeviceLimits limits, decode::QueryDeviceLimits(0, cfg_.shape, cfg_.dtype, c));
+  limits.num_sms = cfg_.sm_count;  // the partition's SMs (or the capped count)
+  return limits;
+}
+
+decode::DecodeTensors KernelsBench::Tensors() const {
+  decode::DecodeTensors t;
+  t.dtype = cfg_.dtype;
+  t.q = buf_->q;
+  t.k_cache = buf_->k;
+  t.v_cache = buf_->v;
+  t.page_ids = buf_->page_ids;
+  t.out = buf_->out;
+  t.lse = buf_->lse;
+  return t;
+}
+
+absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
+  const KvShape& s = cfg_.shape;
+  int64_t max_pages = 0;
+  for (const TraceLine& l : lines) {
+    int64_t pages = 0;
+    for (int32_t len : l.lengths) pages += (len + cfg_.steps + s.page_size - 1) / s.page_size;
+    max_pages = std::max(max_pages, pages);
+    buf_->max_rows = std::max<int32_t>(buf_->max_rows, static_cast<int32_t>(l.lengths.size()));
+  }
+  Buffers& b = *buf_;
+  b.pool_pages = max_pages + max_pages / 16 + 16;
+  const int64_t kv_elems = b.pool_pages * s.page_elems();
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.k, kv_elems * 2));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.v, kv_elems * 2));
+  const bool bf16 = cfg_.dtype == decode::DType::kBFloat16;
+  PKV_RETURN_IF_ERROR(FillRandom16(b.k, kv_elems, 11, bf16, stream_));
+  PKV_RETURN_IF_ERROR(FillRandom16(b.v, kv_elems, 12, bf16, stream_));
+  const int64_t q_elems = int64_t{b.max_rows} * s.num_q_heads * s.head_dim;
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.q, q_elems * 2));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.out, q_elems * 2));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&b.lse), int64_t{b.max_rows} * s.num_q_heads * 4));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&b.page_ids), max_pages * 4));
+  PKV_RETURN_IF_ERROR(FillRandom16(b.q, q_elems, 13, bf16, stream_));
+  b.pool.resize(b.pool_pages);
+  std::iota(b.pool.begin(), b.pool.end(), 0);
+  // Workspace: the largest capacity any variant may need, laid out once.
+  for (const RouteVariant& v : cfg_.variants) {
+    PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v.config));
+    decode::PlanOptions opt;
+    opt.route = v.route;
+    const decode::PlanSizes c = decode::CapacityFor(b.max_rows, s, limits, opt);
+    b.capacity.items = std::max(b.capacity.items, c.items);
+    b.capacity.ctas = std::max(b.capacity.ctas, c.ctas);
+    b.capacity.merges = std::max(b.capacity.merges, c.merges);
+    b.capacity.partials = std::max(b.capacity.partials, c.partials);
+    b.capacity.pairs = std::max(b.capacity.pairs, c.pairs);
+  }
+  b.layout = decode::LayoutWorkspace(b.capacity, s, nullptr, nullptr);
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.workspace, b.layout.total_bytes));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemset(b.workspace, 0, b.layout.total_bytes));
+  b.images.resize(cfg_.steps + 1);
+  for (auto& img : b.images) {
+    PKV_CUDA_RETURN_IF_ERROR(cudaMallocHost(reinterpret_cast<void**>(&img), b.layout.partial_lse));
+  }
+  b.events.resize(2 * cfg_.iters);
+  for (auto& e : b.events) PKV_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+  b.flusher = std::make_unique<L2Flusher>(cfg_.flush_bytes);
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& limits, int step,
+                                    DecodePlan* plan) {
+  step_lengths_.resize(lengths_.size());
+  for (size_t r = 0; r < lengths_.size(); ++r) step_lengths_[r] = lengths_[r] + step;
+  decode::PlanOptions opt;
+  opt.route = v.route;
+  opt.merge = v.merge;
+  opt.min_split_tokens = cfg_.min_split_tokens;
+  if (cfg_.cap_grid) opt.max_grid_ctas = limits.slots();
+  decode::PlanInput in{step_lengths_.data(), page_indptr_.data(),
+                       static_cast<int32_t>(lengths_.size()), cfg_.shape};
+  return decode::PlanDecode(in, limits, opt, plan);
+}
+
+absl::StatusOr<std::vector<RowResult>> KernelsBench::RunLine(const TraceLine& line) {
+  Buffers& b = *buf_;
+  const KvShape& s = cfg_.shape;
+  lengths_ = line.lengths;
+  // Random, non-contiguous pages for each row, with room for the decode steps.
+  std::mt19937 rng(std::hash<std::string>()(line.name));
+  std::shuffle(b.pool.begin(), b.pool.end(), rng);
+  page_indptr_.assign(1, 0);
+  for (int32_t len : lengths_) {
+    page_indptr_.push_back(page_indptr_.back() + (len + cfg_.steps + s.page_size - 1) / s.page_size);
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.page_ids, b.pool.data(), page_indptr_.back() * 4,
+                                           cudaMemcpyHostToDevice, stream_));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  std::vector<RowResult> rows;
+  fused_out_.clear();
+  for (const RouteVariant& v : cfg_.variants) {
+    RowResult row;
+    row.trace = line.name;
+    row.kind = line.kind;
+    row.batch = static_cast<int>(lengths_.size());
+    row.sum_len = std::accumulate(lengths_.begin(), lengths_.end(), int64_t{0});
+    row.max_len = lengths_.empty() ? 0 : *std::max_element(lengths_.begin(), lengths_.end());
+    row.route = std::string(decode::RouteName(v.route));
+    row.variant = v.label;
+    PKV_RETURN_IF_ERROR(RunVariant(line, v, &row));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant& v,
+                                      RowResult* row) {
+  Buffers& b = *buf_;
+  PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v.config));
+  const float scale = 1.f / std::sqrt(static_cast<float>(cfg_.shape.head_dim));
+  std::vector<DecodePlan> plans(cfg_.steps);
+  double kv_bytes = 0;
+  for (int st = 0; st < cfg_.steps; ++st) {
+    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, &plans[st]));
+    PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
+    decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st]);
+    kv_bytes += static_cast<double>(plans[st].counters.kv_bytes) / cfg_.steps;
+  }
+  auto run_step = [&](int st) -> absl::Status {
+    const auto lay = decode::LayoutWorkspace(b.capacity, cfg_.shape, nullptr, nullptr);
+    decode::WorkspaceLayout up = lay;
+    up.upload_bytes = lay.items + int64_t{sizeof(decode::WorkItem)} * plans[st].items.size();
+    PKV_RETURN_IF_ERROR(decode::UploadPlan(b.images[st], up, false, b.workspace, stream_));
+    return absl::OkStatus();
+  };
+  // Warm-up, and the correctness cross-check of step 0 against the fused route.
+  for (int st = 0; st < std::min(cfg_.steps, 3); ++st) {
+    PKV_RETURN_IF_ERROR(run_step(st));
+    PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace,
+                                             v.config, scale, stream_));
+  }
+  PKV_RETURN_IF_ERROR(run_step(0));
+  PKV_RETURN_IF_ERROR(
+      decode::LaunchDecode(plans[0], b.layout, Tensors(), b.workspace, v.config, scale, stream_));
+  const int64_t out_elems = int64_t{row->batch} * cfg_.shape.num_q_heads * cfg_.shape.head_dim;
+  std::vector<uint16_t> out(out_elems);
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out.data(), b.out, out_elems * 2,
+                                           cudaMemcpyDeviceToHost, stream_));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  if (fused_out_.empty() && v.route == decode::Route::kFused) fused_out_ = out;
+  if (!fused_out_.empty()) {
+    double diff = 0;
+    for (int64_t i = 0; i < out_elems; ++i) {
+      const bool bf = cfg_.dtype == decode::DType::kBFloat16;
+      const float a = bf ? ToFloat(BFloat16{out[i]}) : ToFloat(Half{out[i]});
+      const float c = bf ? ToFloat(BFloat16{fused_out_[i]}) : ToFloat(Half{fused_out_[i]});
+      diff = std::isnan(a) || std::isnan(c) ? INFINITY : std::max<double>(diff, std::fabs(a - c));
+    }
+    row->max_diff_vs_fused = diff;
+  }
+  // GPU time: events around the launch only, L2 flushed before each iteration.
+  for (int it = 0; it < cfg_.iters; ++it) {
+    const int st = it % cfg_.steps;
+    PKV_RETURN_IF_ERROR(run_step(st));
+    PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it], stream_));
+    PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace,
+                                             v.config, scale, stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it + 1], stream_));
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  std::vector<double> gpu;
+  for (int it = 0; it < cfg_.iters; ++it) {
+    float ms = 0;
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, b.events[2 * it], b.events[2 * it + 1]));
+    gpu.push_back(ms * 1e3);
+  }
+  // Wall time: plan + fill + upload + launch + synchronise, from a cold L2.
+  std::vector<double> wall, plan_us;
+  DecodePlan scratch;
+  uint8_t* image = b.images[cfg_.steps];
+  for (int it = 0; it < cfg_.wall_iters; ++it) {
+    const int st = it % cfg_.steps;
+    PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    const auto t0 = std::chrono::steady_clock::now();
+    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, &scratch));
+    const decode::WorkspaceLayout lay =
+        decode::LayoutWorkspace(b.capacity, cfg_.shape, &scratch, image);
+    PKV_RETURN_IF_ERROR(decode::UploadPlan(image, lay, false, b.workspace, stream_));
+    PKV_RETURN_IF_ERROR(decode::LaunchDecode(scratch, b.layout, Tensors(), b.workspace, v.config,
+                                             scale, stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    wall.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    plan_us.push_back(scratch.counters.plan_us);
+  }
+  row->gpu_us = Percentile(gpu, 0.5);
+  row->gpu_us_p10 = Percentile(gpu, 0.1);
+  row->gpu_us_p90 = Percentile(gpu, 0.9);
+  row->wall_us = Percentile(wall, 0.5);
+  row->kv_bytes = kv_bytes;
+  row->gbps = kv_bytes / (row->gpu_us * 1e-6) / 1e9;
+  row->frac_bw = cfg_.stream_gbps > 0 ? row->gbps / cfg_.stream_gbps : 0;
+  row->counters = plans[0].counters;
+  row->counters.plan_us = Percentile(plan_us, 0.5);
+  row->features = plans[0].features;
+  return absl::OkStatus();
+}
+
+}  // namespace pkv::bench

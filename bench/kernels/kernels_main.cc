@@ -1,0 +1,163 @@
+// pkv-bench kernels: replays each line of a trace grid through the decode routes and reports GPU
+// time (CUDA events, L2 flushed), wall time (planning included), KV bytes, GB/s and the fraction
+// of a streaming-read bandwidth measured in the same run, launches, split occupancy, merge-state
+// bytes, planner time and the plan features the route policy learns from. See bench/NOTES.md.
+//
+//   pkv-bench kernels --trace FILE [--flashinfer FILE] [--out FILE.tsv] [--routes a,b:2k,...]
+//       [--configs w4s3,w8s2] [--steps 8] [--iters 100] [--sm_count N] [--hq 32 --hkv 8 --d 128
+//       --dtype fp16 --page 16]
+// A route followed by ":2k" uses the separate merge launch instead of the in-kernel merge.
+#include <cstdio>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/kernels/flags.h"
+#include "bench/kernels/gpu_util.h"
+#include "bench/kernels/kernels_bench.h"
+#include "bench/kernels/report.h"
+#include "bench/kernels/sm_partition.h"
+#include "bench/kernels/trace.h"
+#include "common/status_macros.h"
+
+namespace pkv::bench {
+namespace {
+
+absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& routes,
+                                                        const std::string& configs) {
+  std::vector<RouteVariant> out;
+  for (absl::string_view cfg : absl::StrSplit(configs, ',', absl::SkipEmpty())) {
+    decode::KernelConfig kc;
+    if (std::sscanf(std::string(cfg).c_str(), "w%ds%d", &kc.warps, &kc.stages) != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("bad --configs entry '", cfg,
+                                                     "'; expected w<warps>s<stages>, e.g. w4s3"));
+    }
+    for (absl::string_view r : absl::StrSplit(routes, ',', absl::SkipEmpty())) {
+      RouteVariant v;
+      std::vector<absl::string_view> parts = absl::StrSplit(r, ':');
+      PKV_ASSIGN_OR_RETURN(v.route, decode::ParseRoute(parts[0]));
+      v.merge = parts.size() > 1 && parts[1] == "2k" ? decode::MergeMode::kSeparate
+                                                     : decode::MergeMode::kInKernel;
+      v.config = kc;
+      v.label = absl::StrCat(cfg, v.merge == decode::MergeMode::kSeparate ? "/2k" : "");
+      out.push_back(v);
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no route variants");
+  return out;
+}
+
+bool Selected(const std::string& name, const std::string& filter) {
+  if (filter.empty()) return true;
+  for (absl::string_view f : absl::StrSplit(filter, ',', absl::SkipEmpty())) {
+    if (name.find(std::string(f)) != std::string::npos) return true;
+  }
+  return false;
+}
+
+absl::Status Run(const Flags& flags) {
+  BenchConfig cfg;
+  cfg.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
+  PKV_RETURN_IF_ERROR(decode::ValidateShape(cfg.shape));
+  if (flags.Str("dtype") != "fp16" && flags.Str("dtype") != "bf16") {
+    return absl::InvalidArgumentError("--dtype: supported fp16, bf16");
+  }
+  cfg.dtype = flags.Str("dtype") == "bf16" ? decode::DType::kBFloat16 : decode::DType::kFloat16;
+  cfg.steps = std::max(1, flags.Int("steps"));
+  cfg.iters = std::max(1, flags.Int("iters"));
+  cfg.wall_iters = std::max(1, flags.Int("wall_iters"));
+  cfg.min_split_tokens = flags.Int("min_split");
+  cfg.flush_bytes = int64_t{flags.Int("flush_mb")} << 20;
+  PKV_ASSIGN_OR_RETURN(cfg.variants, ParseVariants(flags.Str("routes"), flags.Str("configs")));
+  PKV_ASSIGN_OR_RETURN(std::vector<TraceLine> all, ReadTrace(flags.Str("trace")));
+  std::vector<TraceLine> lines;
+  for (auto& l : all) {
+    if (Selected(l.name, flags.Str("lines"))) lines.push_back(std::move(l));
+  }
+  RunInfo info;
+  if (!flags.Str("flashinfer").empty()) {
+    PKV_ASSIGN_OR_RETURN(info.flashinfer_us, ReadFlashInferBest(flags.Str("flashinfer")));
+  }
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<SmPartition> part, SmPartition::Create(flags.Int("sm_count")));
+  cfg.sm_count = part->sm_count();
+  cfg.sm_mode = part->mode();
+  cfg.cap_grid = part->mode() == "capped";
+  std::printf("# device SMs used: %d (mode %s%s%s)\n", part->sm_count(), part->mode().c_str(),
+              part->note().empty() ? "" : ", green context failed: ", part->note().c_str());
+  PKV_ASSIGN_OR_RETURN(cfg.stream_gbps, MeasureStreamReadGBps(int64_t{flags.Int("bw_mb")} << 20,
+                                                              20, part->stream()));
+  std::printf("# streaming-read bandwidth: %.1f GB/s over %d MiB\n", cfg.stream_gbps,
+              flags.Int("bw_mb"));
+  if (flags.Int("floor") != 0) {
+    PKV_ASSIGN_OR_RETURN(LaunchFloor fl, MeasureLaunchFloor(200, part->stream()));
+    std::printf("# empty-launch floor (events): 1 kernel %.2f us, 2 dependent %.2f us; "
+                "CUDA graph: 1 kernel %.2f us, 2 kernels %.2f us\n",
+                fl.one_us, fl.two_us, fl.one_graph_us, fl.two_graph_us);
+  }
+  info.sm_count = cfg.sm_count;
+  info.sm_mode = cfg.sm_mode;
+  info.stream_gbps = cfg.stream_gbps;
+  KernelsBench bench(cfg, part->stream());
+  PKV_RETURN_IF_ERROR(bench.Prepare(lines));
+  std::FILE* tsv = nullptr;
+  if (!flags.Str("out").empty()) {
+    tsv = std::fopen(flags.Str("out").c_str(), "w");
+    if (tsv == nullptr) return absl::NotFoundError("cannot write " + flags.Str("out"));
+    WriteTsvHeader(tsv);
+  }
+  PrintTableHeader(stdout);
+  for (const TraceLine& line : lines) {
+    absl::StatusOr<std::vector<RowResult>> rows = bench.RunLine(line);
+    if (!rows.ok()) {
+      if (tsv != nullptr) std::fclose(tsv);
+      return absl::Status(rows.status().code(),
+                          absl::StrCat(line.name, ": ", rows.status().message()));
+    }
+    for (const RowResult& r : *rows) {
+      PrintTableRow(stdout, r, info);
+      if (tsv != nullptr) WriteTsvRow(tsv, r, info);
+    }
+    std::fflush(stdout);
+    if (tsv != nullptr) std::fflush(tsv);
+  }
+  if (tsv != nullptr) std::fclose(tsv);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int KernelsMain(int argc, char** argv) {
+  Flags flags({{"trace", "../shared/traces/heldout-20260623.tsv"},
+               {"flashinfer", ""},
+               {"out", ""},
+               {"routes", "fused,split,workqueue,bucketed-exact,persistent"},
+               {"configs", "w4s3"},
+               {"steps", "8"},
+               {"iters", "100"},
+               {"wall_iters", "20"},
+               {"hq", "32"},
+               {"hkv", "8"},
+               {"d", "128"},
+               {"dtype", "fp16"},
+               {"page", "16"},
+               {"sm_count", "0"},
+               {"min_split", "128"},
+               {"flush_mb", "256"},
+               {"bw_mb", "4096"},
+               {"lines", ""},
+               {"floor", "1"}});
+  absl::Status st = flags.Parse(argc, argv);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pkv-bench kernels: %s\nflags:\n%s", std::string(st.message()).c_str(),
+                 flags.Usage().c_str());
+    return 2;
+  }
+  st = Run(flags);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pkv-bench kernels: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pkv::bench

@@ -1,0 +1,321 @@
+// The decode-attention kernel behind every route: one CTA per work item (a token range of one
+// row for one KV head), serving all G <= 8 query heads of that KV head so each KV byte is read
+// once per step.
+//
+// Data flow per item:
+//  - Q (G rows, zero-padded to 8) and the page ids of the first `stages` tiles go to shared memory
+//    (cp.async); then K/V tiles of warps*16 tokens stream through a `stages`-deep cp.async ring
+//    (16-byte copies, zero-filled past the item's end). Page ids of later tiles are prefetched
+//    into registers one tile ahead, so the indirection never stalls the stream.
+//  - Warp w owns tokens [16w, 16w+16) of every tile. Scores are computed transposed,
+//    S^T[16 tokens][8 heads] = K * Q^T with mma.m16n8k16 (A = K via ldmatrix, B = Q^T), so the 8
+//    query heads are the MMA's n = 8 and no row padding to 16 is wasted. The probabilities are
+//    moved into the B-operand layout with movmatrix.trans and O^T[D][8] += V^T * P^T uses
+//    ldmatrix.trans on V. fp32 accumulators; online softmax in base 2 (decode_params.h).
+//  - At the item's end the warps' states are combined through shared memory and written as the
+//    output (single split) or as a partial state; a multi-split pair's last CTA to finish (atomic
+//    ticket) merges all its partials in place when merge_in_kernel is set.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/decode/decode_params.h"
+#include "kernels/decode/device_util.cuh"
+#include "kernels/decode/merge.cuh"
+#include "kernels/decode/smem_layout.h"
+
+namespace pkv::decode::dev {
+
+// Takes a merge ticket for the item's (row, kv head); the last of its splits merges them all.
+template <int kD, typename T>
+__device__ void TicketAndMerge(const DecodeParams& p, const WorkItem& it, uint8_t* smem,
+                               int32_t* ticket) {
+  __threadfence();  // this CTA's partial writes are visible GPU-wide before the ticket
+  __syncthreads();
+  int32_t* counter = p.counters + it.row * p.num_kv_heads + it.kv_head;
+  if (threadIdx.x == 0) *ticket = atomicAdd(counter, 1);
+  __syncthreads();
+  if (*ticket != it.num_splits - 1) return;
+  __threadfence();
+  MergePair<kD, T>(p, it.row, it.kv_head, it.first_partial, it.num_splits,
+                   reinterpret_cast<float*>(smem));
+  if (threadIdx.x == 0) *counter = 0;  // every split has arrived: ready for the next launch
+}
+
+// An item with no tokens: a row of length 0 (zero output, LSE -inf) or an empty split (neutral
+// state: LSE -inf only; the merge never reads its output).
+template <int kD, typename T>
+__device__ void EmptyItem(const DecodeParams& p, const WorkItem& it) {
+  const int g = p.group;
+  if (it.num_splits == 1) {
+    for (int e = threadIdx.x; e < g * (kD / 4); e += blockDim.x) {
+      const int h = e / (kD / 4), d = (e - h * (kD / 4)) * 4;
+      WriteOutput<kD, T>(p, it.row, it.kv_head, h, d, make_float4(0.f, 0.f, 0.f, 0.f), NegInf());
+    }
+  } else if (threadIdx.x < g) {
+    p.partial_lse[static_cast<int64_t>(it.first_partial + it.split_index) * g + threadIdx.x] =
+        NegInf();
+  }
+}
+
+// Per-warp online-softmax state: O^T fragments (d = 16*mt + r (+8), heads 2c, 2c+1 where
+// r = lane/4, c = lane%4), running max m and per-lane partial sum l of heads 2c and 2c+1.
+template <int kD>
+struct WarpState {
+  float o[kD / 16][4];
+  float m[2];
+  float l[2];
+};
+
+// Scores and P.V for the warp's 16 tokens of one tile held in ring slot (kb, vb).
+template <int kD, typename T>
+__device__ __forceinline__ void AttendTile(WarpState<kD>& st, const uint32_t (&qf)[kD / 16][2],
+                                           uint32_t kb, uint32_t vb, int first_token, int len,
+                                           float scale_log2) {
+  constexpr int kSteps = kD / 16;
+  const int lane = threadIdx.x & 31, wr = (threadIdx.x >> 5) * 16;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  const int krow = wr + (lane & 7) + ((lane >> 3) & 1) * 8;
+  const uint32_t kaddr = kb + krow * (kD * 2);
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    uint32_t a[4];
+    Ldmatrix4(a, kaddr + (((2 * ks + (lane >> 4)) ^ (krow & 7)) << 4));
+    Mma16816<T>(acc, a, qf[ks][0], qf[ks][1]);
+  }
+  float s[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) s[j] = acc[j] * scale_log2;
+  const int t0 = first_token + wr + (lane >> 2);
+  if (t0 >= len) s[0] = s[1] = NegInf();
+  if (t0 + 8 >= len) s[2] = s[3] = NegInf();
+  float p[4];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {  // head 2c + j: scores s[j] (token r) and s[j + 2] (token r + 8)
+    const float mx = WarpMaxXor4to16(fmaxf(s[j], s[j + 2]));
+    const float m_new = fmaxf(st.m[j], mx);
+    const float base = m_new == NegInf() ? 0.f : m_new;  // all masked so far: keep exps at 0
+    const float alpha = Exp2(st.m[j] - base);
+    p[j] = Exp2(s[j] - base);
+    p[j + 2] = Exp2(s[j + 2] - base);
+    st.l[j] = st.l[j] * alpha + p[j] + p[j + 2];
+    st.m[j] = m_new;
+#pragma unroll
+    for (int mt = 0; mt < kSteps; ++mt) {
+      st.o[mt][j] *= alpha;
+      st.o[mt][j + 2] *= alpha;
+    }
+  }
+  const uint32_t pb0 = MovTrans(PackPair<T>(p[0], p[1]));  // tokens 0-7 as the B operand
+  const uint32_t pb1 = MovTrans(PackPair<T>(p[2], p[3]));  // tokens 8-15
+  const int vrow = wr + (lane & 7) + (lane >> 4) * 8;
+  const uint32_t vaddr = vb + vrow * (kD * 2);
+#pragma unroll
+  for (int mt = 0; mt < kSteps; ++mt) {
+    uint32_t a[4];
+    Ldmatrix4Trans(a, vaddr + (((2 * mt + ((lane >> 3) & 1)) ^ (vrow & 7)) << 4));
+    Mma16816<T>(st.o[mt], a, pb0, pb1);
+  }
+}
+
+// Combines the warps' states through shared memory (the drained ring) and writes the item's
+// output or partial state.
+template <int kD, typename T>
+__device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpState<kD>& st,
+                                uint8_t* smem) {
+  constexpr int kRow = kD + 4;  // +4 floats: conflict-free fragment stores
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  float* so = reinterpret_cast<float*>(smem);  // [warps][8][kRow]
+  float* sm = so + nwarps * 8 * kRow;          // [warps][8]
+  float* sl = sm + nwarps * 8;                 // [warps][8]
+  const int r = lane >> 2, h0 = 2 * (lane & 3);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    st.l[j] = WarpSumXor4to16(st.l[j]);
+    float* dst = so + (warp * 8 + h0 + j) * kRow;
+#pragma unroll
+    for (int mt = 0; mt < kD / 16; ++mt) {
+      dst[16 * mt + r] = st.o[mt][j];
+      dst[16 * mt + r + 8] = st.o[mt][j + 2];
+    }
+    if (r == 0) {
+      sm[warp * 8 + h0 + j] = st.m[j];
+      sl[warp * 8 + h0 + j] = st.l[j];
+    }
+  }
+  __syncthreads();
+  const int g = p.group;
+  for (int e = threadIdx.x; e < g * (kD / 4); e += blockDim.x) {
+    const int h = e / (kD / 4), d = (e - h * (kD / 4)) * 4;
+    float m = NegInf();
+    for (int w = 0; w < nwarps; ++w) m = fmaxf(m, sm[w * 8 + h]);
+    float l = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int w = 0; w < nwarps; ++w) {
+      const float f = Exp2(sm[w * 8 + h] - m);  // m is finite: the item has a token
+      const float4 x = *reinterpret_cast<const float4*>(so + (w * 8 + h) * kRow + d);
+      l += sl[w * 8 + h] * f;
+      acc.x += f * x.x;
+      acc.y += f * x.y;
+      acc.z += f * x.z;
+      acc.w += f * x.w;
+    }
+    const float inv = 1.f / l;
+    const float4 v = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    const float lse2 = m + __log2f(l);
+    if (it.num_splits == 1) {
+      WriteOutput<kD, T>(p, it.row, it.kv_head, h, d, v, lse2);
+    } else {
+      const int64_t slot = it.first_partial + it.split_index;
+      *reinterpret_cast<float4*>(p.partial_o + (slot * g + h) * kD + d) = v;
+      if (d == 0) p.partial_lse[slot * g + h] = lse2;
+    }
+  }
+}
+
+template <int kD, typename T>
+__device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem) {
+  constexpr int kChunks = kD / 8;  // 16-byte chunks per token row
+  constexpr int kPasses = kD / 16;  // token rows each thread loads per tile
+  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages};
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int tile_tokens = lay.tile_tokens(), tile_bytes = lay.tile_bytes();
+  const int stages = p.stages;
+  __syncthreads();  // the CTA's previous item is done with shared memory
+  const WorkItem it = p.items[item_index];
+  const int len = it.token_end - it.token_begin;
+  int32_t* ticket = reinterpret_cast<int32_t*>(smem + lay.misc_offset());
+  if (len <= 0) {
+    EmptyItem<kD, T>(p, it);
+    if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T>(p, it, smem, ticket);
+    return;
+  }
+  const uint32_t ring = SmemAddr(smem);
+  const uint32_t qs = ring + lay.q_offset();
+  const int32_t* pid_s = reinterpret_cast<const int32_t*>(smem + lay.pid_offset());
+  const uint32_t first_page = p.page_div.Div(it.token_begin);  // exact: begin is page-aligned
+
+  // Q rows (zero-filled past G) and the first `stages` tiles' page ids, in one round trip.
+  const int g = p.group;
+  const T* qrow = static_cast<const T*>(p.q) +
+                  (static_cast<int64_t>(it.row) * p.num_q_heads + it.kv_head * g) * kD;
+  for (int e = tid; e < 8 * kChunks; e += blockDim.x) {
+    const int h = e / kChunks, c = e - h * kChunks;
+    CpAsync16(qs + (h * lay.q_row_elems() + c * 8) * 2, qrow + (h < g ? h : 0) * kD + c * 8,
+              h < g);
+  }
+  const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
+  const int npro = min(item_pages, static_cast<int>(p.page_div.Div(stages * tile_tokens +
+                                                                    p.page_size - 1)));
+  for (int e = tid; e < npro; e += blockDim.x) {
+    CpAsync4(SmemAddr(pid_s + e), p.page_ids + it.page_base + first_page + e);
+  }
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();
+
+  const T* kc = static_cast<const T*>(p.k_cache);
+  const T* vc = static_cast<const T*>(p.v_cache);
+  const int64_t page_stride = static_cast<int64_t>(p.num_kv_heads) * p.page_size * kD;
+  const int64_t head_off = static_cast<int64_t>(it.kv_head) * p.page_size * kD;
+  const int ld_row0 = tid / kChunks, ld_chunk = tid % kChunks;
+  const int rows_per_pass = blockDim.x / kChunks;
+  int pids[kPasses];
+  auto pids_from_smem = [&](int tile) {
+#pragma unroll
+    for (int k = 0; k < kPasses; ++k) {
+      const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
+      pids[k] = pos < len ? pid_s[p.page_div.Div(it.token_begin + pos) - first_page] : 0;
+    }
+  };
+  auto pids_from_global = [&](int tile) {
+#pragma unroll
+    for (int k = 0; k < kPasses; ++k) {
+      const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
+      pids[k] = pos < len ? __ldg(p.page_ids + it.page_base + p.page_div.Div(it.token_begin + pos))
+                          : 0;
+    }
+  };
+  auto issue = [&](int tile, int slot) {
+    const uint32_t kdst = ring + slot * 2 * tile_bytes, vdst = kdst + tile_bytes;
+#pragma unroll
+    for (int k = 0; k < kPasses; ++k) {
+      const int r = ld_row0 + k * rows_per_pass;
+      const int pos = tile * tile_tokens + r;
+      const bool valid = pos < len;
+      uint32_t page, in_page;
+      p.page_div.DivMod(it.token_begin + pos, &page, &in_page);
+      const int64_t off = static_cast<int64_t>(pids[k]) * page_stride + head_off +
+                          static_cast<int64_t>(in_page) * kD + ld_chunk * 8;
+      const uint32_t so = r * (kD * 2) + ((ld_chunk ^ (r & 7)) << 4);
+      CpAsync16(kdst + so, valid ? kc + off : kc, valid);
+      CpAsync16(vdst + so, valid ? vc + off : vc, valid);
+    }
+  };
+
+  const int ntiles = (len + tile_tokens - 1) / tile_tokens;
+  for (int s = 0; s < stages - 1; ++s) {
+    if (s < ntiles) {
+      pids_from_smem(s);
+      issue(s, s);
+    }
+    CpAsyncCommit();
+  }
+  uint32_t qf[kD / 16][2];
+#pragma unroll
+  for (int k2 = 0; k2 < kD / 32; ++k2) {
+    uint32_t r4[4];
+    Ldmatrix4(r4, qs + ((lane & 7) * lay.q_row_elems() + (4 * k2 + (lane >> 3)) * 8) * 2);
+    qf[2 * k2][0] = r4[0];
+    qf[2 * k2][1] = r4[1];
+    qf[2 * k2 + 1][0] = r4[2];
+    qf[2 * k2 + 1][1] = r4[3];
+  }
+  WarpState<kD> st;
+#pragma unroll
+  for (int mt = 0; mt < kD / 16; ++mt) st.o[mt][0] = st.o[mt][1] = st.o[mt][2] = st.o[mt][3] = 0.f;
+  st.m[0] = st.m[1] = NegInf();
+  st.l[0] = st.l[1] = 0.f;
+  if (stages - 1 < ntiles) pids_from_smem(stages - 1);
+  int read_slot = 0, write_slot = stages - 1;
+  for (int i = 0; i < ntiles; ++i) {
+    CpAsyncWaitDynamic(stages - 2);  // tile i has landed (this thread's copies)
+    __syncthreads();                 // ... everyone's, and slot i-1 is free for reuse
+    const int j = i + stages - 1;
+    if (j < ntiles) issue(j, write_slot);
+    CpAsyncCommit();
+    if (j + 1 < ntiles) pids_from_global(j + 1);
+    const uint32_t kb = ring + read_slot * 2 * tile_bytes;
+    AttendTile<kD, T>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, p.scale_log2);
+    read_slot = read_slot + 1 == stages ? 0 : read_slot + 1;
+    write_slot = write_slot + 1 == stages ? 0 : write_slot + 1;
+  }
+  CpAsyncWait<0>();
+  __syncthreads();  // the ring is drained and every warp is done with it
+  CombineAndWrite<kD, T>(p, it, st, smem);
+  if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T>(p, it, smem, ticket);
+}
+
+// Non-persistent launches: CTA b runs items first + b, first + b + gridDim.x, ... (a graph-sized
+// grid strides over however many items the header says). Persistent launches: CTA b runs items
+// first + [cta_item_indptr[b], cta_item_indptr[b + 1]).
+// Register cap: two 256-thread CTAs (or four of 128) per SM for head dims up to 128, where the
+// shared-memory ring allows that many; head dim 256 keeps its O^T and Q fragments (96 + 32
+// registers) unspilled with one 256-thread CTA per SM.
+template <int kD>
+constexpr int kMinCtasPerSm = kD <= 128 ? 2 : 1;
+
+template <int kD, typename T>
+__global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
+    DecodeAttentionKernel(const __grid_constant__ DecodeParams p) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  if (p.cta_item_indptr != nullptr) {
+    const int b = p.cta_item_indptr[blockIdx.x], e = p.cta_item_indptr[blockIdx.x + 1];
+    for (int i = b; i < e; ++i) ProcessItem<kD, T>(p, p.first + i, smem);
+    return;
+  }
+  const int count = p.count_from_header ? p.header[0] : p.count;
+  for (int i = blockIdx.x; i < count; i += gridDim.x) ProcessItem<kD, T>(p, p.first + i, smem);
+}
+
+}  // namespace pkv::decode::dev

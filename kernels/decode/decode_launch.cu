@@ -1,0 +1,155 @@
+// Launchers of the decode routes and the one run-time -> compile-time kernel dispatch.
+#include "kernels/decode/decode_launch.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "kernels/decode/kernel_table.h"
+#include "kernels/decode/merge.cuh"
+#include "kernels/decode/smem_layout.h"
+
+namespace pkv::decode {
+namespace {
+
+constexpr int kHeadDims[] = {64, 128, 256};
+constexpr DType kDTypes[] = {DType::kFloat16, DType::kBFloat16};
+constexpr int kMergeThreads = 128;
+
+// The single dispatch point: (head_dim, dtype) -> compiled kernels.
+absl::StatusOr<internal::KernelPair> SelectKernels(int32_t head_dim, DType dtype) {
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
+    return absl::InvalidArgumentError("decode: unsupported dtype; supported: fp16, bf16");
+  }
+  switch (head_dim) {
+    case 64: return internal::KernelsD64(dtype);
+    case 128: return internal::KernelsD128(dtype);
+    case 256: return internal::KernelsD256(dtype);
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("decode: head_dim ", head_dim,
+                                                 " is not compiled; supported: 64, 128, 256"));
+}
+
+absl::Status ValidateConfig(const KernelConfig& c) {
+  if ((c.warps != 2 && c.warps != 4 && c.warps != 8) || c.stages < 2 || c.stages > kMaxStages) {
+    return absl::InvalidArgumentError(absl::StrCat("decode: kernel config warps=", c.warps,
+                                                   " stages=", c.stages,
+                                                   "; supported: warps 2, 4, 8 and stages 2..",
+                                                   kMaxStages));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config) {
+  return AttentionSmem{head_dim, config.warps, config.stages}.total_bytes();
+}
+
+absl::Status ConfigureDecodeKernels(const KernelConfig& config) {
+  PKV_RETURN_IF_ERROR(ValidateConfig(config));
+  int device = 0, optin = 0;
+  PKV_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  for (int d : kHeadDims) {
+    const int64_t bytes = AttentionSmemBytes(d, config);
+    if (bytes > optin) continue;  // this head dim cannot run this config here; Launch rejects it
+    for (DType t : kDTypes) {
+      PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(d, t));
+      PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+          k.attention, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceLimits> QueryDeviceLimits(int device, const KvShape& shape, DType dtype,
+                                               const KernelConfig& config) {
+  PKV_RETURN_IF_ERROR(ValidateShape(shape));
+  PKV_RETURN_IF_ERROR(ValidateConfig(config));
+  PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(shape.head_dim, dtype));
+  DeviceLimits limits;
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&limits.num_sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t smem = AttentionSmemBytes(shape.head_dim, config);
+  PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+      k.attention, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  PKV_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &limits.ctas_per_sm, k.attention, config.warps * 32, smem));
+  if (limits.ctas_per_sm < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("decode: config warps=", config.warps,
+                                                   " stages=", config.stages, " needs ", smem,
+                                                   " bytes of shared memory; no CTA fits an SM"));
+  }
+  return limits;
+}
+
+absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, bool graph_sized,
+                        void* workspace, cudaStream_t stream) {
+  // A graph-sized copy covers the whole capacity image (up to the first non-plan region), so the
+  // captured copy node is valid for every plan of the bucket.
+  const int64_t bytes = graph_sized ? layout.partial_lse : layout.upload_bytes;
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(workspace, image, bytes, cudaMemcpyHostToDevice, stream));
+  return absl::OkStatus();
+}
+
+absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
+                          const DecodeTensors& t, void* workspace, const KernelConfig& config,
+                          float scale, cudaStream_t stream) {
+  PKV_RETURN_IF_ERROR(ValidateShape(plan.shape));
+  PKV_RETURN_IF_ERROR(ValidateConfig(config));
+  if (t.q == nullptr || t.k_cache == nullptr || t.v_cache == nullptr || t.page_ids == nullptr ||
+      t.out == nullptr || workspace == nullptr) {
+    return absl::InvalidArgumentError("decode: null tensor or workspace pointer");
+  }
+  PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(plan.shape.head_dim, t.dtype));
+  uint8_t* ws = static_cast<uint8_t*>(workspace);
+  const KvShape& s = plan.shape;
+  DecodeParams p;
+  p.q = t.q;
+  p.k_cache = t.k_cache;
+  p.v_cache = t.v_cache;
+  p.page_ids = t.page_ids;
+  p.out = t.out;
+  p.lse = t.lse;
+  p.items = reinterpret_cast<const WorkItem*>(ws + layout.items);
+  p.merges = reinterpret_cast<const MergeEntry*>(ws + layout.merges);
+  p.header = reinterpret_cast<const int32_t*>(ws + layout.header);
+  p.partial_lse = reinterpret_cast<float*>(ws + layout.partial_lse);
+  p.partial_o = reinterpret_cast<float*>(ws + layout.partial_o);
+  p.counters = reinterpret_cast<int32_t*>(ws + layout.counters);
+  p.count_from_header = plan.graph_sized ? 1 : 0;
+  p.num_q_heads = s.num_q_heads;
+  p.num_kv_heads = s.num_kv_heads;
+  p.group = s.group_size();
+  p.head_dim = s.head_dim;
+  p.page_size = s.page_size;
+  p.page_div = FastDivmod::Make(static_cast<uint32_t>(s.page_size));
+  p.scale_log2 = scale * static_cast<float>(M_LOG2E);
+  p.stages = config.stages;
+  p.merge_in_kernel = plan.merge == MergeMode::kInKernel ? 1 : 0;
+  const int64_t smem = AttentionSmemBytes(s.head_dim, config);
+  for (const LaunchSpec& l : plan.launches) {
+    if (l.grid <= 0) continue;
+    p.first = l.first;
+    p.count = l.count;
+    void* args[] = {&p};
+    if (l.kind == LaunchSpec::Kind::kAttention) {
+      p.cta_item_indptr =
+          l.persistent ? reinterpret_cast<const int32_t*>(ws + layout.cta_indptr) : nullptr;
+      PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(k.attention, dim3(l.grid),
+                                                dim3(config.warps * 32), args, smem, stream));
+    } else {
+      p.cta_item_indptr = nullptr;
+      PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(k.merge, dim3(l.grid), dim3(kMergeThreads), args,
+                                                dev::kMergeSmemBytes, stream));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pkv::decode

@@ -1,0 +1,78 @@
+// Launchers of the CUDA decode routes. Every route of plan.h runs through LaunchDecode: one
+// attention launch (the fused, split, workqueue and persistent kernels are one kernel reading
+// different item lists) plus, under MergeMode::kSeparate or for bucketed-exact, merge launches.
+//
+// A step, as the worker runs it (see bench/kernels/ and tests/device/ for complete uses):
+//   ConfigureDecodeKernels(config)                        once per process (sets smem limits)
+//   limits = QueryDeviceLimits(device, shape, dtype, config)      once per process
+//   layout = LayoutWorkspace(CapacityFor(max_rows, ...), shape, nullptr, nullptr)  once per bucket
+//   cudaMalloc(workspace, layout.total_bytes); cudaMemset(counters region, 0)      once per bucket
+//   each step: PlanDecode(...) -> LayoutWorkspace(capacity, shape, &plan, pinned_image)
+//              UploadPlan(pinned_image, layout, workspace, stream)
+//              LaunchDecode(plan, layout, tensors, workspace, config, scale, stream)
+// UploadPlan + LaunchDecode may be captured in a CUDA graph when the plan is graph-sized
+// (PlanOptions::capacity_rows): replaying it after re-planning into the same pinned image runs
+// the new plan.
+//
+// Launchers take an explicit stream, allocate nothing, never synchronise, check the launch and
+// return absl::Status. Not thread-safe with respect to the same workspace (one step at a time).
+// The merge-ticket counters are reset by the kernels themselves, so they stay zero between
+// launches as long as each launch runs to completion.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/decode/decode_params.h"
+#include "kernels/decode/plan.h"
+#include "kernels/decode/workspace.h"
+
+namespace pkv::decode {
+
+// Run-time variants of the attention kernel (no recompilation): the tile is warps * 16 tokens,
+// the shared-memory ring holds `stages` tiles of K and V.
+struct KernelConfig {
+  int32_t warps = 4;   // 2, 4 or 8
+  int32_t stages = 4;  // 2..kMaxStages
+};
+
+// The caller's tensors for one layer (device pointers).
+struct DecodeTensors {
+  DType dtype = DType::kFloat16;
+  const void* q = nullptr;          // [num_rows][num_q_heads][head_dim]
+  const void* k_cache = nullptr;    // [num_pages][num_kv_heads][page_size][head_dim]
+  const void* v_cache = nullptr;
+  const int32_t* page_ids = nullptr;  // device copy of the block table's page ids
+  void* out = nullptr;              // [num_rows][num_q_heads][head_dim]
+  float* lse = nullptr;             // [num_rows][num_q_heads] natural log, or nullptr
+};
+
+// Dynamic shared memory of one attention CTA.
+int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config);
+
+// Sets the dynamic shared-memory limit of every attention kernel for `config`. Call once per
+// process (and again after changing config to a larger one). INVALID_ARGUMENT for a config
+// outside the supported set, or one whose shared memory exceeds the device's per-block limit.
+absl::Status ConfigureDecodeKernels(const KernelConfig& config);
+
+// SM count and attention CTAs resident per SM for this shape, dtype and config.
+absl::StatusOr<DeviceLimits> QueryDeviceLimits(int device, const KvShape& shape, DType dtype,
+                                               const KernelConfig& config);
+
+// Copies the plan image (host memory, pinned for async copies; written by LayoutWorkspace in
+// filling mode) into the workspace. Graph-sized plans copy the full capacity image so a captured
+// copy node serves every plan.
+absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, bool graph_sized,
+                        void* workspace, cudaStream_t stream);
+
+// Enqueues the plan's launches on `stream`. `scale` is the softmax scale (1/sqrt(head_dim)
+// usually). REQUIRES: the workspace holds this plan (UploadPlan earlier on the same stream) and
+// was laid out by `layout`; its counters region was zeroed once when it was allocated.
+absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
+                          const DecodeTensors& tensors, void* workspace,
+                          const KernelConfig& config, float scale, cudaStream_t stream);
+
+}  // namespace pkv::decode
