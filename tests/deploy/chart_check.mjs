@@ -86,6 +86,25 @@ for (const [set, files] of Object.entries(VALUE_SETS)) {
   await check(`RELIABILITY.md H3 probe/grace/PDB/metrics-port checks (${set} values)`, () => checkH3(rendered[set] ?? []));
 }
 
+// values.yaml documents its keys: every key down to two levels deep opens with a comment line,
+// continues a run of sibling scalar keys, or is the first child of a documented parent.
+await check("values.yaml: every key (two levels deep) is documented", () => {
+  const errors = [];
+  let prev = null;
+  fs.readFileSync(path.join(CHART, "values.yaml"), "utf8").split("\n").forEach((line, i) => {
+    if (!line.trim()) return;
+    const indent = line.length - line.trimStart().length;
+    if (line.trimStart().startsWith("#")) { prev = { comment: true }; return; }
+    const m = /^ *([A-Za-z][\w.-]*):\s*(.*)$/.exec(line);
+    if (m && indent <= 2) {
+      const ok = prev && (prev.comment || (prev.key && prev.indent === indent && prev.scalar) || (prev.key && prev.indent < indent));
+      if (!ok) errors.push(`line ${i + 1}: ${line.trim()} has no comment`);
+    }
+    prev = m ? { key: true, indent, scalar: m[2] !== "" } : { indent };
+  });
+  return errors;
+});
+
 await check("PrometheusRule groups equal deploy/prometheus/pkv-alerts.rules.yml (no drift)", () => {
   const plain = YAML.parse(fs.readFileSync(path.join(ROOT, "deploy/prometheus/pkv-alerts.rules.yml"), "utf8"));
   const rule = rendered.full.find((o) => o.kind === "PrometheusRule");
