@@ -1,21 +1,27 @@
-// Agreement check between pkv-tokenize and transformers.js (@lenml/tokenizers, a fork of
-// Hugging Face transformers.js' tokenizers, written by neither us nor the model authors).
+// Agreement check between pkv-tokenize and an independent tokenizer implementation:
+//   --reference transformers.js  @lenml/tokenizers, a fork of Hugging Face transformers.js'
+//                                tokenizers (pure JavaScript; the default)
+//   --reference hf-rust          Hugging Face tokenizers (Rust, Oniguruma regexes) through its
+//                                native Node binding (npm "tokenizers-linux-x64-gnu", the binary
+//                                the "tokenizers" 0.13 package loads); [a, b] merges are rewritten
+//                                as "a b" strings first, the only form that version reads
 //
-//   node agree.mjs --tokenizer T.json [--config tokenizer_config.json] --corpus C.jsonl \
-//                  [--ids pkv_ids.txt] [--add-special-tokens]
+//   node agree.mjs [--reference R] --tokenizer T.json [--config tokenizer_config.json] \
+//                  --corpus C.jsonl [--ids pkv_ids.txt] [--add-special-tokens]
 //
-// Encodes every corpus line (a JSON string literal) with the JS tokenizer loaded from the same
+// Encodes every corpus line (a JSON string literal) with the reference loaded from the same
 // tokenizer.json. With --ids, compares against the ids pkv-tokenize printed for the same corpus and
 // exits 1 at the first mismatching line, printing both id lists and their tokens around the first
-// differing position; without --ids, prints the JS ids (one line per sample).
+// differing position; without --ids, prints the reference ids (one line per sample).
 import { readFileSync } from "node:fs";
-import { TokenizerLoader } from "@lenml/tokenizers";
+import { createRequire } from "node:module";
 
 function parseArgs(argv) {
-  const args = { addSpecial: false };
+  const args = { addSpecial: false, reference: "transformers.js" };
   for (let i = 2; i < argv.length; ++i) {
     const a = argv[i];
     if (a === "--add-special-tokens") args.addSpecial = true;
+    else if (a === "--reference") args.reference = argv[++i];
     else if (a === "--tokenizer") args.tokenizer = argv[++i];
     else if (a === "--config") args.config = argv[++i];
     else if (a === "--corpus") args.corpus = argv[++i];
@@ -27,28 +33,50 @@ function parseArgs(argv) {
 }
 
 function readLines(path) {
-  const text = readFileSync(path, "utf8");
-  const lines = text.split("\n");
+  const lines = readFileSync(path, "utf8").split("\n");
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   return lines;
 }
 
-function show(tokenizer, ids, from, to) {
+// A reference is { encode(text) -> Promise<number[]>, token(id) -> string }.
+async function loadTransformersJs(args) {
+  const { TokenizerLoader } = await import("@lenml/tokenizers");
+  const tokenizerJSON = JSON.parse(readFileSync(args.tokenizer, "utf8"));
+  const tokenizerConfig = args.config ? JSON.parse(readFileSync(args.config, "utf8")) : {};
+  const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
+  return {
+    encode: async (text) => tok.encode(text, { add_special_tokens: args.addSpecial }),
+    token: (id) => tok.model.vocab[id],
+  };
+}
+
+async function loadHfRust(args) {
+  const { Tokenizer } = createRequire(import.meta.url)("tokenizers-linux-x64-gnu");
+  const json = JSON.parse(readFileSync(args.tokenizer, "utf8"));
+  json.model.merges = json.model.merges.map((m) => (Array.isArray(m) ? m.join(" ") : m));
+  const tok = Tokenizer.fromString(JSON.stringify(json));
+  return {
+    encode: async (text) =>
+      (await tok.encode(text, null, { addSpecialTokens: args.addSpecial })).getIds(),
+    token: (id) => tok.idToToken(id),
+  };
+}
+
+function show(ref, ids, from, to) {
   return ids
     .slice(from, to)
-    .map((id) => `${id}:${JSON.stringify(tokenizer.model.vocab[id] ?? "?")}`)
+    .map((id) => `${id}:${JSON.stringify(ref.token(id) ?? "?")}`)
     .join(" ");
 }
 
 const args = parseArgs(process.argv);
-const tokenizerJSON = JSON.parse(readFileSync(args.tokenizer, "utf8"));
-const tokenizerConfig = args.config ? JSON.parse(readFileSync(args.config, "utf8")) : {};
-const tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
+const loaders = { "transformers.js": loadTransformersJs, "hf-rust": loadHfRust };
+if (!loaders[args.reference]) throw new Error(`unknown reference ${args.reference}`);
+const ref = await loaders[args.reference](args);
 const samples = readLines(args.corpus).map((line) => JSON.parse(line));
-const encode = (text) => tokenizer.encode(text, { add_special_tokens: args.addSpecial });
 
 if (!args.ids) {
-  for (const s of samples) process.stdout.write(encode(s).join(" ") + "\n");
+  for (const s of samples) process.stdout.write((await ref.encode(s)).join(" ") + "\n");
   process.exit(0);
 }
 
@@ -59,16 +87,18 @@ if (theirs.length !== samples.length) {
 }
 let tokens = 0;
 for (let i = 0; i < samples.length; ++i) {
-  const want = encode(samples[i]);
+  const want = await ref.encode(samples[i]);
   const got = theirs[i];
   tokens += want.length;
   let k = 0;
   while (k < want.length && k < got.length && want[k] === got[k]) ++k;
   if (k === want.length && k === got.length) continue;
-  console.error(`MISMATCH at corpus line ${i + 1}: ${JSON.stringify(samples[i]).slice(0, 300)}`);
-  console.error(`  first difference at token ${k} (js ${want.length} tokens, pkv ${got.length})`);
-  console.error(`  js : ${show(tokenizer, want, Math.max(0, k - 3), k + 6)}`);
-  console.error(`  pkv: ${show(tokenizer, got, Math.max(0, k - 3), k + 6)}`);
+  console.error(`MISMATCH vs ${args.reference} at ${args.corpus}:${i + 1}: ` +
+                `${JSON.stringify(samples[i]).slice(0, 300)}`);
+  console.error(`  first difference at token ${k} (reference ${want.length} tokens, pkv ${got.length})`);
+  console.error(`  ref: ${show(ref, want, Math.max(0, k - 3), k + 6)}`);
+  console.error(`  pkv: ${show(ref, got, Math.max(0, k - 3), k + 6)}`);
   process.exit(1);
 }
-console.log(`agree: ${samples.length} lines, ${tokens} tokens identical (${args.tokenizer})`);
+console.log(`agree with ${args.reference}: ${samples.length} lines, ${tokens} tokens ` +
+            `(${args.tokenizer.split("/").slice(-3).join("/")}${args.addSpecial ? ", special" : ""})`);

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Writes corpus.jsonl for the tokenizer agreement test: one JSON string literal per line.
+"""Writes the corpora of the tokenizer agreement test: one JSON string literal per line.
+
+corpus.jsonl is checked against every reference; corpus_hf_only.jsonl holds the characters where
+transformers.js is known to differ from Hugging Face's own (Rust, Oniguruma) tokenizers, and is
+checked against the Rust reference only.
 
 Hand-written samples first (code, CJK, emoji with ZWJ sequences and skin tones, Arabic, Hindi,
 whitespace runs, numbers, contractions, special tokens inside text, NFD/NFC accents, very long
@@ -7,12 +11,13 @@ words), then deterministic pseudo-random mixtures of the same material. Run it a
 the output is deterministic (fixed seed).
 
 Characters where the JS reference and Hugging Face's Rust tokenizers are known to disagree are kept
-out: U+0085 and U+FEFF (JS's \\s differs from Oniguruma's), U+017F and U+212A (case folding inside
-(?i:'s|...)), and characters assigned after Unicode 14 (PCRE2 10.42's tables).
+out of corpus.jsonl: U+0085 and U+FEFF (JS's \\s differs from Oniguruma's), U+017F (case folding
+inside (?i:'s|...)); so are characters assigned after Unicode 14 (PCRE2 10.42's tables). U+180E is
+here too: PCRE2's own \\s would match it, Oniguruma's (White_Space) does not.
 """
 import json
+import os
 import random
-import sys
 
 HAND = [
     "Hello, world!",
@@ -113,6 +118,28 @@ POOLS = [
     "नमस्तेदुनिया",
     "привет",
 ]
+# Whitespace-like and case-folding corner cases (see the module docstring).
+HF_ONLY = [
+    "a\u0085 b",
+    "x  \u0085y",
+    "\u0085\u0085b",
+    "tab\t\u0085\nnext",
+    "a \ufeffb",
+    "\ufeffStart of file",
+    "x\ufeff\ufeff y",
+    "it'\u017f fine, IT'\u017f FINE",
+    "a\u2028\u2028b and line\u2029 x",
+    "a\u180e b",
+    "\u180e\u180eb and x\u180e\u180e y",
+    "x,,'s.x  \u180e",
+    "  \u180ea",
+    "1  ,\u180e's.a",
+    "\u180e's\u180e\u180e\u180e",
+    "zero\u200bwidth  \u200b spaces",
+    "ogham\u1680mark and\u205fmath space",
+    "mixed \u00a0\u0085\u2003\u3000 run\n",
+]
+
 WORDS = ["'s", "'ll", "'VE", "<|im_end|>", "<|endoftext|>", "<think>", "<|begin_of_text|>",
          "don't", "  ", "\n\n", "\t", "123", "4567", "https://x.y", "==", "->", "::"]
 
@@ -128,14 +155,21 @@ def random_sample(rng):
     return "".join(parts)
 
 
+def write(path, samples, ascii_every):
+    with open(path, "w", encoding="utf-8") as out:
+        for i, s in enumerate(samples):
+            # Some lines use \\u escapes (incl. surrogate pairs) to exercise the JSON readers.
+            out.write(json.dumps(s, ensure_ascii=(i % ascii_every == 0)) + "\n")
+
+
 def main():
+    here = os.path.dirname(os.path.abspath(__file__))
     rng = random.Random(20240607)
     samples = list(HAND)
     samples += [random_sample(rng) for _ in range(300)]
-    out = sys.stdout
-    for i, s in enumerate(samples):
-        # Every third line uses \u escapes (incl. surrogate pairs) to exercise the JSON readers.
-        out.write(json.dumps(s, ensure_ascii=(i % 3 == 0)) + "\n")
+    write(os.path.join(here, "corpus.jsonl"), samples, ascii_every=3)
+    # All escaped: these characters are invisible or break lines in editors.
+    write(os.path.join(here, "corpus_hf_only.jsonl"), HF_ONLY, ascii_every=1)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 // available). Hugging Face tokenizers compile these patterns with Oniguruma; PCRE2 shares its
 // leftmost-first backtracking semantics, look-ahead, \p{..} classes and (?i:..) groups. The few
 // spellings that differ are rewritten before compiling:
-//   \s, \S   -> \p{White_Space}, \P{White_Space}  (Oniguruma's Unicode \s includes U+0085, which
-//               PCRE2's UCP \s does not)
+//   \s, \S   -> \p{White_Space}, \P{White_Space}  (Oniguruma's Unicode \s is exactly White_Space;
+//               PCRE2's UCP \s also matches U+180E MONGOLIAN VOWEL SEPARATOR, which left
+//               White_Space in Unicode 6.3; Hugging Face's Rust tokenizers agree with the rewrite,
+//               see tests/tokenizer/corpus_hf_only.jsonl)
 //   \uHHHH   -> \x{HHHH}
 //   \h, \H   -> rejected (hex digit in Oniguruma, horizontal space in PCRE2)
 // Immutable after construction: FindAll may be called from many threads at once.
