@@ -100,5 +100,6 @@ for (let i = 0; i < samples.length; ++i) {
   console.error(`  pkv: ${show(ref, got, Math.max(0, k - 3), k + 6)}`);
   process.exit(1);
 }
-console.log(`agree with ${args.reference}: ${samples.length} lines, ${tokens} tokens ` +
+console.log(`agree with ${args.reference} on ${args.corpus.split("/").pop()}: ` +
+            `${samples.length} lines, ${tokens} tokens ` +
             `(${args.tokenizer.split("/").slice(-3).join("/")}${args.addSpecial ? ", special" : ""})`);

@@ -3,7 +3,9 @@
 
 corpus.jsonl is checked against every reference; corpus_hf_only.jsonl holds the characters where
 transformers.js is known to differ from Hugging Face's own (Rust, Oniguruma) tokenizers, and is
-checked against the Rust reference only.
+checked against the Rust reference only; corpus_js_only.jsonl holds words whose encoding depends on
+BPE ignore_merges (Llama-3), which the Rust reference (0.13) predates, and is checked against
+transformers.js only.
 
 Hand-written samples first (code, CJK, emoji with ZWJ sequences and skin tones, Arabic, Hindi,
 whitespace runs, numbers, contractions, special tokens inside text, NFD/NFC accents, very long
@@ -140,6 +142,15 @@ HF_ONLY = [
     "mixed \u00a0\u0085\u2003\u3000 run\n",
 ]
 
+# Llama-3 vocabulary entries that plain BPE merging would not produce: with ignore_merges they
+# are emitted whole.
+JS_ONLY = [
+    "vi\u1ec7c h\u1ee3p nhi\u1ec1u \u0111i\u1ec1u Vi\u1ec7t ngo\u00e0i nhi\u00ean bi\u1ec7t nhi\u1ec7m",
+    "g\u00f6rmektedir edilmektedir yapt\u0131lardan de\u011fi\u015f \u0131ld\u0131",
+    "jeho ka\u017ed\u00fd \u0430\u0440\u0430\u043a\u0442 \u0445\u0430\u0440\u0430\u043a\u0442\u0435\u0440 "
+    "\u0432\u0438\u043a\u043e\u0440\u0438\u0441\u0442\u0430\u043d\u043d\u044f \u0627\u06cc\u0631\u0627\u0646",
+]
+
 WORDS = ["'s", "'ll", "'VE", "<|im_end|>", "<|endoftext|>", "<think>", "<|begin_of_text|>",
          "don't", "  ", "\n\n", "\t", "123", "4567", "https://x.y", "==", "->", "::"]
 
@@ -170,6 +181,7 @@ def main():
     write(os.path.join(here, "corpus.jsonl"), samples, ascii_every=3)
     # All escaped: these characters are invisible or break lines in editors.
     write(os.path.join(here, "corpus_hf_only.jsonl"), HF_ONLY, ascii_every=1)
+    write(os.path.join(here, "corpus_js_only.jsonl"), JS_ONLY, ascii_every=2)
 
 
 if __name__ == "__main__":

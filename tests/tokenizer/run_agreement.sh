@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tokenizer agreement test: pkv-tokenize against two implementations no one here wrote.
-#   transformers.js (@lenml/tokenizers)   on corpus.jsonl
+#   transformers.js (@lenml/tokenizers)   on corpus.jsonl and corpus_js_only.jsonl (words that need
+#                                          BPE ignore_merges, which the Rust 0.13 binding predates)
 #   Hugging Face tokenizers (Rust) 0.13   on corpus.jsonl and corpus_hf_only.jsonl (characters
 #                                          where transformers.js itself differs from Rust)
 # Tokenizers: the real tokenizer.json files shipped in @lenml/tokenizer-* (Qwen3 and Llama-3, plus
@@ -50,10 +51,11 @@ check() {
   shift 3
   local config_args=()
   [[ -n "$config" ]] && config_args=(--config "$config")
-  for corpus in corpus corpus_hf_only; do
+  for corpus in corpus corpus_hf_only corpus_js_only; do
     "$bin" "$@" "$tok" "$here/$corpus.jsonl" >"$work/$name.$corpus.ids"
     for ref in "${references[@]}"; do
       [[ "$corpus" == corpus_hf_only && "$ref" != hf-rust ]] && continue
+      [[ "$corpus" == corpus_js_only && "$ref" != transformers.js ]] && continue
       node "$here/agree.mjs" --reference "$ref" "$@" --tokenizer "$tok" "${config_args[@]}" \
         --corpus "$here/$corpus.jsonl" --ids "$work/$name.$corpus.ids"
     done
