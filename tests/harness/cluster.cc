@@ -98,8 +98,15 @@ std::unique_ptr<pkv::v1::Worker::Stub> Cluster::WorkerStub(int i) const {
 
 absl::Status WaitServing(const std::string& address, absl::Duration timeout,
                          const std::string& service) {
-  auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  // A fresh channel with its own subchannel pool per attempt: the server is expected within
+  // milliseconds, and gRPC's reconnect backoff after a refused connection (shared through the
+  // global subchannel pool) would otherwise add seconds to every test's start-up.
+  auto make_stub = [&] {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return grpc::health::v1::Health::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  };
   const absl::Time deadline = absl::Now() + timeout;
   std::string last = "no answer";
   while (absl::Now() < deadline) {
@@ -108,7 +115,7 @@ absl::Status WaitServing(const std::string& address, absl::Duration timeout,
     grpc::health::v1::HealthCheckRequest req;
     req.set_service(service);
     grpc::health::v1::HealthCheckResponse resp;
-    grpc::Status st = stub->Check(&ctx, req, &resp);
+    grpc::Status st = make_stub()->Check(&ctx, req, &resp);
     if (st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
       return absl::OkStatus();
     }
