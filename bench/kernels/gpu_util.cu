@@ -132,14 +132,24 @@ absl::StatusOr<LaunchFloor> MeasureLaunchFloor(int reps, cudaStream_t stream) {
                      Percentile(t[3], 0.5)};
 }
 
-L2Flusher::L2Flusher(int64_t bytes) : bytes_(bytes) {
+L2Flusher::L2Flusher(int64_t bytes, bool write) : bytes_(bytes), write_(write) {
   PKV_CHECK(cudaMalloc(&buf_, bytes_) == cudaSuccess);
+  PKV_CHECK(cudaMalloc(&sink_, 4) == cudaSuccess);
+  PKV_CHECK(cudaMemset(buf_, 1, bytes_) == cudaSuccess);
 }
-L2Flusher::~L2Flusher() { cudaFree(buf_); }
+L2Flusher::~L2Flusher() {
+  cudaFree(buf_);
+  cudaFree(sink_);
+}
 
 absl::Status L2Flusher::Flush(cudaStream_t stream) {
-  value_ = (value_ + 1) & 0x7f;
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(buf_, value_, bytes_, stream));
+  if (write_) {
+    value_ = (value_ + 1) & 0x7f;
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(buf_, value_, bytes_, stream));
+    return absl::OkStatus();
+  }
+  StreamReadKernel<<<1024, 512, 0, stream>>>(static_cast<const uint4*>(buf_), bytes_ / 16, sink_);
+  PKV_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
 

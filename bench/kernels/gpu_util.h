@@ -24,10 +24,13 @@ struct LaunchFloor {
 };
 absl::StatusOr<LaunchFloor> MeasureLaunchFloor(int reps, cudaStream_t stream);
 
-// Writes a buffer larger than the L2 so the next kernel starts with a cold cache.
+// Streams a buffer larger than the L2 through it so the next kernel starts with a cold cache.
+// Read mode (default) leaves the L2 full of clean lines of the flush buffer, as the FlashInfer
+// reference measurement did (256 MiB read). Write mode (a memset) leaves up to an L2 of dirty
+// lines that the timed kernel then has to write back: ~60 MB at ~4 TB/s, ~10 us on an H200.
 class L2Flusher {
  public:
-  explicit L2Flusher(int64_t bytes);
+  L2Flusher(int64_t bytes, bool write);
   ~L2Flusher();
   L2Flusher(const L2Flusher&) = delete;
   L2Flusher& operator=(const L2Flusher&) = delete;
@@ -35,7 +38,9 @@ class L2Flusher {
 
  private:
   void* buf_ = nullptr;
+  uint32_t* sink_ = nullptr;
   int64_t bytes_ = 0;
+  bool write_ = false;
   int value_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -112,13 +113,13 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   }
   b.events.resize(2 * cfg_.iters);
   for (auto& e : b.events) PKV_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
-  b.flusher = std::make_unique<L2Flusher>(cfg_.flush_bytes);
+  b.flusher = std::make_unique<L2Flusher>(cfg_.flush_bytes, cfg_.flush_write);
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
 
 absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& limits, int step,
-                                    DecodePlan* plan) {
+                                    bool graph_sized, DecodePlan* plan) {
   step_lengths_.resize(lengths_.size());
   for (size_t r = 0; r < lengths_.size(); ++r) step_lengths_[r] = lengths_[r] + step;
   decode::PlanOptions opt;
@@ -126,6 +127,7 @@ absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& l
   opt.merge = v.merge;
   opt.min_split_tokens = cfg_.min_split_tokens;
   if (cfg_.cap_grid) opt.max_grid_ctas = limits.slots();
+  if (graph_sized) opt.capacity_rows = buf_->max_rows;
   decode::PlanInput in{step_lengths_.data(), page_indptr_.data(),
                        static_cast<int32_t>(lengths_.size()), cfg_.shape};
   return decode::PlanDecode(in, limits, opt, plan);
@@ -162,55 +164,104 @@ absl::StatusOr<std::vector<RowResult>> KernelsBench::RunLine(const TraceLine& li
   return rows;
 }
 
+// Step-0 output of this variant (already in b.out) against the fused route's.
+absl::Status KernelsBench::CheckAgainstFused(const RouteVariant& v, RowResult* row) {
+  const int64_t n = int64_t{row->batch} * cfg_.shape.num_q_heads * cfg_.shape.head_dim;
+  std::vector<uint16_t> out(n);
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(out.data(), buf_->out, n * 2, cudaMemcpyDeviceToHost, stream_));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  if (fused_out_.empty() && v.route == decode::Route::kFused) fused_out_ = out;
+  if (fused_out_.empty()) return absl::OkStatus();
+  const bool bf = cfg_.dtype == decode::DType::kBFloat16;
+  double diff = std::max(0.0, row->max_diff_vs_fused);
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = bf ? ToFloat(BFloat16{out[i]}) : ToFloat(Half{out[i]});
+    const float c = bf ? ToFloat(BFloat16{fused_out_[i]}) : ToFloat(Half{fused_out_[i]});
+    diff = std::isnan(a) || std::isnan(c) ? INFINITY : std::max<double>(diff, std::fabs(a - c));
+  }
+  row->max_diff_vs_fused = diff;
+  return absl::OkStatus();
+}
+
+// Median GPU time of a CUDA graph holding the step's launches, captured once for a graph-sized
+// plan and replayed after uploading each step's plan (the upload is outside the events).
+absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& limits,
+                                     float scale, RowResult* row) {
+  Buffers& b = *buf_;
+  std::vector<DecodePlan> plans(cfg_.steps);
+  std::vector<int64_t> bytes(cfg_.steps);
+  for (int st = 0; st < cfg_.steps; ++st) {
+    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, true, &plans[st]));
+    PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
+    bytes[st] = decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st])
+                    .upload_bytes;
+  }
+  auto upload = [&](int st) {
+    return cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_);
+  };
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  const absl::Status launched =
+      decode::LaunchDecode(plans[0], b.layout, Tensors(), b.workspace, v.config, scale, stream_);
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph));
+  PKV_RETURN_IF_ERROR(launched);
+  PKV_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph, 0));
+  for (int st = cfg_.steps - 1; st >= 0; --st) {  // warm up; ends with step 0 for the check
+    PKV_CUDA_RETURN_IF_ERROR(upload(st));
+    PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
+  }
+  PKV_RETURN_IF_ERROR(CheckAgainstFused(v, row));
+  for (int it = 0; it < cfg_.iters; ++it) {
+    PKV_CUDA_RETURN_IF_ERROR(upload(it % cfg_.steps));
+    PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it], stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it + 1], stream_));
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  std::vector<double> t;
+  for (int it = 0; it < cfg_.iters; ++it) {
+    float ms = 0;
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, b.events[2 * it], b.events[2 * it + 1]));
+    t.push_back(ms * 1e3);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  row->graph_us = Percentile(t, 0.5);
+  return absl::OkStatus();
+}
+
 absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant& v,
                                       RowResult* row) {
   Buffers& b = *buf_;
   PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v.config));
   const float scale = 1.f / std::sqrt(static_cast<float>(cfg_.shape.head_dim));
   std::vector<DecodePlan> plans(cfg_.steps);
+  std::vector<int64_t> bytes(cfg_.steps);
   double kv_bytes = 0;
   for (int st = 0; st < cfg_.steps; ++st) {
-    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, &plans[st]));
+    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, false, &plans[st]));
     PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
-    decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st]);
+    bytes[st] = decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st])
+                    .upload_bytes;
     kv_bytes += static_cast<double>(plans[st].counters.kv_bytes) / cfg_.steps;
   }
-  auto run_step = [&](int st) -> absl::Status {
-    const auto lay = decode::LayoutWorkspace(b.capacity, cfg_.shape, nullptr, nullptr);
-    decode::WorkspaceLayout up = lay;
-    up.upload_bytes = lay.items + int64_t{sizeof(decode::WorkItem)} * plans[st].items.size();
-    PKV_RETURN_IF_ERROR(decode::UploadPlan(b.images[st], up, false, b.workspace, stream_));
-    return absl::OkStatus();
+  auto launch = [&](int st) -> absl::Status {
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.workspace, b.images[st], bytes[st],
+                                             cudaMemcpyHostToDevice, stream_));
+    return decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace, v.config, scale,
+                                stream_);
   };
-  // Warm-up, and the correctness cross-check of step 0 against the fused route.
-  for (int st = 0; st < std::min(cfg_.steps, 3); ++st) {
-    PKV_RETURN_IF_ERROR(run_step(st));
-    PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace,
-                                             v.config, scale, stream_));
-  }
-  PKV_RETURN_IF_ERROR(run_step(0));
-  PKV_RETURN_IF_ERROR(
-      decode::LaunchDecode(plans[0], b.layout, Tensors(), b.workspace, v.config, scale, stream_));
-  const int64_t out_elems = int64_t{row->batch} * cfg_.shape.num_q_heads * cfg_.shape.head_dim;
-  std::vector<uint16_t> out(out_elems);
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out.data(), b.out, out_elems * 2,
-                                           cudaMemcpyDeviceToHost, stream_));
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  if (fused_out_.empty() && v.route == decode::Route::kFused) fused_out_ = out;
-  if (!fused_out_.empty()) {
-    double diff = 0;
-    for (int64_t i = 0; i < out_elems; ++i) {
-      const bool bf = cfg_.dtype == decode::DType::kBFloat16;
-      const float a = bf ? ToFloat(BFloat16{out[i]}) : ToFloat(Half{out[i]});
-      const float c = bf ? ToFloat(BFloat16{fused_out_[i]}) : ToFloat(Half{fused_out_[i]});
-      diff = std::isnan(a) || std::isnan(c) ? INFINITY : std::max<double>(diff, std::fabs(a - c));
-    }
-    row->max_diff_vs_fused = diff;
-  }
+  // Warm-up, ending with step 0 for the correctness cross-check against the fused route.
+  for (int st = std::min(cfg_.steps, 3) - 1; st >= 0; --st) PKV_RETURN_IF_ERROR(launch(st));
+  PKV_RETURN_IF_ERROR(CheckAgainstFused(v, row));
   // GPU time: events around the launch only, L2 flushed before each iteration.
   for (int it = 0; it < cfg_.iters; ++it) {
     const int st = it % cfg_.steps;
-    PKV_RETURN_IF_ERROR(run_step(st));
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.workspace, b.images[st], bytes[st],
+                                             cudaMemcpyHostToDevice, stream_));
     PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it], stream_));
     PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace,
@@ -233,7 +284,7 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
     PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
     PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     const auto t0 = std::chrono::steady_clock::now();
-    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, &scratch));
+    PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, false, &scratch));
     const decode::WorkspaceLayout lay =
         decode::LayoutWorkspace(b.capacity, cfg_.shape, &scratch, image);
     PKV_RETURN_IF_ERROR(decode::UploadPlan(image, lay, false, b.workspace, stream_));
@@ -254,6 +305,15 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
   row->counters = plans[0].counters;
   row->counters.plan_us = Percentile(plan_us, 0.5);
   row->features = plans[0].features;
+  if (cfg_.graph && v.route != decode::Route::kBucketedExact) {
+    const absl::Status g = TimeGraph(v, limits, scale, row);
+    if (!g.ok()) {  // a graph problem must not cost the row its other measurements
+      std::fprintf(stderr, "# %s %s: graph timing failed: %s\n", line.name.c_str(),
+                   row->route.c_str(), std::string(g.message()).c_str());
+      row->graph_us = -1;
+      cudaGetLastError();
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -35,6 +35,8 @@ struct BenchConfig {
   int wall_iters = 20;
   int min_split_tokens = 128;
   int64_t flush_bytes = int64_t{256} << 20;
+  bool flush_write = false;  // L2 flush by writing instead of reading (see L2Flusher)
+  bool graph = true;         // also time CUDA-graph replays of graph-sized plans
   std::vector<RouteVariant> variants;
   int sm_count = 0;          // SMs the planner is told about
   bool cap_grid = false;     // fallback SM restriction: cap grids to sm_count * ctas_per_sm
@@ -49,6 +51,7 @@ struct RowResult {
   int max_len = 0;
   std::string route, variant;
   double gpu_us = 0, gpu_us_p10 = 0, gpu_us_p90 = 0, wall_us = 0;
+  double graph_us = 0;  // median GPU time of a CUDA-graph replay (graph-sized plan); 0: not run
   double kv_bytes = 0, gbps = 0, frac_bw = 0;
   decode::PlanCounters counters;  // of step 0 (plan_us: median over the wall iterations)
   decode::PlanFeatures features;
@@ -71,7 +74,10 @@ class KernelsBench {
   absl::Status RunVariant(const TraceLine& line, const RouteVariant& v, RowResult* row);
   absl::StatusOr<decode::DeviceLimits> LimitsFor(const decode::KernelConfig& c);
   absl::Status PlanStep(const RouteVariant& v, const decode::DeviceLimits& limits, int step,
-                        decode::DecodePlan* plan);
+                        bool graph_sized, decode::DecodePlan* plan);
+  absl::Status TimeGraph(const RouteVariant& v, const decode::DeviceLimits& limits, float scale,
+                         RowResult* row);
+  absl::Status CheckAgainstFused(const RouteVariant& v, RowResult* row);
   decode::DecodeTensors Tensors() const;
 
   BenchConfig cfg_;

@@ -28,9 +28,11 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
   std::vector<RouteVariant> out;
   for (absl::string_view cfg : absl::StrSplit(configs, ',', absl::SkipEmpty())) {
     decode::KernelConfig kc;
-    if (std::sscanf(std::string(cfg).c_str(), "w%ds%d", &kc.warps, &kc.stages) != 2) {
-      return absl::InvalidArgumentError(absl::StrCat("bad --configs entry '", cfg,
-                                                     "'; expected w<warps>s<stages>, e.g. w4s3"));
+    const int n = std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps, &kc.stages,
+                              &kc.l2_prefetch);
+    if (n < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad --configs entry '", cfg, "'; expected w<warps>s<stages>[p<prefetch>], e.g. w4s3"));
     }
     for (absl::string_view r : absl::StrSplit(routes, ',', absl::SkipEmpty())) {
       RouteVariant v;
@@ -55,6 +57,49 @@ bool Selected(const std::string& name, const std::string& filter) {
   return false;
 }
 
+// --plan_only: planner counters for every line and variant, no GPU needed (the device limits come
+// from --sm_count and --ctas_per_sm). With --paper_counters the workqueue is also planned at the
+// split route's chunk size, the comparison the paper's merge-traffic claim makes.
+absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cfg,
+                      const Flags& flags) {
+  decode::DeviceLimits limits{flags.Int("sm_count") > 0 ? flags.Int("sm_count") : 132,
+                              flags.Int("ctas_per_sm")};
+  std::printf("trace\troute\tvariant\tlaunches\titems\titems_nonempty\toccupancy\t"
+              "merge_bytes\tnum_merges\tplan_us\n");
+  decode::DecodePlan plan, split;
+  for (const TraceLine& line : lines) {
+    std::vector<int32_t> indptr(1, 0);
+    for (int32_t len : line.lengths) {
+      indptr.push_back(indptr.back() + (len + cfg.shape.page_size - 1) / cfg.shape.page_size);
+    }
+    decode::PlanInput in{line.lengths.data(), indptr.data(),
+                         static_cast<int32_t>(line.lengths.size()), cfg.shape};
+    for (const RouteVariant& v : cfg.variants) {
+      decode::PlanOptions opt;
+      opt.route = v.route;
+      opt.merge = v.merge;
+      opt.min_split_tokens = cfg.min_split_tokens;
+      std::string label = v.label;
+      if (flags.Int("paper_counters") != 0 && v.route == decode::Route::kWorkqueue) {
+        decode::PlanOptions sopt = opt;
+        sopt.route = decode::Route::kSplit;
+        PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits, sopt, &split));
+        int32_t chunk = 0;  // the split route's chunk: its first split's length
+        for (const auto& it : split.items) chunk = std::max(chunk, it.token_end - it.token_begin);
+        opt.workqueue_chunk_tokens = chunk;
+        label += "@split-chunk";
+      }
+      PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits, opt, &plan));
+      const auto& c = plan.counters;
+      std::printf("%s\t%s\t%s\t%d\t%d\t%d\t%.4f\t%lld\t%d\t%.2f\n", line.name.c_str(),
+                  std::string(decode::RouteName(v.route)).c_str(), label.c_str(), c.launches,
+                  c.items, c.items_nonempty, c.occupancy(),
+                  static_cast<long long>(c.merge_state_bytes), c.num_merges, c.plan_us);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const Flags& flags) {
   BenchConfig cfg;
   cfg.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
@@ -68,12 +113,18 @@ absl::Status Run(const Flags& flags) {
   cfg.wall_iters = std::max(1, flags.Int("wall_iters"));
   cfg.min_split_tokens = flags.Int("min_split");
   cfg.flush_bytes = int64_t{flags.Int("flush_mb")} << 20;
+  if (flags.Str("flush") != "read" && flags.Str("flush") != "write") {
+    return absl::InvalidArgumentError("--flush: supported read, write");
+  }
+  cfg.flush_write = flags.Str("flush") == "write";
+  cfg.graph = flags.Int("graph") != 0;
   PKV_ASSIGN_OR_RETURN(cfg.variants, ParseVariants(flags.Str("routes"), flags.Str("configs")));
   PKV_ASSIGN_OR_RETURN(std::vector<TraceLine> all, ReadTrace(flags.Str("trace")));
   std::vector<TraceLine> lines;
   for (auto& l : all) {
     if (Selected(l.name, flags.Str("lines"))) lines.push_back(std::move(l));
   }
+  if (flags.Int("plan_only") != 0) return PlanOnly(lines, cfg, flags);
   RunInfo info;
   if (!flags.Str("flashinfer").empty()) {
     PKV_ASSIGN_OR_RETURN(info.flashinfer_us, ReadFlashInferBest(flags.Str("flashinfer")));
@@ -86,8 +137,9 @@ absl::Status Run(const Flags& flags) {
               part->note().empty() ? "" : ", green context failed: ", part->note().c_str());
   PKV_ASSIGN_OR_RETURN(cfg.stream_gbps, MeasureStreamReadGBps(int64_t{flags.Int("bw_mb")} << 20,
                                                               20, part->stream()));
-  std::printf("# streaming-read bandwidth: %.1f GB/s over %d MiB\n", cfg.stream_gbps,
-              flags.Int("bw_mb"));
+  std::printf("# streaming-read bandwidth: %.1f GB/s over %d MiB; L2 flush: %s %d MiB\n",
+              cfg.stream_gbps, flags.Int("bw_mb"), flags.Str("flush").c_str(),
+              flags.Int("flush_mb"));
   if (flags.Int("floor") != 0) {
     PKV_ASSIGN_OR_RETURN(LaunchFloor fl, MeasureLaunchFloor(200, part->stream()));
     std::printf("# empty-launch floor (events): 1 kernel %.2f us, 2 dependent %.2f us; "
@@ -143,9 +195,14 @@ int KernelsMain(int argc, char** argv) {
                {"sm_count", "0"},
                {"min_split", "128"},
                {"flush_mb", "256"},
+               {"flush", "read"},
+               {"graph", "1"},
                {"bw_mb", "4096"},
                {"lines", ""},
-               {"floor", "1"}});
+               {"floor", "1"},
+               {"plan_only", "0"},
+               {"paper_counters", "0"},
+               {"ctas_per_sm", "2"}});
   absl::Status st = flags.Parse(argc, argv);
   if (!st.ok()) {
     std::fprintf(stderr, "pkv-bench kernels: %s\nflags:\n%s", std::string(st.message()).c_str(),

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/decode/decode_params.h"
 #include "kernels/decode/device_util.cuh"
@@ -236,7 +237,9 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
                           : 0;
     }
   };
-  auto issue = [&](int tile, int slot) {
+  // One copy of the loop per L2 prefetch hint (a run-time kernel variant), chosen once per tile.
+  auto issue_hinted = [&](int tile, int slot, auto hint) {
+    constexpr int kHint = decltype(hint)::value;
     const uint32_t kdst = ring + slot * 2 * tile_bytes, vdst = kdst + tile_bytes;
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
@@ -245,11 +248,26 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       const bool valid = pos < len;
       uint32_t page, in_page;
       p.page_div.DivMod(it.token_begin + pos, &page, &in_page);
-      const int64_t off = static_cast<int64_t>(pids[k]) * page_stride + head_off +
-                          static_cast<int64_t>(in_page) * kD + ld_chunk * 8;
+      const int64_t off = valid ? static_cast<int64_t>(pids[k]) * page_stride + head_off +
+                                      static_cast<int64_t>(in_page) * kD + ld_chunk * 8
+                                : 0;
       const uint32_t so = r * (kD * 2) + ((ld_chunk ^ (r & 7)) << 4);
-      CpAsync16(kdst + so, valid ? kc + off : kc, valid);
-      CpAsync16(vdst + so, valid ? vc + off : vc, valid);
+      if constexpr (kHint == 0) {
+        CpAsync16(kdst + so, kc + off, valid);
+        CpAsync16(vdst + so, vc + off, valid);
+      } else {
+        CpAsync16Prefetch<kHint>(kdst + so, kc + off, valid);
+        CpAsync16Prefetch<kHint>(vdst + so, vc + off, valid);
+      }
+    }
+  };
+  auto issue = [&](int tile, int slot) {
+    if (p.l2_prefetch == 256) {
+      issue_hinted(tile, slot, std::integral_constant<int, 256>());
+    } else if (p.l2_prefetch == 128) {
+      issue_hinted(tile, slot, std::integral_constant<int, 128>());
+    } else {
+      issue_hinted(tile, slot, std::integral_constant<int, 0>());
     }
   };
 

@@ -33,11 +33,12 @@ absl::StatusOr<internal::KernelPair> SelectKernels(int32_t head_dim, DType dtype
 }
 
 absl::Status ValidateConfig(const KernelConfig& c) {
-  if ((c.warps != 2 && c.warps != 4 && c.warps != 8) || c.stages < 2 || c.stages > kMaxStages) {
-    return absl::InvalidArgumentError(absl::StrCat("decode: kernel config warps=", c.warps,
-                                                   " stages=", c.stages,
-                                                   "; supported: warps 2, 4, 8 and stages 2..",
-                                                   kMaxStages));
+  if ((c.warps != 2 && c.warps != 4 && c.warps != 8) || c.stages < 2 || c.stages > kMaxStages ||
+      (c.l2_prefetch != 0 && c.l2_prefetch != 128 && c.l2_prefetch != 256)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "decode: kernel config warps=", c.warps, " stages=", c.stages, " l2_prefetch=",
+        c.l2_prefetch, "; supported: warps 2, 4, 8, stages 2..", kMaxStages,
+        ", l2_prefetch 0, 128, 256"));
   }
   return absl::OkStatus();
 }
@@ -132,6 +133,7 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
   p.scale_log2 = scale * static_cast<float>(M_LOG2E);
   p.stages = config.stages;
   p.merge_in_kernel = plan.merge == MergeMode::kInKernel ? 1 : 0;
+  p.l2_prefetch = config.l2_prefetch;
   const int64_t smem = AttentionSmemBytes(s.head_dim, config);
   for (const LaunchSpec& l : plan.launches) {
     if (l.grid <= 0) continue;

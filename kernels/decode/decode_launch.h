@@ -35,8 +35,9 @@ namespace pkv::decode {
 // Run-time variants of the attention kernel (no recompilation): the tile is warps * 16 tokens,
 // the shared-memory ring holds `stages` tiles of K and V.
 struct KernelConfig {
-  int32_t warps = 4;   // 2, 4 or 8
-  int32_t stages = 4;  // 2..kMaxStages
+  int32_t warps = 4;        // 2, 4 or 8
+  int32_t stages = 3;       // 2..kMaxStages
+  int32_t l2_prefetch = 0;  // L2 prefetch-size hint on the K/V copies: 0, 128 or 256 bytes
 };
 
 // The caller's tensors for one layer (device pointers).

@@ -52,6 +52,7 @@ struct DecodeParams {
   float scale_log2 = 0.f;  // softmax scale * log2(e)
   int32_t stages = 0;      // shared-memory ring depth (tiles in flight), 2..kMaxStages
   int32_t merge_in_kernel = 0;  // 1: the last split of a pair merges; 0: a merge launch does
+  int32_t l2_prefetch = 0;      // K/V loads' L2 prefetch-size hint in bytes: 0, 128 or 256
 };
 
 inline constexpr int kMaxStages = 8;

@@ -21,6 +21,21 @@ __device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, bool va
                "r"(src_bytes)
                : "memory");
 }
+// Same with an L2 prefetch-size hint (kBytes = 128 or 256): the L2 fetches the whole aligned
+// block on a miss, so the DRAM sees fewer, larger requests for the contiguous page runs.
+template <int kBytes>
+__device__ __forceinline__ void CpAsync16Prefetch(uint32_t dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  if constexpr (kBytes == 256) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  }
+}
 __device__ __forceinline__ void CpAsync4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }

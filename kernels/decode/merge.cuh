@@ -16,8 +16,9 @@ namespace pkv::decode::dev {
 
 constexpr float kLn2 = 0.6931471805599453f;
 
-// Bytes of shared memory MergePair needs.
-constexpr int kMergeSmemBytes = (kMaxSplitsPerPair * kMaxGroupSize + 2 * kMaxGroupSize) * 4;
+// Dynamic shared memory of the separate merge kernel (MergePair needs none; kept non-zero so the
+// launch never passes a zero-byte extern array).
+constexpr int kMergeSmemBytes = 16;
 
 // Writes 4 consecutive output elements (d..d+3) of query head kv_head*G + h of `row`, given the
 // normalised output and the head's LSE in log2 units (-inf: nothing was read).
@@ -29,61 +30,42 @@ __device__ __forceinline__ void WriteOutput(const DecodeParams& p, int row, int 
   if (d == 0 && p.lse != nullptr) p.lse[qh] = lse2 == NegInf() ? lse2 : lse2 * kLn2;
 }
 
-// Run by a whole CTA. `smem` holds at least kMergeSmemBytes; the caller synchronises before
-// reusing it. Reads the partials with ld.global.cg: other CTAs wrote them (L1 is not coherent).
+// Run by a whole CTA. Each thread owns 4 output elements of one head and folds the splits in with
+// an online (rescaling) log-sum-exp, so the loads of several splits are in flight at once (one
+// L2 round trip per 4 splits on the critical path of small cells). Reads the partials with
+// ld.global.cg: other CTAs wrote them and L1 is not coherent. An empty split's output is loaded
+// (it lies inside the workspace) but gets weight 0 and is never multiplied in. `smem` is unused;
+// kept so callers need not care which merge variant runs.
 template <int kD, typename T>
 __device__ void MergePair(const DecodeParams& p, int row, int kv_head, int first, int n,
-                          float* smem) {
+                          float* /*smem*/) {
   const int g = p.group;
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
-  float* sw = smem;                                  // [n][8]: lse, then weights
-  float* sm = smem + kMaxSplitsPerPair * kMaxGroupSize;  // [8] max lse per head
-  float* sl = sm + kMaxGroupSize;                        // [8] sum of weights per head
-  for (int idx = tid; idx < n * g; idx += nt) {
-    const int s = idx / g, h = idx - s * g;
-    sw[s * kMaxGroupSize + h] = __ldcg(p.partial_lse + static_cast<int64_t>(first + s) * g + h);
-  }
-  __syncthreads();
-  for (int h = warp; h < g; h += nt >> 5) {
-    float m = NegInf();
-    for (int s = lane; s < n; s += 32) m = fmaxf(m, sw[s * kMaxGroupSize + h]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float l = 0.f;
-    for (int s = lane; s < n; s += 32) {
-      const float x = sw[s * kMaxGroupSize + h];
-      const float w = m == NegInf() ? 0.f : Exp2(x - m);
-      sw[s * kMaxGroupSize + h] = w;
-      l += w;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (lane == 0) {
-      sm[h] = m;
-      sl[h] = l;
-    }
-  }
-  __syncthreads();
   constexpr int kVec = kD / 4;
-  for (int e = tid; e < g * kVec; e += nt) {
+  for (int e = threadIdx.x; e < g * kVec; e += blockDim.x) {
     const int h = e / kVec, d = (e - h * kVec) * 4;
+    const float* lse_p = p.partial_lse + static_cast<int64_t>(first) * g + h;
+    const float* o_p = p.partial_o + (static_cast<int64_t>(first) * g + h) * kD + d;
+    float m = NegInf(), l = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
     for (int s = 0; s < n; ++s) {
-      const float w = sw[s * kMaxGroupSize + h];
-      if (w > 0.f) {
-        const float4 o = __ldcg(reinterpret_cast<const float4*>(
-            p.partial_o + (static_cast<int64_t>(first + s) * g + h) * kD + d));
-        acc.x += w * o.x;
-        acc.y += w * o.y;
-        acc.z += w * o.z;
-        acc.w += w * o.w;
+      const float lse = __ldcg(lse_p + static_cast<int64_t>(s) * g);
+      const float4 o = __ldcg(reinterpret_cast<const float4*>(o_p + static_cast<int64_t>(s) * g * kD));
+      if (lse != NegInf()) {
+        const float m_new = fmaxf(m, lse);
+        const float a = Exp2(m - m_new);  // 0 while m is -inf
+        const float w = Exp2(lse - m_new);
+        acc.x = acc.x * a + w * o.x;
+        acc.y = acc.y * a + w * o.y;
+        acc.z = acc.z * a + w * o.z;
+        acc.w = acc.w * a + w * o.w;
+        l = l * a + w;
+        m = m_new;
       }
     }
-    const float l = sl[h];
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const float4 v = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    WriteOutput<kD, T>(p, row, kv_head, h, d, v, l > 0.f ? sm[h] + __log2f(l) : NegInf());
+    WriteOutput<kD, T>(p, row, kv_head, h, d, v, l > 0.f ? m + __log2f(l) : NegInf());
   }
 }
 

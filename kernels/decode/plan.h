@@ -70,6 +70,10 @@ struct PlanOptions {
   // Emulates a GPU with fewer SMs (limits.num_sms) when green contexts are unavailable: at most
   // num_sms * ctas_per_sm CTAs are ever resident.
   int32_t max_grid_ctas = 0;
+  // Workqueue only: when > 0, split rows into chunks of this many tokens (rounded up to pages)
+  // instead of choosing the chunk by the wave model. Used to compare counters with the split
+  // route at its own chunk size (the paper's merge-traffic comparison).
+  int32_t workqueue_chunk_tokens = 0;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;

@@ -16,10 +16,11 @@ int32_t NextPow2(int32_t x) {
   return p;
 }
 
-// Fixed cost of one work item expressed as KV bytes streamed in the same time: the pipeline
-// fill (one DRAM round trip, ~1 us) at the per-slot share of the bandwidth (~4.7 TB/s over 264
-// resident CTAs on an H200 is ~18 GB/s, so ~16 KB), plus the partial write and merge.
-constexpr int64_t kItemOverheadBytes = 16 * 1024;
+// Fixed cost of one wave of work items expressed as KV bytes one slot streams in the same time.
+// Measured on the H200 (bench/NOTES.md, run 1): a bucketed B=4 N=32k step took 162 us as four
+// waves of 1056 items and 144 us as one balanced wave, ~6 us per extra wave, while one slot
+// streams ~17 GB/s (4.5 TB/s over 264 resident CTAs): ~100 KB.
+constexpr int64_t kItemOverheadBytes = 96 * 1024;
 
 int32_t CapGrid(const PlanContext& ctx, int32_t grid) {
   return ctx.options.max_grid_ctas > 0 ? std::min(grid, ctx.options.max_grid_ctas) : grid;
@@ -79,14 +80,15 @@ void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
   if (m.count > 0 || ctx.graph_sized()) plan.launches.push_back(m);
 }
 
-// Rule: enough splits that pairs * S covers every resident slot once (one full wave), but no
-// split shorter than min_split_tokens of the row's power-of-two length bucket, and at most
-// max_splits. Example (H200, 132 SMs x 2 CTAs = 264 slots, H_kv = 8, page 16, min 128 tokens):
-// B = 1, N = 16384 -> 1024 pages, S_fill = ceil(264 / 8) = 33, S_len = 1024 / 8 = 128, S = 33,
-// chunk = ceil(1024 / 33) = 32 pages -> 32 splits of 512 tokens, 256 items.
+// Rule: as many splits as fit pairs * S into the resident slots once (one full wave: a second,
+// partial wave would double the step time), but no split shorter than min_split_tokens of the
+// row's power-of-two length bucket, and at most max_splits. Example (H200, 132 SMs x 2 CTAs =
+// 264 slots, H_kv = 8, page 16, min 128 tokens): B = 1, N = 16384 -> 1024 pages,
+// S_fill = floor(264 / 8) = 33, S_len = 1024 / 8 = 128, S = 33, chunk = ceil(1024 / 33) = 32
+// pages -> 32 splits of 512 tokens, 256 items; B = 4 -> S = floor(264 / 32) = 8, 256 items.
 int32_t ChooseSplitCount(const PlanContext& ctx, int64_t pairs, int32_t max_pages) {
   if (max_pages <= 1 || pairs <= 0) return 1;
-  const int64_t s_fill = CeilDiv(ctx.limits.slots(), pairs);
+  const int64_t s_fill = std::max<int64_t>(1, ctx.limits.slots() / pairs);
   const int64_t s_len = std::max<int64_t>(1, NextPow2(max_pages) / ctx.MinSplitPages());
   int64_t s = std::min({s_fill, s_len, int64_t{ctx.options.max_splits}, int64_t{max_pages}});
   s = std::max<int64_t>(s, 1);
@@ -181,7 +183,12 @@ void PlanWorkqueue(PlanContext& ctx) {
   const double overhead = kItemOverheadBytes / pair_page_bytes;
   int64_t best_chunk = std::max(max_pages, 1);
   double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead);
-  for (int32_t w = 1; w <= kMaxWaves && total_pages > 0; ++w) {
+  const bool fixed = ctx.options.workqueue_chunk_tokens > 0;
+  if (fixed) {
+    best_chunk = std::max<int64_t>(
+        1, CeilDiv(ctx.options.workqueue_chunk_tokens, ctx.page_size()));
+  }
+  for (int32_t w = 1; w <= kMaxWaves && total_pages > 0 && !fixed; ++w) {
     const int64_t target = int64_t{w} * ctx.limits.slots();
     const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
     const int64_t chunk = SmallestChunkFitting(ctx, lo, best_chunk, target);

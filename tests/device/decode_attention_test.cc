@@ -82,7 +82,7 @@ TEST_F(DecodeDeviceTest, HeadDimsDtypesAndGroups) {
         c.dtype = t;
         c.shape = KvShape{2 * g, 2, d, 16};
         c.lengths = RandomLengths(1 + rng_() % 4, 0, 2500);
-        if (d == 256) c.config = KernelConfig{2, 3};
+        if (d == 256) c.config = KernelConfig{2, 3, 0};
         c.route = g % 2 ? Route::kWorkqueue : Route::kSplit;
         c.q_scale = 1.f + (rng_() % 4);
         DecodeProblem prob(c, rng_);
@@ -132,7 +132,7 @@ TEST_F(DecodeDeviceTest, KernelConfigs) {
     DecodeProblem prob(c, rng_);
     for (int w : {2, 4, 8}) {
       for (int s : {2, 3, 4, 6}) {
-        c.config = KernelConfig{w, s};
+        c.config = KernelConfig{w, s, (w + s) % 3 == 0 ? 256 : (w + s) % 3 == 1 ? 128 : 0};
         if (AttentionSmemBytes(d, c.config) > 200 * 1024) continue;
         for (Route r : {Route::kWorkqueue, Route::kPersistent}) {
           c.route = r;
@@ -225,14 +225,15 @@ TEST_F(DecodeDeviceTest, SanitizerSubsetAllRoutes) {
   CheckAllRoutes(c);
   c.shape = KvShape{14, 2, 64, 7};
   c.dtype = DType::kBFloat16;
-  c.config = KernelConfig{2, 2};
+  c.config = KernelConfig{2, 2, 128};
   c.lengths = {33, 0, 129};
   CheckAllRoutes(c);
 }
 
 TEST_F(DecodeDeviceTest, RejectsUnsupportedShapesAndConfigs) {
-  EXPECT_FALSE(ConfigureDecodeKernels(KernelConfig{3, 4}).ok());
-  EXPECT_FALSE(ConfigureDecodeKernels(KernelConfig{4, 1}).ok());
+  EXPECT_FALSE(ConfigureDecodeKernels(KernelConfig{3, 4, 0}).ok());
+  EXPECT_FALSE(ConfigureDecodeKernels(KernelConfig{4, 1, 0}).ok());
+  EXPECT_FALSE(ConfigureDecodeKernels(KernelConfig{4, 3, 64}).ok());
   const auto bad = QueryDeviceLimits(0, KvShape{32, 8, 96, 16}, DType::kFloat16, {});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("supported"), absl::string_view::npos);
