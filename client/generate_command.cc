@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -121,14 +122,16 @@ void PrintSummary(const pkv::v1::Complete& complete, Clock::time_point start,
                   int logprob_count) {
   const bool got_tokens = first_token != Clock::time_point{};
   const uint32_t n = complete.completion_tokens();
-  // Decode rate after the first token: the first one also pays for the prefill.
-  const double decode_s = got_tokens ? Ms(end - first_token) / 1000.0 : 0.0;
-  const double rate = n > 1 && decode_s > 0 ? (n - 1) / decode_s : 0.0;
+  // Whole-stream rate: a decode-only rate is unreliable here because the router coalesces chunks
+  // for a slow reader, so several tokens can arrive in one message.
+  const double total_s = Ms(end - start) / 1000.0;
+  const double rate = total_s > 0 ? n / total_s : 0.0;
+  std::string finish = pkv::v1::FinishReason_Name(complete.finish_reason());
+  if (absl::StartsWith(finish, "FINISH_REASON_")) finish = finish.substr(14);
   std::string line = absl::StrCat(
       "\n[pkv] ttft ", got_tokens ? absl::StrFormat("%.1f ms", Ms(first_token - start)) : "-",
       " | ", absl::StrFormat("%.1f", rate), " tokens/s | ", n, " completion tokens (",
-      complete.prompt_tokens(), " prompt) | finish ",
-      pkv::v1::FinishReason_Name(complete.finish_reason()), " | worker ", complete.worker_id(),
+      complete.prompt_tokens(), " prompt) | finish ", finish, " | worker ", complete.worker_id(),
       " | request ", complete.request_id());
   if (complete.migrations() > 0) absl::StrAppend(&line, " | migrations ", complete.migrations());
   if (!complete.matched_stop().empty()) {

@@ -104,7 +104,9 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
   pkv::v1::WorkerGenerateResponse response;
   auto* accepted = response.mutable_accepted();
   accepted->set_worker_id(worker_id_);
+  // "Tokenizer" of the fake: a text prompt's ids are its bytes.
   for (uint32_t id : request->request().token_ids().ids()) accepted->add_prompt_token_ids(id);
+  for (unsigned char c : request->request().text()) accepted->add_prompt_token_ids(c);
   if (!writer->Write(response)) {
     ++cancelled_;
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");

@@ -145,6 +145,50 @@ TEST(RouterStreamTest, WorkerLostMidStreamEndsWithAbortedAndTokenCount) {
   EXPECT_EQ(h.MetricWhen(1, "pkv_router_requests_total", {{"code", "ABORTED"}}), 1);
 }
 
+TEST(RouterStreamTest, MigrationReplaysPromptAndEmittedTokensOnAnotherWorker) {
+  FakeWorker first("w-first"), second("w-second");
+  first.Start();
+  second.Start();
+  first.SetScript([](int) {
+    FakeScript s;
+    s.chunks = 3;
+    s.tokens_per_chunk = 2;
+    s.end = FakeScript::End::kFail;
+    return s;
+  });
+  second.SetRunning(50);  // the first placement goes to `first`
+  RouterOptions options = FastOptions({&first, &second});
+  options.max_migrations = 1;
+  RouterHarness h(options);
+  h.Start(2);
+  absl::SleepFor(absl::Milliseconds(150));  // a load poll reports second's 50 running
+  pkv::v1::GenerateRequest request = TokenRequest({}, 20);
+  request.set_text("hi!");  // the replay must carry the first worker's tokenization instead
+  const StreamResult r = h.Run(request);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  std::vector<uint32_t> expected = first.sent_tokens(0);
+  const std::vector<uint32_t> resumed = second.sent_tokens(0);
+  ASSERT_EQ(expected.size(), 6u);
+  expected.insert(expected.end(), resumed.begin(), resumed.end());
+  EXPECT_EQ(r.tokens, expected);  // nothing lost, nothing duplicated
+  ASSERT_TRUE(r.complete.has_value());
+  EXPECT_EQ(r.complete->migrations(), 1u);
+  EXPECT_EQ(r.complete->worker_id(), "w-second");
+  ASSERT_EQ(second.requests().size(), 1u);
+  const pkv::v1::WorkerGenerateRequest replay = second.requests()[0];
+  EXPECT_EQ(replay.migrations(), 1u);
+  EXPECT_EQ(
+      std::vector<uint32_t>(replay.resume_token_ids().begin(), replay.resume_token_ids().end()),
+      first.sent_tokens(0));
+  ASSERT_TRUE(replay.request().has_token_ids());
+  EXPECT_EQ(std::vector<uint32_t>(replay.request().token_ids().ids().begin(),
+                                  replay.request().token_ids().ids().end()),
+            std::vector<uint32_t>({'h', 'i', '!'}));
+  EXPECT_EQ(replay.request().request_id(), first.requests()[0].request().request_id());
+  EXPECT_EQ(replay.request().sampling().seed(), first.requests()[0].request().sampling().seed());
+  EXPECT_EQ(h.Metric("pkv_router_migrations_total"), 1);
+}
+
 TEST(RouterStreamTest, SilentWorkerAfterFirstTokenIsLost) {
   FakeWorker worker("w-hangs");
   worker.Start();
