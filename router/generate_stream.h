@@ -75,6 +75,11 @@ class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateRe
   void OnBackoffTimer();
   void HandleWorkerFailureLocked(WorkerCall* call, const grpc::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Before any chunk: retry elsewhere (lost / RESOURCE_EXHAUSTED) or finish with the status.
+  void FailBeforeFirstTokenLocked(const grpc::Status& status, bool lost)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After chunks: migrate when allowed, else ABORTED with the count of tokens sent.
+  void WorkerLostAfterTokensLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsLostWorker(const WorkerCall* call, const grpc::Status& status) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleRetryLocked(absl::Duration delay) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

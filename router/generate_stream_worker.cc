@@ -104,44 +104,49 @@ void GenerateStream::HandleWorkerFailureLocked(WorkerCall* call, const grpc::Sta
   last_error_ = grpc::Status(status.ok() ? grpc::StatusCode::UNAVAILABLE : status.error_code(),
                              absl::StrCat("worker ", worker, " ", what));
   if (!first_chunk_seen_) {
-    // Nothing reached the client: another worker can take the request transparently.
-    const bool retryable = lost || status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
-    const absl::Duration delay =
-        RetryBackoff(placements_, absl::Milliseconds(rc_.options->retry_backoff_ms),
-                     absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
-    const auto deadline = ctx_->deadline();
-    const bool time_left = deadline == std::chrono::system_clock::time_point::max() ||
-                           absl::FromChrono(deadline) > absl::Now() + delay;
-    if (retryable && placements_ < rc_.options->max_attempts && time_left) {
-      PKV_LOG(INFO) << "request " << request_.request_id() << ": " << last_error_.error_message()
-                    << " before the first token; re-placing (attempt " << placements_ + 1 << " of "
-                    << rc_.options->max_attempts << ")";
-      rc_.metrics->RecordFailover();
-      ScheduleRetryLocked(delay);
-      return;
-    }
-    if (!retryable) {
-      FailLocked(status);  // INVALID_ARGUMENT, INTERNAL, DEADLINE_EXCEEDED ... pass through
-      return;
-    }
-    const bool exhausted = status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
-    FailLocked(grpc::Status(
-        exhausted ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::UNAVAILABLE,
-        absl::StrCat("no worker could take the request after ", placements_,
-                     " placement(s); last: ", last_error_.error_message())));
-    if (exhausted) AddPushbackLocked();
+    FailBeforeFirstTokenLocked(status, lost);
+  } else if (lost) {
+    WorkerLostAfterTokensLocked();
+  } else {
+    FailLocked(status);  // INTERNAL, INVALID_ARGUMENT, ... after tokens: pass through
+  }
+}
+
+void GenerateStream::FailBeforeFirstTokenLocked(const grpc::Status& status, bool lost) {
+  // Nothing reached the client: another worker can take the request transparently.
+  const bool exhausted = status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  if (!lost && !exhausted) {
+    FailLocked(status);  // INVALID_ARGUMENT, INTERNAL, DEADLINE_EXCEEDED ... pass through
     return;
   }
-  if (!lost) {
-    FailLocked(status);
+  const absl::Duration delay =
+      RetryBackoff(placements_, absl::Milliseconds(rc_.options->retry_backoff_ms),
+                   absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
+  const auto deadline = ctx_->deadline();
+  const bool time_left = deadline == std::chrono::system_clock::time_point::max() ||
+                         absl::FromChrono(deadline) > absl::Now() + delay;
+  if (placements_ < rc_.options->max_attempts && time_left) {
+    PKV_LOG(INFO) << "request " << request_.request_id() << ": " << last_error_.error_message()
+                  << " before the first token; re-placing (attempt " << placements_ + 1 << " of "
+                  << rc_.options->max_attempts << ")";
+    rc_.metrics->RecordFailover();
+    ScheduleRetryLocked(delay);
     return;
   }
+  FailLocked(
+      grpc::Status(exhausted ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::UNAVAILABLE,
+                   absl::StrCat("no worker could take the request after ", placements_,
+                                " placement(s); last: ", last_error_.error_message())));
+  if (exhausted) AddPushbackLocked();
+}
+
+void GenerateStream::WorkerLostAfterTokensLocked() {
   if (migrations_ < rc_.options->max_migrations && !prompt_token_ids_.empty()) {
     ++migrations_;
     rc_.metrics->RecordMigration();
     PKV_LOG(INFO) << "request " << request_.request_id() << ": " << last_error_.error_message()
                   << " after " << emitted_token_ids_.size() << " tokens; migrating";
-    ScheduleRetryLocked(absl::ZeroDuration());
+    ScheduleRetryLocked(absl::ZeroDuration());  // StartAttempt builds the replay request
     return;
   }
   const uint64_t sent = out_.tokens_queued();

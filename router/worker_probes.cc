@@ -102,7 +102,7 @@ void WorkerRegistry::OnCheckDone(int w, const grpc::Status& status,
   Worker& worker = *workers_[w];
   bool fetch_model = false;
   bool was_healthy = false, is_healthy = false;
-  std::string why;
+  std::string why;  // set once per outage, when the worker stops counting as serving
   {
     absl::MutexLock lock(&mu_);
     worker.check_pending = false;
@@ -111,12 +111,15 @@ void WorkerRegistry::OnCheckDone(int w, const grpc::Status& status,
       worker.failed_checks = 0;
       worker.serving = true;
     } else if (status.ok()) {
-      why = absl::StrCat("health status ", HealthCheckResponse::ServingStatus_Name(serving));
+      if (worker.serving) {
+        why = absl::StrCat("health status ", HealthCheckResponse::ServingStatus_Name(serving));
+      }
       MarkNotServingLocked(worker);
-    } else if (++worker.failed_checks >= options_.unhealthy_threshold && worker.serving) {
-      why = absl::StrCat(worker.failed_checks,
-                         " failed health checks, last: ", status.error_message(), " (code ",
-                         status.error_code(), ")");
+    } else if (++worker.failed_checks == options_.unhealthy_threshold) {
+      // Also reached by a worker that never came up: say once why it is not being used.
+      why = absl::StrCat(worker.failed_checks, " failed health checks of '",
+                         options_.worker_health_service, "', last: ", status.error_message(),
+                         " (code ", status.error_code(), ")");
       MarkNotServingLocked(worker);
     }
     if (worker.serving && !worker.model.has_value() && !worker.model_pending) {
@@ -125,7 +128,7 @@ void WorkerRegistry::OnCheckDone(int w, const grpc::Status& status,
     is_healthy = HealthyLocked(worker);
   }
   if (fetch_model) FetchModelInfo(w);
-  if (was_healthy && !is_healthy) {
+  if (!why.empty()) {
     PKV_LOG(WARNING) << "worker " << worker.address << " unhealthy: " << why;
   }
   if (was_healthy != is_healthy) NotifyChange();
