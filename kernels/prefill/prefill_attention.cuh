@@ -1,0 +1,274 @@
+// The prefill-attention kernel template (see prefill_launch.h). Included only by the per-head-dim
+// instantiation files.
+//
+// Per CTA: tile = PrefillTile, q head h (blockIdx.x), kv head h / group.
+// Shared memory (T elements, XOR-swizzled in 16-byte chunks: chunk c of row r sits at chunk
+// c ^ (r % 8), so the 8 rows one ldmatrix phase reads hit 8 different bank groups):
+//   Q [kBlockM][D]   K [2][kBlockN][D]   V [2][kBlockN][D]
+// Per warp (16 query rows), registers: Q fragments [D/16][4], S [kBlockN/8][4], O [D/8][4] fp32,
+// row max m and partial row sum l for rows g and g + 8 (g = lane / 4) in log2 units.
+// Masking: key k is visible to query row r iff k <= start_pos + m_begin + r; rows past the
+// tile's queries compute garbage that is never stored. Key 0 is visible to every row, so the
+// running max is finite after the first key tile (no -inf - -inf).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/decode/device_util.cuh"
+#include "kernels/prefill/prefill_plan.h"
+
+namespace pkv::prefill::dev {
+
+using decode::dev::CpAsync16;
+using decode::dev::CpAsyncCommit;
+using decode::dev::CpAsyncWait;
+using decode::dev::Exp2;
+using decode::dev::Ldmatrix4;
+using decode::dev::Ldmatrix4Trans;
+using decode::dev::Mma16816;
+using decode::dev::PackPair;
+using decode::dev::SmemAddr;
+
+constexpr int kBlockM = kPrefillBlockM;
+constexpr int kBlockN = kPrefillBlockN;
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+static_assert(kBlockM == kWarps * 16, "each warp owns 16 query rows");
+
+struct PrefillParams {
+  const void* q;
+  const void* k_cache;
+  const void* v_cache;
+  const int32_t* page_ids;
+  const PrefillTile* tiles;
+  void* out;
+  int32_t num_q_heads;
+  int32_t num_kv_heads;
+  int32_t group;
+  int32_t page_size;
+  float scale_log2;  // softmax scale * log2(e)
+};
+
+template <int kD>
+constexpr int SmemElems() {
+  return (kBlockM + 4 * kBlockN) * kD;
+}
+
+// Element offset of 16-byte chunk c of row r in a swizzled [rows][kD] tile.
+template <int kD>
+__device__ __forceinline__ int Swz(int r, int c) {
+  return r * kD + ((c ^ (r & 7)) << 3);
+}
+
+// Issues the cp.async copies of keys [n0, n0 + kBlockN) of K and V into one stage; keys at or past
+// kv_end are zero-filled (never read from memory).
+template <typename T, int kD>
+__device__ __forceinline__ void LoadKvTile(const PrefillParams& p, const PrefillTile& tile, int kvh,
+                                           int n0, int kv_end, T* sk, T* sv) {
+  constexpr int kChunks = kD / 8;
+  const T* kc = static_cast<const T*>(p.k_cache);
+  const T* vc = static_cast<const T*>(p.v_cache);
+#pragma unroll
+  for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const int key = n0 + r;
+    const bool valid = key < kv_end;
+    int64_t off = 0;
+    if (valid) {
+      const int64_t page = p.page_ids[tile.page_base + key / p.page_size];
+      const int slot = key % p.page_size;
+      off = ((page * p.num_kv_heads + kvh) * p.page_size + slot) * kD + c * 8;
+    }
+    CpAsync16(SmemAddr(sk + Swz<kD>(r, c)), kc + off, valid);
+    CpAsync16(SmemAddr(sv + Swz<kD>(r, c)), vc + off, valid);
+  }
+}
+
+template <typename T, int kD>
+__device__ __forceinline__ void LoadQTile(const PrefillParams& p, const PrefillTile& tile, int h,
+                                          int m_rows, T* sq) {
+  constexpr int kChunks = kD / 8;
+  const T* q = static_cast<const T*>(p.q);
+#pragma unroll
+  for (int i = threadIdx.x; i < kBlockM * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool valid = r < m_rows;
+    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
+    const T* src = valid ? q + (token * p.num_q_heads + h) * kD + c * 8 : q;
+    CpAsync16(SmemAddr(sq + Swz<kD>(r, c)), src, valid);
+  }
+}
+
+// S = Q K^T for this warp's 16 rows and the stage's kBlockN keys.
+template <typename T, int kD>
+__device__ __forceinline__ void QkTile(const uint32_t (&qf)[kD / 16][4], const T* sk,
+                                       float (&s)[kBlockN / 8][4]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int n = 0; n < kBlockN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+#pragma unroll
+    for (int n = 0; n < kBlockN / 8; n += 2) {
+      // Matrices: (keys n*8.., chunk 2kk), (n*8.., 2kk+1), (n*8+8.., 2kk), (n*8+8.., 2kk+1).
+      const int key = n * 8 + (lane & 7) + ((lane >> 4) << 3);
+      const int chunk = kk * 2 + ((lane >> 3) & 1);
+      uint32_t b[4];
+      Ldmatrix4(b, SmemAddr(sk + Swz<kD>(key, chunk)));
+      Mma16816<T>(s[n], qf[kk], b[0], b[1]);
+      Mma16816<T>(s[n + 1], qf[kk], b[2], b[3]);
+    }
+  }
+}
+
+// O += P V with P taken from the S accumulators (the C layout of two n8 tiles is the A layout of
+// one k16 chunk).
+template <typename T, int kD>
+__device__ __forceinline__ void PvTile(const float (&s)[kBlockN / 8][4], const T* sv,
+                                       float (&o)[kD / 8][4]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kc = 0; kc < kBlockN / 16; ++kc) {
+    uint32_t a[4];
+    a[0] = PackPair<T>(s[2 * kc][0], s[2 * kc][1]);
+    a[1] = PackPair<T>(s[2 * kc][2], s[2 * kc][3]);
+    a[2] = PackPair<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]);
+    a[3] = PackPair<T>(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+#pragma unroll
+    for (int dn = 0; dn < kD / 8; dn += 2) {
+      // Matrices (transposed): (keys kc*16.., chunk dn), (kc*16+8.., dn), (kc*16.., dn+1),
+      // (kc*16+8.., dn+1).
+      const int key = kc * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+      const int chunk = dn + (lane >> 4);
+      uint32_t b[4];
+      Ldmatrix4Trans(b, SmemAddr(sv + Swz<kD>(key, chunk)));
+      Mma16816<T>(o[dn], a, b[0], b[1]);
+      Mma16816<T>(o[dn + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// Scales S to log2 units, masks invisible keys, updates the running max / sum and rescales O;
+// leaves P = 2^(S - m) in s.
+template <int kD>
+__device__ __forceinline__ void OnlineSoftmax(float (&s)[kBlockN / 8][4], float (&o)[kD / 8][4],
+                                              float (&m)[2], float (&l)[2], float scale_log2,
+                                              bool mask, int n0, int q_pos_row0, int kv_end) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int n = 0; n < kBlockN / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float v = s[n][e] * scale_log2;
+      if (mask) {
+        const int key = n0 + n * 8 + 2 * (lane & 3) + (e & 1);
+        const int qpos = q_pos_row0 + (lane >> 2) + (e >> 1) * 8;
+        if (key > qpos || key >= kv_end) v = -INFINITY;
+      }
+      s[n][e] = v;
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // rows g and g + 8
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < kBlockN / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[h], mx);
+    const float alpha = Exp2(m[h] - m_new);  // m[h] = -inf on the first tile: alpha = 0
+    m[h] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int n = 0; n < kBlockN / 8; ++n) {
+      s[n][2 * h] = Exp2(s[n][2 * h] - m_new);
+      s[n][2 * h + 1] = Exp2(s[n][2 * h + 1] - m_new);
+      sum += s[n][2 * h] + s[n][2 * h + 1];
+    }
+    l[h] = l[h] * alpha + sum;  // this lane's partial sum; the quad is summed at the end
+#pragma unroll
+    for (int dn = 0; dn < kD / 8; ++dn) {
+      o[dn][2 * h] *= alpha;
+      o[dn][2 * h + 1] *= alpha;
+    }
+  }
+}
+
+template <typename T, int kD>
+__device__ __forceinline__ void StoreOutput(const PrefillParams& p, const PrefillTile& tile, int h,
+                                            int m_rows, float (&o)[kD / 8][4], float (&l)[2]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    float sum = l[hh];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;
+    const int r = warp * 16 + (lane >> 2) + hh * 8;
+    if (r >= m_rows) continue;
+    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
+    T* dst = static_cast<T*>(p.out) + (token * p.num_q_heads + h) * kD + 2 * (lane & 3);
+#pragma unroll
+    for (int dn = 0; dn < kD / 8; ++dn) {
+      *reinterpret_cast<uint32_t*>(dst + dn * 8) =
+          PackPair<T>(o[dn][2 * hh] * inv, o[dn][2 * hh + 1] * inv);
+    }
+  }
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const PrefillParams p) {
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  T* sq = reinterpret_cast<T*>(smem_raw);
+  T* sk = sq + kBlockM * kD;       // [2][kBlockN][kD]
+  T* sv = sk + 2 * kBlockN * kD;   // [2][kBlockN][kD]
+  const PrefillTile tile = p.tiles[blockIdx.y];
+  const int h = blockIdx.x;
+  const int kvh = h / p.group;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int m_rows = min(kBlockM, tile.num_tokens - tile.m_begin);
+  const int q_pos0 = tile.start_pos + tile.m_begin;  // position of the tile's first query
+  const int kv_end = q_pos0 + m_rows;                // keys [0, kv_end) are visible to some row
+  const int num_n_tiles = (kv_end + kBlockN - 1) / kBlockN;
+
+  LoadQTile<T, kD>(p, tile, h, m_rows, sq);
+  LoadKvTile<T, kD>(p, tile, kvh, 0, kv_end, sk, sv);
+  CpAsyncCommit();
+
+  uint32_t qf[kD / 16][4];
+  float o[kD / 8][4];
+#pragma unroll
+  for (int dn = 0; dn < kD / 8; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  const int q_pos_row0 = q_pos0 + warp * 16;  // position of this warp's first row
+
+  for (int j = 0; j < num_n_tiles; ++j) {
+    const int stage = j & 1;
+    if (j + 1 < num_n_tiles) {
+      LoadKvTile<T, kD>(p, tile, kvh, (j + 1) * kBlockN, kv_end, sk + (stage ^ 1) * kBlockN * kD,
+                        sv + (stage ^ 1) * kBlockN * kD);
+    }
+    CpAsyncCommit();  // possibly empty: keeps "all but the newest group" meaning tile j
+    CpAsyncWait<1>();
+    __syncthreads();
+    if (j == 0) {
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; ++kk) {
+        Ldmatrix4(qf[kk], SmemAddr(sq + Swz<kD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4))));
+      }
+    }
+    const int n0 = j * kBlockN;
+    float s[kBlockN / 8][4];
+    QkTile<T, kD>(qf, sk + stage * kBlockN * kD, s);
+    const bool mask = n0 + kBlockN - 1 > q_pos_row0 || n0 + kBlockN > kv_end;
+    OnlineSoftmax<kD>(s, o, m, l, p.scale_log2, mask, n0, q_pos_row0, kv_end);
+    PvTile<T, kD>(s, sv + stage * kBlockN * kD, o);
+    __syncthreads();  // the stage is refilled by iteration j + 1's prefetch
+  }
+  StoreOutput<T, kD>(p, tile, h, m_rows, o, l);
+}
+
+}  // namespace pkv::prefill::dev

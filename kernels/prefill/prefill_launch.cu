@@ -1,0 +1,90 @@
+// Launcher of the prefill-attention kernel and its one run-time -> compile-time dispatch.
+#include "kernels/prefill/prefill_launch.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "kernels/prefill/prefill_attention.cuh"
+#include "kernels/prefill/prefill_kernel_table.h"
+
+namespace pkv::prefill {
+namespace {
+
+constexpr int kHeadDims[] = {64, 128};
+constexpr DType kDTypes[] = {DType::kFloat16, DType::kBFloat16};
+
+absl::StatusOr<const void*> SelectKernel(int32_t head_dim, DType dtype) {
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
+    return absl::InvalidArgumentError("prefill: unsupported dtype; supported: fp16, bf16");
+  }
+  switch (head_dim) {
+    case 64: return internal::PrefillKernelD64(dtype);
+    case 128: return internal::PrefillKernelD128(dtype);
+    default: break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("prefill: head_dim ", head_dim, " is not compiled; supported: 64, 128"));
+}
+
+}  // namespace
+
+bool PrefillHeadDimSupported(int32_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+int64_t PrefillSmemBytes(int32_t head_dim) {
+  return int64_t{dev::kBlockM + 4 * dev::kBlockN} * head_dim * 2;
+}
+
+absl::Status ConfigurePrefillKernels() {
+  for (int d : kHeadDims) {
+    for (DType t : kDTypes) {
+      PKV_ASSIGN_OR_RETURN(const void* k, SelectKernel(d, t));
+      PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+          k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrefillSmemBytes(d))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
+  PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype));
+  if (a.num_kv_heads <= 0 || a.num_q_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("prefill: H_q ", a.num_q_heads,
+                                                   " is not a multiple of H_kv ", a.num_kv_heads));
+  }
+  if (a.page_size < 1 || a.page_size > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill: page_size ", a.page_size, " is not in [1, 1024]"));
+  }
+  if (a.q == nullptr || a.k_cache == nullptr || a.v_cache == nullptr || a.page_ids == nullptr ||
+      a.tiles == nullptr || a.out == nullptr) {
+    return absl::InvalidArgumentError("prefill: null tensor pointer");
+  }
+  if (a.num_tiles <= 0) return absl::OkStatus();
+  if (a.num_tiles > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill: ", a.num_tiles, " query tiles exceed the grid limit 65535"));
+  }
+  dev::PrefillParams p;
+  p.q = a.q;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.page_ids = a.page_ids;
+  p.tiles = a.tiles;
+  p.out = a.out;
+  p.num_q_heads = a.num_q_heads;
+  p.num_kv_heads = a.num_kv_heads;
+  p.group = a.num_q_heads / a.num_kv_heads;
+  p.page_size = a.page_size;
+  p.scale_log2 = a.scale * static_cast<float>(M_LOG2E);
+  void* args[] = {&p};
+  // x = q head (the G heads sharing a KV head run side by side and share its tiles in L2),
+  // y = tile (heaviest first).
+  PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, dim3(a.num_q_heads, a.num_tiles),
+                                            dim3(dev::kThreads), args,
+                                            PrefillSmemBytes(a.head_dim), stream));
+  return absl::OkStatus();
+}
+
+}  // namespace pkv::prefill
