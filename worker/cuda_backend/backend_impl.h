@@ -1,0 +1,104 @@
+// CudaModelBackend's state and step machinery (internal to worker/cuda_backend): the buffers, the
+// per-step device view of the staging image (DeviceStep), and the enqueue functions shared by the
+// eager path and CUDA-graph capture. cuda_backend.cc builds it and runs steps; forward.cc
+// enqueues the forward pass and sampling.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "kernels/model/sampling_types.h"
+#include "kernels/prefill/prefill_plan.h"
+#include "worker/cuda_backend/cuda_backend.h"
+#include "worker/cuda_backend/decode_attention.h"
+#include "worker/cuda_backend/device_buffer.h"
+#include "worker/cuda_backend/device_weights.h"
+#include "worker/cuda_backend/gemm.h"
+#include "worker/cuda_backend/graph_cache.h"
+#include "worker/cuda_backend/step_builder.h"
+#include "worker/model/model_config.h"
+
+namespace pkv {
+
+// Device pointers into the staging buffer for one step, and the step's launch dimensions.
+struct DeviceStep {
+  int32_t tokens = 0;         // T rows of every activation (padded to the bucket for graphs)
+  int32_t decode_tokens = 0;  // tokens [0, decode_tokens) belong to decode rows
+  int32_t logit_rows = 0;     // rows of the final norm, LM head and sampling grid
+  int32_t num_tiles = 0;      // prefill-kernel tiles
+  const int32_t* header = nullptr;  // [kHeaderInts]; header[2] = rows to sample
+  const int32_t* token_ids = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* kv_slots = nullptr;
+  const int32_t* token_page_base = nullptr;
+  const int32_t* sample_token = nullptr;
+  const gpu::SampleRowParams* sample_params = nullptr;
+  const prefill::PrefillTile* tiles = nullptr;
+  const int32_t* page_ids = nullptr;
+};
+
+class CudaModelBackend::Impl {
+ public:
+  ~Impl();
+
+  // forward.cc: everything from the embedding to the logits of the step's logit rows.
+  absl::Status EnqueueForward(const DeviceStep& s);
+  absl::Status EnqueueSample(const DeviceStep& s);
+  absl::Status EnqueueAttention(int layer, const DeviceStep& s);
+  absl::Status EnqueueGenericAttention(int layer, const DeviceStep& s, int32_t first,
+                                       int32_t count);
+
+  // cuda_backend.cc: host half of a step.
+  absl::Status Prepare(absl::Span<const BatchRow> rows, bool need_params, bool allow_graph,
+                       DeviceStep* s);
+  absl::Status Run(const DeviceStep& s, bool sample);
+  absl::Status CollectSamples(std::vector<SampleResult>* samples);
+  void FillStats(absl::Span<const BatchRow> rows, StepStats* stats) const;
+
+  ModelConfig config;
+  CudaBackendOptions options;
+  int64_t num_kv_pages = 0;
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cuda_backend::DeviceWeights weights;
+  std::unique_ptr<cuda_backend::Gemm> gemm;
+  std::unique_ptr<cuda_backend::DecodeAttention> decode;  // null: decode rows use the generic kernel
+  bool prefill_tensor_cores = false;  // prefill rows use the mma.sync kernel
+  float softmax_scale = 1.f;
+
+  cuda_backend::DeviceBuffer kv_pool;   // [L][K|V][num_pages][H_kv][page_size][D] dtype
+  std::vector<void*> k_cache, v_cache;  // [L] per-layer bases into kv_pool
+  cuda_backend::DeviceBuffer inv_freq;  // double [D / 2]
+
+  // Activations for max_step_tokens tokens (T) and max_rows rows (R).
+  cuda_backend::DeviceBuffer x;         // float [T][hidden] residual stream
+  cuda_backend::DeviceBuffer xn;        // dtype [T][hidden] normed block input
+  cuda_backend::DeviceBuffer qkv;       // float [T][(H_q + 2 H_kv) D]
+  cuda_backend::DeviceBuffer q;         // dtype [T][H_q][D] rotated queries
+  cuda_backend::DeviceBuffer attn;      // dtype [T][H_q][D]
+  cuda_backend::DeviceBuffer delta;     // dtype [T][hidden] o / down projection output
+  cuda_backend::DeviceBuffer gate_up;   // dtype [T][2 I]
+  cuda_backend::DeviceBuffer act;       // dtype [T][I]
+  cuda_backend::DeviceBuffer final_xn;  // dtype [R][hidden]
+  cuda_backend::DeviceBuffer logits;    // float [R][V]
+  cuda_backend::DeviceBuffer results;   // SampleRowResult [R]
+  cuda_backend::DeviceBuffer top;       // TopLogprob [R][kMaxTopLogprobs]
+  cuda_backend::DeviceBuffer staging;   // the staging image on the device
+  cuda_backend::PinnedBuffer staging_host, results_host, top_host;
+
+  std::unique_ptr<cuda_backend::StepBuilder> builder;
+  cuda_backend::StepHost host;
+  std::vector<int32_t> buckets;
+  cuda_backend::GraphCache graphs;
+  absl::flat_hash_set<uint64_t> warm;  // graph keys run eagerly once (capture on the next use)
+  absl::flat_hash_set<uint64_t> uncapturable;  // keys whose capture failed: stay eager
+  StepTiming timing;
+  int32_t current_bucket = 0;
+};
+
+}  // namespace pkv

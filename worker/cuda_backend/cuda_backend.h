@@ -1,0 +1,101 @@
+// The CUDA model backend: the Llama-family forward pass of worker/model/cpu_backend.h on one GPU,
+// with the CPU backend as its oracle.
+//
+// Per step (ModelBackend::Step):
+//   host: StepBuilder validates the batch and writes the staging image (token ids, positions, KV
+//         slots, block tables, prefill tiles, sampling parameters) into pinned memory; the decode
+//         engine plans the decode rows (graph-sized for the batch bucket);
+//   GPU:  one H2D copy of the image (+ the plan's), then
+//         embed+norm -> per layer { QKV GEMM (fused weights, fp32 out) -> bias / q-k norm / RoPE
+//         + K/V page write -> attention (decode rows: kernels/decode; prefill rows: the mma.sync
+//         prefill kernel; head dims without tensor-core kernels: the generic kernel) -> o GEMM ->
+//         residual add + RMSNorm -> gate/up GEMM -> SiLU*mul -> down GEMM -> residual add +
+//         RMSNorm (the last layer: final norm of the sampled tokens only) } -> LM head (fp32
+//         logits of sampled rows) -> sampling kernel;
+//   back: one D2H copy of the chosen ids (+ log-probabilities when asked), one stream sync.
+// Decode-only steps pad to a batch bucket (1, 2, 4, ..., 256, max_rows) and replay that bucket's
+// CUDA graph (captured on the bucket's second use, after one eager warm-up run); the host work of
+// the step (validation, staging, planning) happens before the replay is enqueued and its time is
+// reported by last_timing(). Mixed and prefill steps run eagerly. Nothing is allocated after
+// start-up and the only synchronisation is the wait for the sampled ids.
+//
+// Memory: weights (device_weights.h), activations for max_step_tokens tokens and max_rows rows,
+// decode workspaces per bucket, then the KV pool: num_kv_pages if given, else
+// kv_memory_fraction of the free memory left.
+// Thread-safety: not thread-safe (ModelBackend contract); owns its CUDA stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/model/model_backend.h"
+
+namespace pkv {
+
+struct CudaBackendOptions {
+  int32_t page_size = 16;
+  int64_t num_kv_pages = 0;         // 0: kv_memory_fraction of the free memory after the rest
+  double kv_memory_fraction = 0.9;  // in (0, 1]
+  int32_t max_step_tokens = 8192;   // tokens one Step() may feed (activation buffers)
+  int32_t max_rows = 256;           // rows one Step() may hold
+  bool cuda_graphs = true;          // replay decode-only steps from per-bucket CUDA graphs
+  int device = 0;
+  std::string dtype = "auto";       // auto | bfloat16 | float16
+  // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
+  // generic: the generic kernel for every row (a debugging and testing aid).
+  std::string attention = "auto";
+};
+
+// Host-side timing of the last Step(), in microseconds.
+struct StepTiming {
+  double prep_us = 0;    // validation, staging, planning, uploads enqueued
+  double launch_us = 0;  // enqueueing the forward pass (a graph launch, or every kernel)
+  double wait_us = 0;    // until the sampled ids are back on the host
+  double post_us = 0;    // unpacking results and statistics
+  bool graph = false;    // replayed a CUDA graph
+  int32_t bucket = 0;    // the batch bucket (0: eager, unpadded)
+  double host_us() const { return prep_us + launch_us + post_us; }
+};
+
+class CudaModelBackend : public ModelBackend {
+ public:
+  // Loads <model_dir> (config.json, generation_config.json, safetensors) onto the GPU.
+  static absl::StatusOr<std::unique_ptr<CudaModelBackend>> Load(const std::string& model_dir,
+                                                                const CudaBackendOptions& options);
+  ~CudaModelBackend() override;
+
+  const ModelConfig& config() const override;
+  int32_t page_size() const override;
+  int64_t num_kv_pages() const override;
+  std::string backend_name() const override { return "cuda"; }
+  std::string dtype_name() const override;
+
+  absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
+                    StepStats* stats) override;
+  absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits) override;
+
+  const StepTiming& last_timing() const;
+  // Bytes of weights a decode step reads, and KV bytes per cached token (all layers, K and V).
+  int64_t weight_read_bytes() const;
+  int64_t kv_bytes_per_token() const;
+  cudaStream_t stream() const;
+
+  class Impl;
+
+ private:
+  explicit CudaModelBackend(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether a CUDA device is present and usable (for --backend=auto).
+bool CudaDeviceUsable();
+
+absl::StatusOr<std::unique_ptr<ModelBackend>> LoadCudaBackend(const std::string& model_dir,
+                                                              const CudaBackendOptions& options);
+
+}  // namespace pkv

@@ -1,0 +1,110 @@
+#include "worker/cuda_backend/decode_attention.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+
+namespace pkv::cuda_backend {
+
+decode::Route ChooseDecodeRoute(const int32_t* lengths, int32_t num_rows) {
+  (void)lengths;
+  (void)num_rows;
+  return decode::PlanOptions{}.route;
+}
+
+bool DecodeAttention::Supports(const KvShape& shape) { return decode::ValidateShape(shape).ok(); }
+
+absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
+    const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device) {
+  PKV_RETURN_IF_ERROR(decode::ValidateShape(shape));
+  std::unique_ptr<DecodeAttention> d(new DecodeAttention());
+  d->shape_ = shape;
+  d->dtype_ = dtype;
+  PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->config_));
+  PKV_ASSIGN_OR_RETURN(d->limits_, decode::QueryDeviceLimits(device, shape, dtype, d->config_));
+  for (int32_t rows : buckets) {
+    Bucket b;
+    b.rows = rows;
+    decode::PlanOptions options;
+    options.capacity_rows = rows;
+    b.caps = decode::CapacityFor(rows, shape, d->limits_, options);
+    const decode::WorkspaceLayout layout = decode::LayoutWorkspace(b.caps, shape, nullptr, nullptr);
+    PKV_ASSIGN_OR_RETURN(b.workspace, DeviceBuffer::Allocate(layout.total_bytes));
+    PKV_ASSIGN_OR_RETURN(b.image, PinnedBuffer::Allocate(layout.partial_lse));
+    // The merge tickets must start at zero; the kernels leave them at zero after every launch.
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemset(b.workspace.bytes_ptr() + layout.counters, 0, layout.counters_bytes));
+    d->buckets_.push_back(std::move(b));
+  }
+  return d;
+}
+
+absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* page_indptr,
+                                      int32_t num_rows, int32_t bucket, cudaStream_t stream) {
+  current_ = nullptr;
+  for (const Bucket& b : buckets_) {
+    if (b.rows == bucket) current_ = &b;
+  }
+  if (current_ == nullptr || num_rows > bucket) {
+    return absl::InternalError(
+        absl::StrCat("decode attention: no workspace for ", num_rows, " rows in bucket ", bucket));
+  }
+  decode::PlanInput in;
+  in.lengths = lengths;
+  in.page_indptr = page_indptr;
+  in.num_rows = num_rows;
+  in.shape = shape_;
+  decode::PlanOptions options;
+  options.route = ChooseDecodeRoute(lengths, num_rows);
+  options.capacity_rows = bucket;
+  PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits_, options, &plan_));
+  PKV_RETURN_IF_ERROR(decode::CheckFits(plan_, current_->caps));
+  layout_ = decode::LayoutWorkspace(current_->caps, shape_, &plan_, current_->image.bytes_ptr());
+  // Only the plan's own bytes travel; the header carries the counts the graph-sized kernels read.
+  return decode::UploadPlan(current_->image.bytes_ptr(), layout_, /*graph_sized=*/false,
+                            current_->workspace.get(), stream);
+}
+
+absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const void* v_cache,
+                                     const int32_t* page_ids, void* out, float scale,
+                                     cudaStream_t stream) const {
+  if (current_ == nullptr) return absl::InternalError("decode attention: no prepared plan");
+  decode::DecodeTensors t;
+  t.dtype = dtype_;
+  t.q = q;
+  t.k_cache = k_cache;
+  t.v_cache = v_cache;
+  t.page_ids = page_ids;
+  t.out = out;
+  t.lse = nullptr;
+  return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), config_, scale,
+                              stream);
+}
+
+uint64_t DecodeAttention::LaunchSignature() const {
+  // FNV-1a over what the captured launches bake in: route, merge mode and each launch's kind,
+  // first item, grid and persistence (counts come from the workspace header).
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](int64_t v) {
+    h ^= static_cast<uint64_t>(v);
+    h *= 1099511628211ull;
+  };
+  mix(static_cast<int64_t>(plan_.route));
+  mix(static_cast<int64_t>(plan_.merge));
+  mix(plan_.graph_sized ? 1 : 0);
+  for (const decode::LaunchSpec& l : plan_.launches) {
+    mix(static_cast<int64_t>(l.kind));
+    mix(l.first);
+    mix(l.grid);
+    mix(l.persistent ? 1 : 0);
+  }
+  return h;
+}
+
+int64_t DecodeAttention::workspace_bytes() const {
+  int64_t total = 0;
+  for (const Bucket& b : buckets_) total += b.workspace.bytes() + b.image.bytes();
+  return total;
+}
+
+}  // namespace pkv::cuda_backend

@@ -1,0 +1,187 @@
+#include "worker/cuda_backend/device_weights.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "kernels/common/float16.h"
+#include "worker/model/llama_weights.h"
+
+namespace pkv::cuda_backend {
+namespace {
+
+constexpr int64_t kArenaAlign = 256;
+constexpr int64_t kStagingBytes = int64_t{32} << 20;  // per pinned staging buffer
+
+// One destination region of the arena: the concatenation of `sources`, converted to float32
+// (`f32`) or to the compute dtype; *dst receives its device address.
+struct Piece {
+  std::vector<std::string> sources;
+  bool f32 = false;
+  const void** dst = nullptr;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+void AddLayerPieces(const ModelConfig& c, int i, LayerWeights* l, std::vector<Piece>* out) {
+  const std::string p = absl::StrCat("model.layers.", i, ".");
+  const std::string a = p + "self_attn.", m = p + "mlp.";
+  auto add = [&](std::vector<std::string> src, bool f32, const void** dst) {
+    out->push_back(Piece{std::move(src), f32, dst});
+  };
+  add({p + "input_layernorm.weight"}, true, reinterpret_cast<const void**>(&l->input_norm));
+  add({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, false, &l->qkv);
+  if (c.attention_bias) {
+    add({a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"}, true,
+        reinterpret_cast<const void**>(&l->qkv_bias));
+  }
+  add({a + "o_proj.weight"}, false, &l->o);
+  if (c.o_proj_bias) add({a + "o_proj.bias"}, true, reinterpret_cast<const void**>(&l->o_bias));
+  if (c.qk_norm) {
+    add({a + "q_norm.weight"}, true, reinterpret_cast<const void**>(&l->q_norm));
+    add({a + "k_norm.weight"}, true, reinterpret_cast<const void**>(&l->k_norm));
+  }
+  add({p + "post_attention_layernorm.weight"}, true, reinterpret_cast<const void**>(&l->post_norm));
+  add({m + "gate_proj.weight", m + "up_proj.weight"}, false, &l->gate_up);
+  add({m + "down_proj.weight"}, false, &l->down);
+}
+
+// Converts n elements from `src` (dtype `from`) into `dst` (float32, or the 16-bit `to`).
+void ConvertChunk(const uint8_t* src, DType from, int64_t n, bool to_f32, decode::DType to,
+                  uint8_t* dst) {
+  const bool to_bf16 = !to_f32 && to == decode::DType::kBFloat16;
+  const DType target = to_f32 ? DType::kF32 : (to_bf16 ? DType::kBF16 : DType::kF16);
+  if (from == target) {
+    std::memcpy(dst, src, n * DTypeSize(from));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    if (from == DType::kF32) {
+      std::memcpy(&v, src + 4 * i, 4);
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, src + 2 * i, 2);
+      v = from == DType::kBF16 ? ToFloat(BFloat16{bits}) : ToFloat(Half{bits});
+    }
+    if (to_f32) {
+      std::memcpy(dst + 4 * i, &v, 4);
+    } else {
+      const uint16_t out = to_bf16 ? ToBFloat16(v).bits : ToHalf(v).bits;
+      std::memcpy(dst + 2 * i, &out, 2);
+    }
+  }
+}
+
+// Streams host tensors into the arena through two pinned buffers: while one chunk is copied to
+// the GPU, the next is converted into the other buffer.
+class Uploader {
+ public:
+  Uploader() = default;
+  Uploader(const Uploader&) = delete;
+  Uploader& operator=(const Uploader&) = delete;
+  absl::Status Init(cudaStream_t stream) {
+    stream_ = stream;
+    for (int b = 0; b < 2; ++b) {
+      PKV_ASSIGN_OR_RETURN(staging_[b], PinnedBuffer::Allocate(kStagingBytes));
+      PKV_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done_[b], cudaEventDisableTiming));
+    }
+    return absl::OkStatus();
+  }
+  ~Uploader() {
+    for (cudaEvent_t e : done_) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+  }
+
+  absl::Status Copy(const TensorView& view, bool to_f32, decode::DType to, uint8_t* dst) {
+    const int64_t out_elem = to_f32 ? 4 : 2;
+    const int64_t in_elem = DTypeSize(view.dtype());
+    const int64_t per_chunk = kStagingBytes / std::max(out_elem, in_elem);
+    for (int64_t first = 0; first < view.numel(); first += per_chunk) {
+      const int64_t n = std::min(per_chunk, view.numel() - first);
+      PKV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(done_[next_]));  // buffer free again
+      ConvertChunk(view.bytes.data() + first * in_elem, view.dtype(), n, to_f32, to,
+                   staging_[next_].bytes_ptr());
+      PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst + first * out_elem, staging_[next_].get(),
+                                               n * out_elem, cudaMemcpyHostToDevice, stream_));
+      PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(done_[next_], stream_));
+      next_ ^= 1;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  PinnedBuffer staging_[2];
+  cudaEvent_t done_[2] = {nullptr, nullptr};
+  int next_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
+                                                 const Checkpoint& checkpoint) {
+  if (requested == "bfloat16" || requested == "bf16") return decode::DType::kBFloat16;
+  if (requested == "float16" || requested == "fp16") return decode::DType::kFloat16;
+  if (requested != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CUDA backend dtype '", requested, "' is not supported; use auto, bfloat16 or float16"));
+  }
+  PKV_ASSIGN_OR_RETURN(TensorView embed, checkpoint.Get("model.embed_tokens.weight"));
+  return embed.dtype() == DType::kF16 ? decode::DType::kFloat16 : decode::DType::kBFloat16;
+}
+
+absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
+                                            const Checkpoint& checkpoint, decode::DType dtype,
+                                            cudaStream_t stream) {
+  PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, checkpoint));
+  DeviceWeights w;
+  w.dtype = dtype;
+  w.layers.resize(config.num_layers);
+  std::vector<Piece> pieces;
+  pieces.push_back(Piece{{"model.embed_tokens.weight"}, false, &w.embed});
+  for (int i = 0; i < config.num_layers; ++i) AddLayerPieces(config, i, &w.layers[i], &pieces);
+  pieces.push_back(
+      Piece{{"model.norm.weight"}, true, reinterpret_cast<const void**>(&w.final_norm)});
+  if (!config.tie_word_embeddings) pieces.push_back(Piece{{"lm_head.weight"}, false, &w.lm_head});
+
+  int64_t cursor = 0;
+  for (Piece& p : pieces) {
+    int64_t numel = 0;
+    for (const std::string& name : p.sources) {
+      PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
+      numel += v.numel();
+    }
+    p.bytes = numel * (p.f32 ? 4 : 2);
+    p.offset = (cursor + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    cursor = p.offset + p.bytes;
+    if (p.dst != &w.embed) w.step_read_bytes += p.bytes;
+  }
+  w.arena_bytes = cursor;
+  PKV_ASSIGN_OR_RETURN(w.arena, DeviceBuffer::Allocate(cursor));
+  Uploader up;
+  PKV_RETURN_IF_ERROR(up.Init(stream));
+  for (const Piece& p : pieces) {
+    uint8_t* dst = w.arena.bytes_ptr() + p.offset;
+    *p.dst = dst;
+    int64_t done = 0;
+    for (const std::string& name : p.sources) {
+      PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
+      PKV_RETURN_IF_ERROR(up.Copy(v, p.f32, dtype, dst + done));
+      done += v.numel() * (p.f32 ? 4 : 2);
+    }
+  }
+  if (config.tie_word_embeddings) {
+    w.lm_head = w.embed;
+    w.step_read_bytes += int64_t{config.vocab_size} * config.hidden_size * 2;
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return w;
+}
+
+}  // namespace pkv::cuda_backend

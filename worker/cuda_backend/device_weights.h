@@ -1,0 +1,64 @@
+// The model's weights on the GPU, in one device arena: matrices in the compute dtype (fp16 or
+// bf16, uploaded as they are when the checkpoint already has that type, converted on the host
+// otherwise, e.g. from a float32 checkpoint), norms and biases in float32. Projections that read
+// the same input are fused at load by concatenating their rows:
+//   qkv     [(H_q + 2 H_kv) * D][hidden]  = q_proj ; k_proj ; v_proj   (+ bias the same way)
+//   gate_up [2 I][hidden]                 = gate_proj ; up_proj
+// so one GEMM produces q, k and v (and one produces gate and up) per layer.
+//
+// Upload streams each tensor through two pinned staging buffers (host conversion and the copy of
+// the previous chunk overlap), so an 8B checkpoint never needs a second host copy.
+// Thread-safety: immutable after UploadWeights.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/decode/decode_params.h"
+#include "worker/cuda_backend/device_buffer.h"
+#include "worker/model/checkpoint.h"
+#include "worker/model/model_config.h"
+
+namespace pkv::cuda_backend {
+
+struct LayerWeights {
+  const void* qkv = nullptr;         // [(H_q + 2 H_kv) * D][hidden] dtype
+  const float* qkv_bias = nullptr;   // [(H_q + 2 H_kv) * D] or nullptr
+  const void* o = nullptr;           // [hidden][H_q * D] dtype
+  const float* o_bias = nullptr;     // [hidden] or nullptr
+  const void* gate_up = nullptr;     // [2 I][hidden] dtype
+  const void* down = nullptr;        // [hidden][I] dtype
+  const float* input_norm = nullptr; // [hidden]
+  const float* post_norm = nullptr;  // [hidden]
+  const float* q_norm = nullptr;     // [D] or nullptr (Qwen3)
+  const float* k_norm = nullptr;     // [D] or nullptr
+};
+
+struct DeviceWeights {
+  DeviceBuffer arena;
+  decode::DType dtype = decode::DType::kBFloat16;
+  const void* embed = nullptr;       // [V][hidden] dtype
+  const void* lm_head = nullptr;     // [V][hidden] dtype (== embed when tied)
+  const float* final_norm = nullptr; // [hidden]
+  std::vector<LayerWeights> layers;
+  int64_t arena_bytes = 0;
+  // Bytes one decode step must read: every layer's tensors, the final norm and the LM head
+  // (the embedding table only contributes the fed rows, so it is not counted).
+  int64_t step_read_bytes = 0;
+};
+
+// The dtype the backend computes in for `requested` ("auto", "bfloat16", "float16"): auto keeps a
+// 16-bit checkpoint's type and picks bf16 for float32 checkpoints. INVALID_ARGUMENT otherwise.
+absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
+                                                 const Checkpoint& checkpoint);
+
+// Validates the checkpoint against the config (ValidateLlamaCheckpoint) and uploads it.
+// RESOURCE_EXHAUSTED when the weights do not fit the GPU.
+absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
+                                            const Checkpoint& checkpoint, decode::DType dtype,
+                                            cudaStream_t stream);
+
+}  // namespace pkv::cuda_backend

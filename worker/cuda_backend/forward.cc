@@ -1,0 +1,163 @@
+// The forward pass and sampling as a sequence of launches on the backend's stream. Used as is for
+// eager steps and under stream capture for CUDA graphs, so it only enqueues: no allocation, no
+// synchronisation, no host reads of device data.
+#include <cstdint>
+
+#include "common/status_macros.h"
+#include "kernels/model/model_kernels.h"
+#include "kernels/model/sampling.h"
+#include "kernels/prefill/prefill_launch.h"
+#include "worker/cuda_backend/backend_impl.h"
+
+namespace pkv {
+namespace {
+
+constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element
+
+const uint8_t* Bytes(const cuda_backend::DeviceBuffer& b) { return b.bytes_ptr(); }
+
+}  // namespace
+
+absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const DeviceStep& s,
+                                                             int32_t first, int32_t count) {
+  if (count <= 0) return absl::OkStatus();
+  const int64_t row = int64_t{config.num_q_heads} * config.head_dim * kElem;
+  gpu::GenericAttentionArgs a;
+  a.dtype = weights.dtype;
+  a.q = Bytes(q) + first * row;
+  a.k_cache = k_cache[layer];
+  a.v_cache = v_cache[layer];
+  a.page_ids = s.page_ids;
+  a.positions = s.positions + first;
+  a.page_base = s.token_page_base + first;
+  a.num_tokens = count;
+  a.num_q_heads = config.num_q_heads;
+  a.num_kv_heads = config.num_kv_heads;
+  a.head_dim = config.head_dim;
+  a.page_size = options.page_size;
+  a.scale = softmax_scale;
+  a.out = attn.bytes_ptr() + first * row;
+  return gpu::LaunchGenericAttention(a, stream);
+}
+
+absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceStep& s) {
+  if (decode != nullptr && s.decode_tokens > 0) {
+    PKV_RETURN_IF_ERROR(decode->Launch(q.get(), k_cache[layer], v_cache[layer], s.page_ids,
+                                       attn.get(), softmax_scale, stream));
+  } else {
+    PKV_RETURN_IF_ERROR(EnqueueGenericAttention(layer, s, 0, s.decode_tokens));
+  }
+  const int32_t prefill_tokens = s.tokens - s.decode_tokens;
+  if (prefill_tokens <= 0) return absl::OkStatus();
+  if (!prefill_tensor_cores) {
+    return EnqueueGenericAttention(layer, s, s.decode_tokens, prefill_tokens);
+  }
+  prefill::PrefillArgs a;
+  a.dtype = weights.dtype;
+  a.q = q.get();
+  a.k_cache = k_cache[layer];
+  a.v_cache = v_cache[layer];
+  a.page_ids = s.page_ids;
+  a.tiles = s.tiles;
+  a.num_tiles = s.num_tiles;
+  a.num_q_heads = config.num_q_heads;
+  a.num_kv_heads = config.num_kv_heads;
+  a.head_dim = config.head_dim;
+  a.page_size = options.page_size;
+  a.scale = softmax_scale;
+  a.out = attn.get();
+  return prefill::LaunchPrefillAttention(a, stream);
+}
+
+absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
+  const ModelConfig& c = config;
+  const gpu::DType dt = weights.dtype;
+  const int64_t t = s.tokens, h = c.hidden_size, d = c.head_dim;
+  const int64_t qkv_dim = int64_t{c.num_q_heads + 2 * c.num_kv_heads} * d;
+  const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
+
+  gpu::EmbedNormArgs e;
+  e.dtype = dt;
+  e.embed = weights.embed;
+  e.token_ids = s.token_ids;
+  e.num_tokens = s.tokens;
+  e.hidden = c.hidden_size;
+  e.norm_weight = weights.layers[0].input_norm;
+  e.eps = c.rms_norm_eps;
+  e.x = static_cast<float*>(x.get());
+  e.xn = xn.get();
+  PKV_RETURN_IF_ERROR(gpu::LaunchEmbedRmsNorm(e, stream));
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    const cuda_backend::LayerWeights& w = weights.layers[l];
+    PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream));
+    gpu::QkvRopeArgs r;
+    r.dtype = dt;
+    r.qkv = static_cast<const float*>(qkv.get());
+    r.bias = w.qkv_bias;
+    r.q_norm = w.q_norm;
+    r.k_norm = w.k_norm;
+    r.eps = c.rms_norm_eps;
+    r.positions = s.positions;
+    r.kv_slots = s.kv_slots;
+    r.inv_freq = static_cast<const double*>(inv_freq.get());
+    r.num_tokens = s.tokens;
+    r.num_q_heads = c.num_q_heads;
+    r.num_kv_heads = c.num_kv_heads;
+    r.head_dim = c.head_dim;
+    r.page_size = options.page_size;
+    r.q_out = q.get();
+    r.k_cache = k_cache[l];
+    r.v_cache = v_cache[l];
+    PKV_RETURN_IF_ERROR(gpu::LaunchQkvRopeKvWrite(r, stream));
+    PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
+    PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
+
+    gpu::AddNormArgs n;
+    n.dtype = dt;
+    n.x = static_cast<float*>(x.get());
+    n.delta = delta.get();
+    n.bias = w.o_bias;
+    n.num_out = s.tokens;
+    n.hidden = c.hidden_size;
+    n.norm_weight = w.post_norm;
+    n.eps = c.rms_norm_eps;
+    n.xn = xn.get();
+    PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
+    PKV_RETURN_IF_ERROR(
+        gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream));
+    PKV_RETURN_IF_ERROR(gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(),
+                                           stream));
+    PKV_RETURN_IF_ERROR(
+        gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
+
+    n.bias = nullptr;
+    if (l + 1 < c.num_layers) {
+      n.norm_weight = weights.layers[l + 1].input_norm;
+    } else {  // the final norm, for the sampled tokens only
+      n.norm_weight = weights.final_norm;
+      n.rows = s.sample_token;
+      n.num_out = s.logit_rows;
+      n.write_x = false;
+      n.xn = final_xn.get();
+    }
+    PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
+  }
+  if (s.logit_rows == 0) return absl::OkStatus();
+  return gemm->Linear(dt, final_xn.get(), s.logit_rows, h, weights.lm_head, c.vocab_size,
+                      logits.get(), true, stream);
+}
+
+absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
+  gpu::SampleArgs a;
+  a.logits = static_cast<const float*>(logits.get());
+  a.vocab = config.vocab_size;
+  a.params = s.sample_params;
+  a.num_rows = s.header + 2;
+  a.max_rows = s.logit_rows;
+  a.results = static_cast<gpu::SampleRowResult*>(results.get());
+  a.top = static_cast<gpu::TopLogprob*>(top.get());
+  return gpu::LaunchSample(a, stream);
+}
+
+}  // namespace pkv

@@ -1,0 +1,53 @@
+#include "worker/cuda_backend/gemm.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace pkv::cuda_backend {
+
+absl::Status CublasStatus(cublasStatus_t st, const char* what) {
+  if (st == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cublasGetStatusName(st), " (",
+                                          cublasGetStatusString(st), ")"));
+}
+
+absl::StatusOr<std::unique_ptr<Gemm>> Gemm::Create(int64_t workspace_bytes) {
+  std::unique_ptr<Gemm> g(new Gemm());
+  PKV_RETURN_IF_ERROR(CublasStatus(cublasCreate(&g->handle_), "cublasCreate"));
+  PKV_ASSIGN_OR_RETURN(g->workspace_, DeviceBuffer::Allocate(workspace_bytes));
+  PKV_RETURN_IF_ERROR(CublasStatus(
+      cublasSetWorkspace(g->handle_, g->workspace_.get(), static_cast<size_t>(workspace_bytes)),
+      "cublasSetWorkspace"));
+  return g;
+}
+
+Gemm::~Gemm() {
+  if (handle_ != nullptr) cublasDestroy(handle_);
+}
+
+absl::Status Gemm::Linear(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
+                          const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream) {
+  if (num_tokens == 0) return absl::OkStatus();
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  if (num_tokens < 0 || in <= 0 || out <= 0 || num_tokens > kMax || in > kMax || out > kMax) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gemm: bad shape [", num_tokens, "][", in, "] x [", out, "][", in, "]"));
+  }
+  const cudaDataType_t ab =
+      dtype == decode::DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t c = y_f32 ? CUDA_R_32F : ab;
+  const float alpha = 1.f, beta = 0.f;
+  PKV_RETURN_IF_ERROR(CublasStatus(cublasSetStream(handle_, stream), "cublasSetStream"));
+  // Column-major view: C[out][T] = op(A)[out][in] * B[in][T], A = w stored [in]-major (lda = in,
+  // transposed), B = x (ldb = in), C = y (ldc = out).
+  return CublasStatus(
+      cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
+                   static_cast<int>(num_tokens), static_cast<int>(in), &alpha, w, ab,
+                   static_cast<int>(in), x, ab, static_cast<int>(in), &beta, y, c,
+                   static_cast<int>(out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmEx");
+}
+
+}  // namespace pkv::cuda_backend

@@ -1,0 +1,37 @@
+#include "worker/cuda_backend/graph_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+
+namespace pkv::cuda_backend {
+
+GraphCache::~GraphCache() {
+  for (auto& [key, exec] : execs_) cudaGraphExecDestroy(exec);
+}
+
+cudaGraphExec_t GraphCache::Find(uint64_t key) const {
+  auto it = execs_.find(key);
+  return it == execs_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<cudaGraphExec_t> GraphCache::Capture(uint64_t key, cudaStream_t stream,
+                                                    absl::FunctionRef<absl::Status()> enqueue) {
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const absl::Status st = enqueue();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  if (!st.ok() || end != cudaSuccess) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();  // a failed capture leaves a non-sticky error behind
+    if (!st.ok()) return st;
+    return CudaStatus(end, "cudaStreamEndCapture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (inst != cudaSuccess) return CudaStatus(inst, "cudaGraphInstantiate");
+  execs_[key] = exec;
+  return exec;
+}
+
+}  // namespace pkv::cuda_backend
