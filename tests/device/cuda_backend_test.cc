@@ -1,0 +1,302 @@
+// The CUDA model backend against the CPU backend (its oracle) on models both load from the same
+// files: the tiny model exactly as pkv-make-model writes it (bf16, head_dim 16: the generic
+// attention kernel) and test shapes with tensor-core head dims (decode engine, mma.sync prefill).
+// Logits must agree within bf16/fp16 tolerance for one-chunk and chunked prefill, mixed batches
+// and 64 decode steps; greedy tokens must agree wherever the CPU's top-2 margin exceeds the
+// measured error; seeded sampling must equal the CPU sampler run on the GPU's own logits.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/device/model_test_util.h"
+#include "worker/cuda_backend/cuda_backend.h"
+#include "worker/model/cpu_backend.h"
+#include "worker/model/sampler.h"
+#include "worker/tools/model_shapes.h"
+#include "worker/tools/random_model.h"
+
+namespace pkv {
+namespace {
+
+using ::pkv::testing::ArgMax;
+using ::pkv::testing::CompareLogits;
+using ::pkv::testing::LogitError;
+using ::pkv::testing::ShuffledPages;
+
+constexpr int32_t kPageSize = 16;
+constexpr int32_t kPool = 512;
+
+struct ModelCase {
+  std::string name;       // "tiny" (pkv-make-model) or a DeviceTestConfig name
+  DType dtype;
+  std::string attention;  // CudaBackendOptions::attention
+};
+
+std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
+  std::string n = info.param.name + "_" + std::string(DTypeName(info.param.dtype)) + "_" +
+                  info.param.attention;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+}
+
+// A sequence: its tokens and its (shuffled) block table, shared by both backends.
+struct Seq {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> pages;
+};
+
+BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample = true,
+             const SamplingParams* params = nullptr, int32_t sample_index = 0) {
+  BatchRow r;
+  r.tokens = s.tokens.data() + begin;
+  r.num_tokens = end - begin;
+  r.start_pos = begin;
+  r.pages = s.pages.data();
+  r.num_pages = static_cast<int32_t>(s.pages.size());
+  r.sample = sample;
+  r.params = params;
+  r.sample_index = sample_index;
+  return r;
+}
+
+class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
+ protected:
+  void SetUp() override {
+    const ModelCase& mc = GetParam();
+    dir_ = ::testing::TempDir() + "/pkv_cuda_backend_" + CaseName({mc, 0});
+    std::filesystem::create_directories(dir_);
+    if (mc.name == "tiny") {
+      RandomModelOptions o;
+      o.out_dir = dir_;
+      o.config = *ModelShapeConfig("tiny");
+      o.dtype = mc.dtype;
+      o.seed = 7;
+      ASSERT_TRUE(WriteRandomModel(o).ok());
+    } else {
+      ASSERT_TRUE(
+          testing::WriteScaledModel(dir_, testing::DeviceTestConfig(mc.name), mc.dtype, 11, 0.15f)
+              .ok());
+    }
+    auto cpu = LoadCpuBackend(dir_, kPageSize, kPool);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = *std::move(cpu);
+    CudaBackendOptions o;
+    o.page_size = kPageSize;
+    o.num_kv_pages = kPool;
+    o.max_step_tokens = 1024;
+    o.max_rows = 16;
+    o.attention = mc.attention;
+    auto gpu = CudaModelBackend::Load(dir_, o);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    gpu_ = *std::move(gpu);
+    vocab_ = cpu_->config().vocab_size;
+  }
+
+  Seq NewSeq(int32_t len, int32_t capacity) {
+    Seq s;
+    s.tokens.resize(len);
+    for (int32_t& t : s.tokens) t = static_cast<int32_t>(rng_() % (vocab_ - 2));
+    s.pages = ShuffledPages((capacity + kPageSize - 1) / kPageSize, kPool, &pool_rng_);
+    return s;
+  }
+
+  // Runs the same Forward on both backends and checks every sampled row's logits.
+  LogitError ForwardBoth(const std::vector<BatchRow>& rows, std::vector<float>* cpu_logits) {
+    std::vector<float> g;
+    absl::Status st = cpu_->Forward(rows, cpu_logits);
+    EXPECT_TRUE(st.ok()) << st;
+    st = gpu_->Forward(rows, &g);
+    EXPECT_TRUE(st.ok()) << st;
+    EXPECT_EQ(g.size(), cpu_logits->size());
+    const LogitError e = CompareLogits(g.data(), cpu_logits->data(),
+                                       std::min<int64_t>(g.size(), cpu_logits->size()));
+    const double tol = GetParam().dtype == DType::kF16 ? 0.015 : 0.03;
+    EXPECT_EQ(e.non_finite, 0);
+    EXPECT_LE(e.rel_l2, tol) << "max_abs " << e.max_abs << " of max " << e.max_ref;
+    EXPECT_LE(e.max_abs, 2 * tol * e.max_ref + 1e-3) << "rel_l2 " << e.rel_l2;
+    last_gpu_logits_ = std::move(g);
+    return e;
+  }
+
+  std::string dir_;
+  std::unique_ptr<ModelBackend> cpu_;
+  std::unique_ptr<CudaModelBackend> gpu_;
+  int32_t vocab_ = 0;
+  std::mt19937 rng_{1234};
+  std::mt19937 pool_rng_{99};
+  std::vector<float> last_gpu_logits_;
+};
+
+TEST_P(CudaBackendTest, PrefillOneChunk) {
+  for (int32_t len : {1, 63, 150}) {
+    const Seq s = NewSeq(len, len);
+    std::vector<float> ref;
+    ForwardBoth({Row(s, 0, len)}, &ref);
+  }
+}
+
+TEST_P(CudaBackendTest, PrefillChunked) {
+  const Seq s = NewSeq(150, 150);
+  std::vector<float> ref;
+  int32_t pos = 0;
+  for (int32_t n : {40, 70, 1, 39}) {  // the 1-token chunk goes through the decode path
+    ForwardBoth({Row(s, pos, pos + n)}, &ref);
+    pos += n;
+  }
+}
+
+TEST_P(CudaBackendTest, MixedBatchWithShuffledPages) {
+  Seq a = NewSeq(150, 160), b = NewSeq(114, 120), c = NewSeq(17, 17), d = NewSeq(11, 16);
+  std::vector<float> ref;
+  ForwardBoth({Row(a, 0, 149), Row(b, 0, 64), Row(d, 0, 10)}, &ref);
+  // Decode rows, a prefill continuation and a fresh prompt in one step; one row not sampled.
+  ForwardBoth({Row(a, 149, 150), Row(b, 64, 114), Row(c, 0, 17), Row(d, 10, 11, false)}, &ref);
+  EXPECT_EQ(ref.size(), 3u * vocab_);
+}
+
+// 64 decode steps, teacher-forced with the CPU's greedy tokens: logits agree at every step, and
+// the GPU's greedy Step() (graph-replayed after the bucket's warm-up) picks the CPU's token
+// wherever the CPU's top-2 margin is larger than twice the measured logit error.
+TEST_P(CudaBackendTest, Decode64StepsGreedy) {
+  constexpr int32_t kPrompt = 33, kSteps = 64;
+  Seq s = NewSeq(kPrompt, kPrompt + kSteps);
+  SamplingParams greedy;
+  greedy.temperature = 0.f;
+  std::vector<float> ref;
+  ForwardBoth({Row(s, 0, kPrompt)}, &ref);
+  int ambiguous = 0, compared = 0;
+  for (int32_t step = 0; step < kSteps; ++step) {
+    float margin = 0;
+    const int32_t want = ArgMax(ref.data(), vocab_, &margin);
+    const LogitError e =
+        CompareLogits(last_gpu_logits_.data(), ref.data(), static_cast<int64_t>(vocab_));
+    s.tokens.push_back(want);
+    const int32_t pos = static_cast<int32_t>(s.tokens.size()) - 1;
+    // Sample the token at `pos - 1`'s logits again through Step (rewrites the same K/V: idempotent).
+    std::vector<SampleResult> got;
+    const BatchRow row = Row(s, pos - 1, pos, true, &greedy, step);
+    ASSERT_TRUE(gpu_->Step({&row, 1}, &got, nullptr).ok());
+    ASSERT_EQ(got.size(), 1u);
+    if (margin > 2 * e.max_abs) {
+      ++compared;
+      EXPECT_EQ(got[0].token_id, want) << "step " << step << " margin " << margin;
+    } else {
+      ++ambiguous;
+    }
+    ForwardBoth({Row(s, pos, pos + 1)}, &ref);
+  }
+  EXPECT_LE(ambiguous, kSteps / 8) << "too many near-ties to check greedy agreement";
+  EXPECT_GT(compared, 0);
+}
+
+// Batched decode through Step(): rows join and leave so the batch moves between graph buckets
+// (and replays them with new lengths and block tables); tokens equal the CPU's greedy choice.
+TEST_P(CudaBackendTest, BatchedDecodeAcrossBuckets) {
+  std::vector<Seq> seqs;
+  for (int32_t len : {5, 40, 90, 17, 120}) seqs.push_back(NewSeq(len, len + 40));
+  std::vector<float> ref;
+  for (Seq& s : seqs) {
+    const int32_t n = static_cast<int32_t>(s.tokens.size());
+    ForwardBoth({Row(s, 0, n)}, &ref);
+    float m;
+    s.tokens.push_back(ArgMax(ref.data(), vocab_, &m));
+  }
+  SamplingParams greedy;
+  greedy.temperature = 0.f;
+  for (int32_t step = 0; step < 24; ++step) {
+    const size_t active = step < 8 ? 5 : (step < 16 ? 3 : 1);
+    std::vector<BatchRow> rows;
+    for (size_t i = 0; i < active; ++i) {
+      const int32_t pos = static_cast<int32_t>(seqs[i].tokens.size()) - 1;
+      rows.push_back(Row(seqs[i], pos, pos + 1, true, &greedy, step));
+    }
+    ForwardBoth(rows, &ref);  // CPU logits (and the GPU's, checked) for this step
+    std::vector<SampleResult> got;
+    ASSERT_TRUE(gpu_->Step(rows, &got, nullptr).ok());
+    ASSERT_EQ(got.size(), active);
+    for (size_t i = 0; i < active; ++i) {
+      float margin = 0;
+      const int32_t want = ArgMax(&ref[i * vocab_], vocab_, &margin);
+      const LogitError e = CompareLogits(&last_gpu_logits_[i * vocab_], &ref[i * vocab_], vocab_);
+      if (margin > 2 * e.max_abs) {
+        EXPECT_EQ(got[i].token_id, want) << "step " << step;
+      }
+      seqs[i].tokens.push_back(want);
+    }
+  }
+}
+
+// Seeded sampling with every filter and log-probabilities: the GPU's choice equals the CPU
+// sampler's on the GPU's own logits (the same numbers), for fresh seeds and sample indices.
+TEST_P(CudaBackendTest, SeededSamplingMatchesCpuSampler) {
+  std::vector<Seq> seqs;
+  for (int32_t len : {9, 33, 70}) seqs.push_back(NewSeq(len, len + 8));
+  std::vector<SamplingParams> params(3);
+  params[0].temperature = 0.7f;
+  params[0].top_k = 20;
+  params[0].seed = rng_();
+  params[1].temperature = 1.3f;
+  params[1].top_p = 0.8f;
+  params[1].min_p = 0.02f;
+  params[1].seed = rng_();
+  params[1].logprobs = true;
+  params[1].top_logprobs = 5;
+  params[2].temperature = 1.0f;
+  params[2].seed = rng_();
+  params[2].logprobs = true;
+  std::vector<BatchRow> rows;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int32_t n = static_cast<int32_t>(seqs[i].tokens.size());
+    rows.push_back(Row(seqs[i], 0, n, true, &params[i], static_cast<int32_t>(rng_() % 1000)));
+  }
+  std::vector<float> logits;
+  ASSERT_TRUE(gpu_->Forward(rows, &logits).ok());
+  std::vector<SampleResult> got;
+  ASSERT_TRUE(gpu_->Step(rows, &got, nullptr).ok());  // same K/V rewritten: same logits
+  ASSERT_EQ(got.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SampleResult want;
+    ASSERT_TRUE(SampleToken(absl::MakeConstSpan(&logits[i * vocab_], vocab_), params[i],
+                            rows[i].sample_index, &want)
+                    .ok());
+    EXPECT_EQ(got[i].token_id, want.token_id) << "row " << i;
+    EXPECT_NEAR(got[i].logprob, want.logprob, 1e-4) << "row " << i;
+    ASSERT_EQ(got[i].top.size(), want.top.size()) << "row " << i;
+    for (size_t j = 0; j < want.top.size(); ++j) {
+      EXPECT_EQ(got[i].top[j].token_id, want.top[j].token_id);
+      EXPECT_NEAR(got[i].top[j].logprob, want.top[j].logprob, 1e-4);
+    }
+  }
+}
+
+TEST_P(CudaBackendTest, RejectsBadBatchesLikeTheCpuBackend) {
+  Seq s = NewSeq(20, 20);
+  s.tokens[3] = vocab_;  // outside the vocabulary
+  std::vector<float> logits;
+  const BatchRow bad_token = Row(s, 0, 20);
+  const absl::Status cpu = cpu_->Forward({&bad_token, 1}, &logits);
+  const absl::Status gpu = gpu_->Forward({&bad_token, 1}, &logits);
+  EXPECT_EQ(gpu.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu.message(), cpu.message());
+  s.tokens[3] = 1;
+  BatchRow few_pages = Row(s, 0, 20);
+  few_pages.num_pages = 1;
+  EXPECT_EQ(gpu_->Forward({&few_pages, 1}, &logits).code(), absl::StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, CudaBackendTest,
+    ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
+                      ModelCase{"llama-d64", DType::kBF16, "auto"},
+                      ModelCase{"llama-d64", DType::kBF16, "generic"},
+                      ModelCase{"qwen3-d128", DType::kF16, "auto"},
+                      ModelCase{"qwen2-d64", DType::kBF16, "auto"}),
+    CaseName);
+
+}  // namespace
+}  // namespace pkv

@@ -1,0 +1,130 @@
+#include "tests/device/model_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/common/float16.h"
+#include "tests/unit/model/test_model.h"
+#include "worker/model/llama_weights.h"
+#include "worker/tools/model_shapes.h"
+#include "worker/tools/safetensors_writer.h"
+
+namespace pkv::testing {
+
+ModelConfig DeviceTestConfig(const std::string& name) {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.model_type = "llama";
+  c.vocab_size = 512;
+  c.hidden_size = 256;
+  c.intermediate_size = 384;
+  c.num_layers = 2;
+  c.num_q_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.max_position_embeddings = 4096;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = 500000.0f;
+  c.bos_token_id = c.vocab_size - 2;
+  c.eos_token_ids = {c.vocab_size - 1};
+  if (name == "llama-d64") {
+    // A small original context so the 64-dim head's frequencies fall in all three llama3 bands.
+    c.rope_scaling = RopeScaling{"llama3", 8.0f, 1.0f, 4.0f, 256};
+  } else if (name == "qwen3-d128") {
+    c.architecture = "Qwen3ForCausalLM";
+    c.model_type = "qwen3";
+    c.vocab_size = 384;
+    c.num_q_heads = 4;
+    c.num_kv_heads = 1;
+    c.head_dim = 128;  // 4 * 128 != 256: o_proj is [hidden][512]
+    c.qk_norm = true;
+    c.attention_bias = true;
+    c.o_proj_bias = true;
+    c.tie_word_embeddings = true;
+    c.rope_theta = 1e6f;
+    c.bos_token_id = c.vocab_size - 2;
+    c.eos_token_ids = {c.vocab_size - 1};
+  } else if (name == "qwen2-d64") {
+    c.architecture = "Qwen2ForCausalLM";
+    c.model_type = "qwen2";
+    c.hidden_size = 192;
+    c.num_q_heads = 3;
+    c.num_kv_heads = 1;
+    c.attention_bias = true;
+    c.rope_theta = 1e6f;
+  }
+  return c;
+}
+
+absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config, DType dtype,
+                              uint32_t seed, float scale) {
+  LlamaWeights w = RandomWeights(config, seed, scale);
+  std::vector<LlamaTensorSlot> slots = LlamaTensorSlots(&w);
+  std::vector<PlannedTensor> planned;
+  for (const LlamaTensorSlot& s : slots) planned.push_back({s.spec.name, dtype, s.spec.shape});
+  PKV_ASSIGN_OR_RETURN(auto writer,
+                       SafetensorsWriter::Create(dir + "/model.safetensors", planned));
+  std::vector<uint8_t> bytes;
+  for (const LlamaTensorSlot& s : slots) {
+    const std::vector<float>& v = *s.dst;
+    bytes.resize(v.size() * DTypeSize(dtype));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (dtype == DType::kF32) {
+        std::memcpy(&bytes[4 * i], &v[i], 4);
+      } else {
+        const uint16_t b = dtype == DType::kBF16 ? ToBFloat16(v[i]).bits : ToHalf(v[i]).bits;
+        std::memcpy(&bytes[2 * i], &b, 2);
+      }
+    }
+    PKV_RETURN_IF_ERROR(writer->Append(bytes));
+  }
+  PKV_RETURN_IF_ERROR(writer->Finish());
+  ModelConfig c = config;
+  c.torch_dtype = dtype == DType::kF16 ? "float16" : (dtype == DType::kBF16 ? "bfloat16" : "float32");
+  std::ofstream(dir + "/config.json") << ModelConfigToJson(c);
+  std::ofstream(dir + "/generation_config.json") << GenerationConfigToJson(c);
+  return absl::OkStatus();
+}
+
+std::vector<int32_t> ShuffledPages(int32_t count, int32_t pool, std::mt19937* rng) {
+  std::vector<int32_t> all(pool);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), *rng);
+  all.resize(count);
+  return all;
+}
+
+LogitError CompareLogits(const float* got, const float* ref, int64_t n) {
+  LogitError e;
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(got[i])) {
+      ++e.non_finite;
+      continue;
+    }
+    const double d = std::abs(static_cast<double>(got[i]) - ref[i]);
+    e.max_abs = std::max(e.max_abs, d);
+    e.max_ref = std::max(e.max_ref, std::abs(static_cast<double>(ref[i])));
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  e.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return e;
+}
+
+int32_t ArgMax(const float* v, int32_t n, float* margin) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < n; ++i) best = v[i] > v[best] ? i : best;
+  float second = -INFINITY;
+  for (int32_t i = 0; i < n; ++i) {
+    if (i != best) second = std::max(second, v[i]);
+  }
+  *margin = v[best] - second;
+  return best;
+}
+
+}  // namespace pkv::testing

@@ -1,0 +1,40 @@
+// Helpers of the CUDA-backend device tests: model directories written to disk (the CPU and CUDA
+// backends then load the very same bytes), shuffled block tables, and logit comparison.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/model/model_config.h"
+#include "worker/model/safetensors.h"
+
+namespace pkv::testing {
+
+// Test shapes with tensor-core head dims: "llama-d64" (GQA 4:2, llama3 rope scaling, untied),
+// "qwen3-d128" (qk norm, q/k/v/o bias, G = 4, tied), "qwen2-d64" (q/k/v bias, G = 3).
+ModelConfig DeviceTestConfig(const std::string& name);
+
+// Writes config.json, generation_config.json and model.safetensors (dtype) with RandomWeights
+// (matrices ~ N(0, scale^2)): larger than pkv-make-model's 0.02 so attention is peaky and a wrong
+// mask or page shows in the logits.
+absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config, DType dtype,
+                              uint32_t seed, float scale);
+
+// `count` distinct page ids drawn from [0, pool) in random order.
+std::vector<int32_t> ShuffledPages(int32_t count, int32_t pool, std::mt19937* rng);
+
+struct LogitError {
+  double max_abs = 0;     // max |got - ref|
+  double max_ref = 0;     // max |ref|
+  double rel_l2 = 0;      // ||got - ref|| / ||ref||
+  int64_t non_finite = 0;
+};
+LogitError CompareLogits(const float* got, const float* ref, int64_t n);
+
+// Index of the largest value (lowest index on ties) and the gap to the second largest.
+int32_t ArgMax(const float* v, int32_t n, float* margin);
+
+}  // namespace pkv::testing

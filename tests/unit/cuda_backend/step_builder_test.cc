@@ -1,0 +1,250 @@
+// The CUDA backend's host-side step builder (no GPU): graph buckets, the staging layout, token
+// order, block tables, sampling slots, graph padding and validation identical to the CPU backend.
+#include "worker/cuda_backend/step_builder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "worker/model/cpu_backend.h"
+#include "worker/model/llama_weights.h"
+
+namespace pkv::cuda_backend {
+namespace {
+
+TEST(GraphBucketsTest, SmallestBucketThatFits) {
+  EXPECT_EQ(GraphBucketFor(0, 256), 0);
+  EXPECT_EQ(GraphBucketFor(1, 256), 1);
+  EXPECT_EQ(GraphBucketFor(3, 256), 4);
+  EXPECT_EQ(GraphBucketFor(64, 256), 64);
+  EXPECT_EQ(GraphBucketFor(65, 256), 128);
+  EXPECT_EQ(GraphBucketFor(256, 256), 256);
+  EXPECT_EQ(GraphBucketFor(257, 256), 0);
+  EXPECT_EQ(GraphBucketFor(50, 48), 0);
+  EXPECT_EQ(GraphBucketFor(40, 48), 48);   // max_rows is the last bucket
+  EXPECT_EQ(GraphBucketFor(300, 512), 512);
+  EXPECT_EQ(GraphBuckets(48), (std::vector<int32_t>{1, 2, 4, 8, 16, 32, 48}));
+  EXPECT_EQ(GraphBuckets(64), (std::vector<int32_t>{1, 2, 4, 8, 16, 32, 64}));
+  // Every row count has a bucket, and the bucket is the smallest listed one that holds it.
+  for (int32_t max_rows : {1, 7, 64, 100, 256, 300}) {
+    const std::vector<int32_t> b = GraphBuckets(max_rows);
+    for (int32_t n = 1; n <= max_rows; ++n) {
+      const int32_t got = GraphBucketFor(n, max_rows);
+      ASSERT_GE(got, n);
+      EXPECT_EQ(got, *std::lower_bound(b.begin(), b.end(), n)) << n << " of " << max_rows;
+    }
+  }
+}
+
+TEST(StagingLayoutTest, RegionsAlignedDisjointAndPageIdsLast) {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    StagingCaps c{static_cast<int32_t>(rng() % 5000), static_cast<int32_t>(rng() % 300),
+                  static_cast<int32_t>(rng() % 100), static_cast<int64_t>(rng() % 100000)};
+    const StagingLayout l = LayoutStaging(c);
+    const int64_t starts[] = {l.header,       l.token_ids,    l.positions,
+                              l.kv_slots,     l.token_page_base, l.sample_token,
+                              l.sample_params, l.prefill_tiles, l.page_ids};
+    const int64_t sizes[] = {kHeaderInts * 4,
+                             c.tokens * 4,
+                             c.tokens * 4,
+                             c.tokens * 4,
+                             c.tokens * 4,
+                             c.sampled * 4,
+                             c.sampled * int64_t{sizeof(gpu::SampleRowParams)},
+                             c.tiles * int64_t{sizeof(prefill::PrefillTile)},
+                             c.page_ids * 4};
+    for (int r = 0; r < 9; ++r) {
+      EXPECT_EQ(starts[r] % 16, 0);
+      if (r > 0) {
+        EXPECT_GE(starts[r], starts[r - 1] + sizes[r - 1]);
+      }
+    }
+    EXPECT_GE(l.total_bytes, l.page_ids + c.page_ids * 4);
+    EXPECT_EQ(l.UsedBytes(c.page_ids), l.page_ids + c.page_ids * 4);
+    // Growing only the page-id capacity moves no offset (graph layouts rely on it).
+    StagingCaps more = c;
+    more.page_ids += 1000;
+    EXPECT_EQ(LayoutStaging(more).page_ids, l.page_ids);
+  }
+}
+
+struct Seq {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> pages;
+};
+
+class StepBuilderTest : public ::testing::Test {
+ protected:
+  StepBuilderTest() : builder_(Shape(), Limits()) {}
+  static StepShape Shape() {
+    StepShape s;
+    s.vocab_size = 100;
+    s.max_position = 1000;
+    s.page_size = 4;
+    s.num_kv_pages = 64;
+    s.plan_prefill_tiles = true;
+    return s;
+  }
+  static StepLimits Limits() { return StepLimits{200, 8, 1000}; }
+  BatchRow Row(const Seq& s, int32_t start, int32_t n, bool sample, const SamplingParams* p) {
+    BatchRow r;
+    r.tokens = s.tokens.data() + start;
+    r.num_tokens = n;
+    r.start_pos = start;
+    r.pages = s.pages.data();
+    r.num_pages = static_cast<int32_t>(s.pages.size());
+    r.sample = sample;
+    r.params = p;
+    r.sample_index = start;
+    return r;
+  }
+  Seq MakeSeq(int32_t len, std::mt19937* rng) {
+    Seq s;
+    for (int32_t i = 0; i < len; ++i) s.tokens.push_back(static_cast<int32_t>((*rng)() % 100));
+    std::vector<int32_t> all(64);
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), *rng);
+    s.pages.assign(all.begin(), all.begin() + (len + 3) / 4);
+    return s;
+  }
+  StepBuilder builder_;
+};
+
+TEST_F(StepBuilderTest, DecodeRowsFirstAndEveryArrayConsistent) {
+  std::mt19937 rng(11);
+  SamplingParams p;
+  p.temperature = 0.5f;
+  p.logprobs = true;
+  p.top_logprobs = 3;
+  Seq a = MakeSeq(30, &rng), b = MakeSeq(9, &rng), c = MakeSeq(70, &rng), d = MakeSeq(5, &rng);
+  // Batch order: prefill, decode, prefill (not sampled), decode.
+  const std::vector<BatchRow> rows = {Row(a, 10, 20, true, &p), Row(b, 8, 1, true, &p),
+                                      Row(c, 0, 70, false, &p), Row(d, 4, 1, true, nullptr)};
+  StepHost h;
+  ASSERT_FALSE(builder_.Build(rows, true, &h).ok());  // row 3 samples without params
+  ASSERT_TRUE(builder_.Build(rows, false, &h).ok());
+  EXPECT_EQ(h.num_decode_rows, 2);
+  EXPECT_EQ(h.num_tokens, 2 + 20 + 70);
+  EXPECT_FALSE(h.decode_only);
+  // Token order: b's token, d's token, then a's 20, then c's 70.
+  const std::vector<std::pair<const BatchRow*, int32_t>> order = {
+      {&rows[1], 0}, {&rows[3], 1}, {&rows[0], 2}, {&rows[2], 22}};
+  for (auto [row, begin] : order) {
+    for (int32_t i = 0; i < row->num_tokens; ++i) {
+      const int32_t t = begin + i, pos = row->start_pos + i;
+      EXPECT_EQ(h.token_ids[t], row->tokens[i]);
+      EXPECT_EQ(h.positions[t], pos);
+      EXPECT_EQ(h.kv_slots[t], row->pages[pos / 4] * 4 + pos % 4);
+      // The token's block table in page_ids is its row's, from page_base on.
+      EXPECT_EQ(h.page_ids[h.token_page_base[t] + pos / 4], row->pages[pos / 4]);
+    }
+  }
+  EXPECT_EQ(h.decode_lengths, (std::vector<int32_t>{9, 5}));
+  EXPECT_EQ(h.decode_page_indptr, (std::vector<int32_t>{0, 3, 5}));
+  // Sampled rows in batch order: a (its last token), b, d.
+  EXPECT_EQ(h.sample_token, (std::vector<int32_t>{21, 0, 1}));
+  ASSERT_EQ(h.prefill_rows.size(), 2u);
+  EXPECT_EQ(h.prefill_rows[0].q_begin, 2);
+  EXPECT_EQ(h.prefill_rows[1].q_begin, 22);
+  // Tiles cover every prefill query once.
+  int64_t covered = 0;
+  for (const prefill::PrefillTile& t : h.tiles) {
+    covered += std::min(t.num_tokens - t.m_begin, prefill::kPrefillBlockM);
+  }
+  EXPECT_EQ(covered, 90);
+}
+
+TEST_F(StepBuilderTest, GraphPaddingAndStagingRoundTrip) {
+  std::mt19937 rng(3);
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 7;
+  p.seed = 42;
+  std::vector<Seq> seqs;
+  std::vector<BatchRow> rows;
+  for (int i = 0; i < 3; ++i) seqs.push_back(MakeSeq(10 + 7 * i, &rng));
+  for (const Seq& s : seqs) {
+    rows.push_back(Row(s, static_cast<int32_t>(s.tokens.size()) - 1, 1, true, &p));
+  }
+  StepHost h;
+  ASSERT_TRUE(builder_.Build(rows, true, &h).ok());
+  EXPECT_TRUE(h.decode_only);
+  StepBuilder::PadForGraph(4, &h);
+  EXPECT_EQ(h.padded_tokens, 4);
+  EXPECT_EQ(h.num_tokens, 3);
+  EXPECT_EQ(h.kv_slots[3], -1);
+  EXPECT_EQ(h.token_page_base[3], -1);
+  EXPECT_EQ(h.sample_token.size(), 4u);
+  EXPECT_EQ(h.num_sampled, 3);
+  const StagingLayout l = LayoutStaging({4, 4, 0, 500});
+  std::vector<uint8_t> image(l.total_bytes, 0xAB);
+  const int64_t used = StepBuilder::FillStaging(h, l, image.data());
+  EXPECT_EQ(used, l.page_ids + static_cast<int64_t>(h.page_ids.size()) * 4);
+  int32_t header[kHeaderInts];
+  std::memcpy(header, image.data() + l.header, sizeof(header));
+  EXPECT_EQ(header[0], 3);
+  EXPECT_EQ(header[1], 3);
+  EXPECT_EQ(header[2], 3);
+  gpu::SampleRowParams sp;
+  std::memcpy(&sp, image.data() + l.sample_params + sizeof(sp), sizeof(sp));
+  EXPECT_EQ(sp.top_k, 7);
+  EXPECT_EQ(sp.seed, 42u);
+  EXPECT_EQ(sp.sample_index, rows[1].sample_index);
+  int32_t pid;
+  std::memcpy(&pid, image.data() + l.page_ids + 4 * h.decode_page_indptr[2], 4);
+  EXPECT_EQ(pid, seqs[2].pages[0]);
+}
+
+// The same invalid batches the CPU backend rejects, with the same messages.
+TEST_F(StepBuilderTest, RejectsWhatTheCpuBackendRejects) {
+  std::mt19937 rng(9);
+  Seq s = MakeSeq(12, &rng);
+  SamplingParams good;
+  struct Bad {
+    BatchRow row;
+    const char* what;
+  };
+  std::vector<Bad> bad;
+  BatchRow r = Row(s, 0, 12, true, &good);
+  r.num_tokens = 0;
+  bad.push_back({r, "feeds no tokens"});
+  r = Row(s, 0, 12, true, &good);
+  r.start_pos = -1;
+  bad.push_back({r, "negative start_pos"});
+  r = Row(s, 0, 12, true, &good);
+  r.num_pages = 2;
+  bad.push_back({r, "pages"});
+  Seq s2 = s;
+  s2.pages[1] = 64;
+  bad.push_back({Row(s2, 0, 12, true, &good), "out of range"});
+  Seq s3 = s;
+  s3.tokens[5] = 100;
+  bad.push_back({Row(s3, 0, 12, true, &good), "outside the vocabulary"});
+  SamplingParams bad_top_p;
+  bad_top_p.top_p = 0.f;
+  bad.push_back({Row(s, 0, 12, true, &bad_top_p), "top_p"});
+  SamplingParams bad_top_n;
+  bad_top_n.logprobs = true;
+  bad_top_n.top_logprobs = gpu::kMaxTopLogprobs + 1;
+  bad.push_back({Row(s, 0, 12, true, &bad_top_n), "top_logprobs"});
+  StepHost h;
+  for (const Bad& b : bad) {
+    const absl::Status st = builder_.Build({&b.row, 1}, true, &h);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << b.what;
+    EXPECT_NE(std::string(st.message()).find(b.what), std::string::npos) << st.message();
+  }
+  // Limits: rows, tokens, block-table entries.
+  std::vector<BatchRow> many(9, Row(s, 11, 1, false, nullptr));
+  EXPECT_EQ(builder_.Build(many, false, &h).code(), absl::StatusCode::kInvalidArgument);
+  Seq long_seq = MakeSeq(250, &rng);
+  long_seq.pages.resize(63);
+  EXPECT_EQ(builder_.Build({Row(long_seq, 0, 201, false, nullptr)}, false, &h).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pkv::cuda_backend
