@@ -14,6 +14,8 @@ ABSL_FLAG(std::string, model, "models/tiny", "Hugging Face model folder (config.
 ABSL_FLAG(std::string, backend, "auto", "auto | cpu | cuda (auto: cuda when a GPU is usable)");
 ABSL_FLAG(int32_t, page_size, 16, "KV tokens per page");
 ABSL_FLAG(int64_t, kv_pages, 0, "KV pages in the pool (0: backend default)");
+ABSL_FLAG(double, kv_memory_fraction, 0.9, "CUDA backend with --kv_pages=0: share of the GPU "
+          "memory left free after weights and buffers that the KV pool takes");
 ABSL_FLAG(int32_t, max_model_len, 0, "Max prompt+generated tokens (0: the model's maximum); the "
           "worker refuses to start if one such sequence cannot fit the KV pool");
 ABSL_FLAG(int32_t, max_batch_tokens, 512, "Tokens fed per step (chunked-prefill budget)");
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   o.backend = absl::GetFlag(FLAGS_backend);
   o.page_size = absl::GetFlag(FLAGS_page_size);
   o.kv_pages = absl::GetFlag(FLAGS_kv_pages);
+  o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
   o.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_running = absl::GetFlag(FLAGS_max_running);

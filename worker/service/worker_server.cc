@@ -1,5 +1,6 @@
 #include "worker/service/worker_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -13,6 +14,9 @@
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "worker/model/cpu_backend.h"
+#if PKV_HAVE_CUDA
+#include "worker/cuda_backend/cuda_backend.h"
+#endif
 #include "worker/service/engine.h"
 #include "worker/service/test_faults.h"
 #include "worker/service/worker_metrics.h"
@@ -42,10 +46,23 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     return absl::InvalidArgumentError(
         absl::StrCat("--backend must be auto, cpu or cuda, got '", o.backend, "'"));
   }
-  if (o.backend == "cuda") {
-    return absl::UnimplementedError(
-        "the CUDA model backend is not part of this build yet; use --backend=cpu");
+  bool use_cuda = o.backend == "cuda";
+#if PKV_HAVE_CUDA
+  if (o.backend == "auto") use_cuda = CudaDeviceUsable();
+  if (use_cuda) {
+    CudaBackendOptions c;
+    c.page_size = o.page_size;
+    c.num_kv_pages = o.kv_pages;
+    c.kv_memory_fraction = o.kv_memory_fraction;
+    c.max_step_tokens = std::max(1, o.max_batch_tokens);
+    c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
+    return LoadCudaBackend(o.model_dir, c);
   }
+#else
+  if (use_cuda) {
+    return absl::UnimplementedError("this build has no CUDA backend; use --backend=cpu");
+  }
+#endif
   const int64_t pages = o.kv_pages > 0 ? o.kv_pages : kDefaultCpuKvPages;
   return LoadCpuBackend(o.model_dir, o.page_size, pages);
 }
