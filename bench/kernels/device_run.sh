@@ -6,6 +6,7 @@
 #                                       memcheck
 #   bench/kernels/device_run.sh full    check + the issue-8 sweeps: held-out, calibration and a
 #                                       third grid at 132, 66 and 28 SMs, + a write-flush control
+#   bench/kernels/device_run.sh final   device tests, held-out grid, the sweeps, memcheck
 # Steps are skipped once the call has run BUDGET_S seconds (default 500), so it ends in time.
 set -u
 phase=${1:-check}
@@ -35,7 +36,7 @@ HELD=$T/heldout-20260623.tsv
 timeout 240 $B decode_attention_device_test --gtest_brief=1 > "$OUT/tests.txt" 2>&1
 echo "== device tests rc $? at $((SECONDS - start))s" >> "$L"
 bench 150 heldout.tsv --trace $HELD --routes $ALL,split:2k,workqueue:2k
-if [[ $phase == full ]]; then
+if [[ $phase == full || $phase == final ]]; then
   for sms in 0 66 28; do
     for grid in heldout-20260623 calibration-20260622 third-20260701; do
       bench 60 "sweep_${grid%%-*}.tsv" --trace $T/$grid.tsv --sm_count $sms --routes $ALL \
@@ -43,7 +44,7 @@ if [[ $phase == full ]]; then
     done
   done
 fi
-bench 90 variants.tsv --trace $HELD --routes workqueue,persistent --iters 50 --wall_iters 5 \
+[[ $phase != final ]] && bench 90 variants.tsv --trace $HELD --routes workqueue,persistent --iters 50 --wall_iters 5 \
   --configs w4s2,w4s3p128,w4s3p256,w8s2,w4s2p256 --floor 0 --graph 0
 [[ $phase == full ]] && bench 60 flushwrite.tsv --trace $HELD --routes workqueue,persistent \
   --flush write --iters 50 --wall_iters 3 --floor 0 --graph 0

@@ -38,8 +38,10 @@ __device__ void TicketAndMerge(const DecodeParams& p, const WorkItem& it, uint8_
   __syncthreads();
   if (*ticket != it.num_splits - 1) return;
   __threadfence();
-  MergePair<kD, T>(p, it.row, it.kv_head, it.first_partial, it.num_splits,
-                   reinterpret_cast<float*>(smem));
+  // The ring is drained: all of it holds the staged partials.
+  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages};
+  MergePair<kD, T>(p, it.row, it.kv_head, it.first_partial, it.num_splits, smem,
+                   lay.q_offset());
   if (threadIdx.x == 0) *counter = 0;  // every split has arrived: ready for the next launch
 }
 

@@ -165,10 +165,12 @@ int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pag
 // Rule: for w = 1..kMaxWaves take the smallest split size whose items fit in w * slots (never
 // below min_split_tokens), also the unsplit plan, and keep the cheapest by WorkqueueCost.
 // Rows are emitted longest split first (LPT order), so the hardware's in-order CTA dispatch
-// packs the short tail items last. Example (264 slots, H_kv = 8, page 16): bimodal B = 8 with
-// two rows of ~24k tokens and six of ~600: P = 8 * (2*1500 + 6*38) = 25.8k pair-pages; w = 1
-// gives chunk 98 pages -> 2*16*8 = 256 long items plus 48 short ones: 304 items in 2 waves;
-// w = 2 gives 49 pages -> 560 items in 3 waves; the cost picks the smaller estimated time.
+// packs the short tail items last. Example (264 slots, H_kv = 8, page 16, D = 128, so one
+// pair-page is 8 KB and the wave overhead 12 pair-pages): held-out bimodal B = 8, two rows of
+// 1540 and 1313 pages and six of 13..47: P = 8 * 3033 = 24264 pair-pages. w = 1: the smallest
+// chunk fitting 264 items is 110 pages (14 + 12 + 6 splits a head, 256 items), cost
+// max(94.8, 110) + 12 = 122; w = 2: chunk 49 pages (520 items), cost max(93.3, 49) + 24 = 117.3,
+// so two waves of 520 items are planned.
 void PlanWorkqueue(PlanContext& ctx) {
   const int32_t rows = ctx.in.num_rows;
   int64_t total_pages = 0;
