@@ -2,6 +2,7 @@
 // (scheduler thread only) is in engine_step.cc.
 #include "worker/service/engine.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -87,12 +88,29 @@ absl::StatusOr<uint64_t> Engine::Submit(const pkv::v1::WorkerGenerateRequest& wr
   }
 
   absl::MutexLock lock(&mu_);
+  if (failed_) {
+    return absl::UnavailableError(
+        "worker hit a fatal backend error and is restarting; retry on another worker");
+  }
   if (stopping_) return absl::UnavailableError("worker is shutting down");
   if (draining_) return absl::UnavailableError("worker is draining; retry on another worker");
+  // The scheduler's bounds, checked here so a flood never piles up in the inbox.
+  const int64_t capacity =
+      int64_t{std::min(options_.scheduler.max_running, options_.scheduler.max_batch_tokens)} +
+      options_.scheduler.max_waiting;
+  if (in_flight_ >= capacity) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "worker is full: ", in_flight_, " requests in flight (max_running + max_waiting = ",
+        capacity, "); retry later or on another worker"));
+  }
+  if (deadline <= absl::Now()) {
+    return absl::DeadlineExceededError("deadline expired before the request was queued");
+  }
   const uint64_t id = next_id_++;
   seq->id = id;
   if (!seq->request_id.empty()) ids_by_request_[seq->request_id] = id;
-  ++in_flight_;
+  // An idle engine's last progress is old; the stall clock starts with the first request.
+  if (in_flight_++ == 0) load_.last_progress = absl::Now();
   InboxItem item;
   item.kind = InboxItem::Kind::kAdd;
   item.id = id;
@@ -146,6 +164,17 @@ void Engine::CancelAll(AbortReason reason) {
   item.reason = reason;
   inbox_.push_back(std::move(item));
   wake_.Signal();
+}
+
+absl::Duration Engine::StalledFor(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  if (in_flight_ == 0 || load_.last_progress == absl::InfinitePast()) return absl::ZeroDuration();
+  return std::max(absl::ZeroDuration(), now - load_.last_progress);
+}
+
+bool Engine::failed() const {
+  absl::MutexLock lock(&mu_);
+  return failed_;
 }
 
 EngineLoad Engine::GetLoad() const {
@@ -215,6 +244,8 @@ void Engine::PublishLoad() {
   }
   absl::MutexLock lock(&mu_);
   load.draining = draining_;
+  load.in_flight = in_flight_;
+  load.last_progress = absl::Now();
   load_ = load;
 }
 

@@ -8,8 +8,17 @@
 // Request lifecycle: Submit() tokenizes and validates on the caller's thread, then queues an Add.
 // The sink receives OnAccepted, then OnChunk per generated token, then exactly one terminal
 // OnComplete or OnError. Cancel() removes the request within one step and frees its pages.
-// A backend failure fails every request in the engine with INTERNAL and calls on_fatal (the worker
-// then reports NOT_SERVING and exits non-zero for its supervisor to restart it).
+// A backend failure (a failed forward step, or a KV allocator failure) fails every request in the
+// engine with INTERNAL and calls on_fatal (the worker then reports NOT_SERVING and exits non-zero
+// for its supervisor to restart it); from that moment Submit() answers UNAVAILABLE, so a router
+// places new work elsewhere instead of feeding a broken backend (README "Reliability", F3).
+//
+// Bounded admission: Submit() refuses with RESOURCE_EXHAUSTED once max_running + max_waiting
+// requests are in flight (the scheduler's own bounds, checked synchronously so nothing queues in
+// the inbox beyond them); the scheduler then bounds queued tokens. Deadlines: a request whose
+// deadline already passed is refused with DEADLINE_EXCEEDED before it is queued, and a queued or
+// running one is dropped by the scheduler at the first step after its deadline (0 KV pages for one
+// that never started).
 #pragma once
 
 #include <atomic>
@@ -53,6 +62,10 @@ struct EngineLoad {
   int64_t pages_free = 0;
   int64_t pages_total = 0;
   bool draining = false;
+  int64_t in_flight = 0;  // submitted and not yet terminal (running + waiting + inbox)
+  // When the scheduler thread last finished a loop iteration; with work in flight and this far in
+  // the past, the engine is wedged (a hung backend step): see StalledFor().
+  absl::Time last_progress = absl::InfinitePast();
 };
 
 class Engine {
@@ -81,6 +94,11 @@ class Engine {
   bool WaitIdle(absl::Time deadline);
   // Cancels everything in flight with `reason`/UNAVAILABLE (end of a drain).
   void CancelAll(AbortReason reason);
+  // How long requests have been in flight without the scheduler thread finishing a step; zero
+  // when idle. The worker turns readiness NOT_SERVING past a threshold (a wedged GPU).
+  absl::Duration StalledFor(absl::Time now) const;
+  // True after a fatal backend error.
+  bool failed() const;
 
   EngineLoad GetLoad() const;
   pkv::v1::ModelInfo GetModelInfo() const;
@@ -99,7 +117,12 @@ class Engine {
   void FinishRequest(Sequence* seq, pkv::v1::FinishReason reason, std::string matched_stop,
                      bool last_token_withheld);
   void FailRequest(uint64_t id, const absl::Status& status, AbortReason reason);
+  // Like FailRequest for a request the scheduler refused (queue bounds): counted as an error,
+  // not as an abort (it never became a running or waiting sequence).
+  void RejectRequest(uint64_t id, const absl::Status& status);
   void FailEverything(const absl::Status& status, AbortReason reason);
+  // A backend failure: every request fails with INTERNAL, Submit refuses from now on, on_fatal.
+  void Fatal(const absl::Status& cause);
   void PublishLoad();
   // Bookkeeping once a request's sink got its terminal call (any thread holding no lock).
   void MarkTerminal(const std::string& request_id, uint64_t id);
@@ -115,6 +138,7 @@ class Engine {
   // Owned by the scheduler thread.
   absl::flat_hash_map<uint64_t, std::unique_ptr<ActiveRequest>> active_;
   uint64_t steps_ = 0;
+  int64_t admitted_ = 0;  // requests accepted by the scheduler (fail_kv_alloc_after counts them)
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
@@ -123,6 +147,7 @@ class Engine {
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // submitted and not yet terminal
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;  // a fatal backend error happened
   absl::Status stop_status_ ABSL_GUARDED_BY(mu_);
   EngineLoad load_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

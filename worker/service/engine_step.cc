@@ -18,18 +18,31 @@ double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 }  // namespace
 
 void Engine::ProcessInbox(std::vector<InboxItem>* items) {
-  for (InboxItem& item : *items) {
+  for (size_t i = 0; i < items->size(); ++i) {
+    InboxItem& item = (*items)[i];
     switch (item.kind) {
       case InboxItem::Kind::kAdd: {
         std::vector<int32_t> prompt(item.seq->tokens.begin(),
                                     item.seq->tokens.begin() + item.seq->num_prompt_tokens);
         ActiveRequest* active = item.active.get();
         active_[item.id] = std::move(item.active);
+        const int64_t fail_after = options_.faults.fail_kv_alloc_after;
+        if (fail_after >= 0 && admitted_ >= fail_after) {
+          // Test fault: the KV allocator fails like a device out of memory (a fatal backend
+          // error). Requests later in this batch of the inbox fail with the running ones.
+          for (size_t j = i + 1; j < items->size(); ++j) {
+            InboxItem& later = (*items)[j];
+            if (later.kind == InboxItem::Kind::kAdd) active_[later.id] = std::move(later.active);
+          }
+          Fatal(absl::ResourceExhaustedError("test fault: KV page allocation failed"));
+          return;
+        }
         absl::Status st = scheduler_.Add(std::move(item.seq));
         if (!st.ok()) {
-          FailRequest(item.id, st, AbortReason::kError);
+          RejectRequest(item.id, st);  // refused at the door: not an abort of a sequence
           break;
         }
+        ++admitted_;
         if (metrics_ != nullptr) metrics_->RecordPromptTokens(static_cast<int>(prompt.size()));
         active->sink->OnAccepted(prompt);
         break;
@@ -91,10 +104,7 @@ void Engine::RunStep() {
   }
   ++steps_;
   if (!st.ok()) {
-    const absl::Status fatal = absl::InternalError(absl::StrCat("backend failure: ", st.message()));
-    PKV_LOG(ERROR) << fatal;
-    FailEverything(fatal, AbortReason::kError);
-    if (options_.on_fatal) options_.on_fatal(fatal);
+    Fatal(st);
     return;
   }
   const double step_seconds = Seconds(absl::Now() - now);
@@ -145,6 +155,9 @@ void Engine::HandleSample(Sequence* seq, const SampleResult& sample, absl::Time 
                   /*last_token_withheld=*/true);
     return;
   }
+  // The transport saw a cancel this step has not processed yet: the token is computed in vain
+  // (pkv_tokens_after_cancel_total; at most one step's worth per request, RELIABILITY C1).
+  if (metrics_ != nullptr && !a.sink->Healthy()) metrics_->RecordTokensAfterCancel(1);
   TextStream::Delta delta = a.text->Push(token);
   pkv::v1::Chunk chunk;
   chunk.add_token_ids(static_cast<uint32_t>(token));
@@ -228,6 +241,38 @@ void Engine::FailRequest(uint64_t id, const absl::Status& status, AbortReason re
   }
   a->sink->OnError(status);
   MarkTerminal(a->request_id, id);
+}
+
+void Engine::RejectRequest(uint64_t id, const absl::Status& status) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  std::unique_ptr<ActiveRequest> a = std::move(it->second);
+  active_.erase(it);
+  if (metrics_ != nullptr) metrics_->RecordRequestError(StatusCodeName(status.code()));
+  a->sink->OnError(status);
+  MarkTerminal(a->request_id, id);
+}
+
+void Engine::Fatal(const absl::Status& cause) {
+  const absl::Status fatal =
+      absl::InternalError(absl::StrCat("backend failure: ", cause.message()));
+  PKV_LOG(ERROR) << fatal;
+  {
+    absl::MutexLock lock(&mu_);
+    failed_ = true;
+  }
+  // Requests still in the inbox were accepted by Submit(); they fail like the running batch.
+  std::vector<InboxItem> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    pending.swap(inbox_);
+  }
+  for (InboxItem& item : pending) {
+    if (item.kind != InboxItem::Kind::kAdd) continue;
+    active_[item.id] = std::move(item.active);
+  }
+  FailEverything(fatal, AbortReason::kError);
+  if (options_.on_fatal) options_.on_fatal(fatal);
 }
 
 void Engine::FailEverything(const absl::Status& status, AbortReason reason) {

@@ -1,5 +1,6 @@
 #include "worker/service/generate_stream.h"
 
+#include <string>
 #include <utility>
 
 #include "common/grpc_status.h"
@@ -72,9 +73,9 @@ void StreamOutbox::MaybeStartWriteLocked() {
   }
   if (terminal_queued_ || broken_) {
     finished_ = true;
-    reactor_->Finish(broken_ && final_status_.ok()
-                         ? grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled")
-                         : final_status_);
+    reactor_->FinishWith(broken_ && final_status_.ok()
+                             ? grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled")
+                             : final_status_);
   }
 }
 
@@ -102,12 +103,20 @@ void StreamOutbox::Detach() {
   broken_ = true;
 }
 
-GenerateStream::GenerateStream(std::shared_ptr<StreamOutbox> outbox,
+GenerateStream::GenerateStream(grpc::CallbackServerContext* context,
+                               std::shared_ptr<StreamOutbox> outbox,
                                std::function<void()> on_cancel)
-    : outbox_(std::move(outbox)), on_cancel_(std::move(on_cancel)) {
+    : context_(context), outbox_(std::move(outbox)), on_cancel_(std::move(on_cancel)) {
   absl::MutexLock lock(&outbox_->mu_);
   outbox_->reactor_ = this;
   outbox_->MaybeStartWriteLocked();
+}
+
+void GenerateStream::FinishWith(const grpc::Status& status) {
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    context_->AddTrailingMetadata("grpc-retry-pushback-ms", std::to_string(kRetryPushbackMs));
+  }
+  Finish(status);
 }
 
 void GenerateStream::OnWriteDone(bool ok) { outbox_->WriteDone(ok); }

@@ -3,6 +3,7 @@
 // through a shared_ptr, so either side may go first. One write in flight at a time; messages queue
 // in the outbox. A client that stops reading is detected when the queue exceeds
 // kMaxQueuedMessages: the sink turns unhealthy and the engine aborts the request (RELIABILITY S3).
+// A RESOURCE_EXHAUSTED end carries grpc-retry-pushback-ms (kRetryPushbackMs) like the router's.
 //
 // Thread-safety: all members guarded by the outbox mutex; reactor callbacks run on gRPC threads and
 // sink calls on the engine's scheduler thread.
@@ -22,6 +23,9 @@
 namespace pkv {
 
 class GenerateStream;
+
+// The retry hint sent with every RESOURCE_EXHAUSTED from the worker (gRPC retry pushback).
+inline constexpr int kRetryPushbackMs = 250;
 
 class StreamOutbox : public RequestSink {
  public:
@@ -59,7 +63,9 @@ class StreamOutbox : public RequestSink {
 class GenerateStream : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse> {
  public:
   // `on_cancel` runs once if the client cancels or disconnects before the stream finished.
-  GenerateStream(std::shared_ptr<StreamOutbox> outbox, std::function<void()> on_cancel);
+  // `context` (gRPC's, valid until OnDone) receives the retry-pushback trailer.
+  GenerateStream(grpc::CallbackServerContext* context, std::shared_ptr<StreamOutbox> outbox,
+                 std::function<void()> on_cancel);
 
   std::shared_ptr<StreamOutbox> outbox() const { return outbox_; }
 
@@ -68,6 +74,11 @@ class GenerateStream : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateRe
   void OnDone() override;
 
  private:
+  friend class StreamOutbox;
+  // Finish(), adding grpc-retry-pushback-ms to a RESOURCE_EXHAUSTED status.
+  void FinishWith(const grpc::Status& status);
+
+  grpc::CallbackServerContext* const context_;
   std::shared_ptr<StreamOutbox> outbox_;
   std::function<void()> on_cancel_;
 };

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "common/grpc_status.h"
@@ -10,12 +11,24 @@
 namespace pkv {
 namespace {
 
-// A stream that ends at once with a status (bad input, not ready, draining).
+// A stream that ends at once with a status (bad input, not ready, draining, full). A full worker
+// adds the retry hint, as the router does.
 class RejectedStream : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse> {
  public:
   explicit RejectedStream(grpc::Status status) { Finish(std::move(status)); }
+  RejectedStream(grpc::CallbackServerContext* context, grpc::Status status) {
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      context->AddTrailingMetadata("grpc-retry-pushback-ms", std::to_string(kRetryPushbackMs));
+    }
+    Finish(std::move(status));
+  }
   void OnDone() override { delete this; }
 };
+
+// A transport cancel this close to the deadline is the deadline (the router's cancel at the
+// client's deadline can overtake the worker's own timer by the request's transit time), so
+// pkv_seq_aborts_total{reason} tells expired requests from cancelled ones (RELIABILITY C3).
+constexpr absl::Duration kDeadlineSlack = absl::Milliseconds(100);
 
 grpc::Status NotReady() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is loading its model; retry shortly");
@@ -36,13 +49,16 @@ WorkerService::WorkerService(std::string worker_id,
 grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Generate(
     grpc::CallbackServerContext* context, const pkv::v1::WorkerGenerateRequest* request) {
   Engine* engine = engine_.load();
-  if (engine == nullptr) return new RejectedStream(NotReady());
+  if (engine == nullptr) return new RejectedStream(context, NotReady());
   auto outbox = std::make_shared<StreamOutbox>(worker_id_);
-  absl::StatusOr<uint64_t> id = engine->Submit(*request, DeadlineOf(context), outbox);
-  if (!id.ok()) return new RejectedStream(ToGrpcStatus(id.status()));
+  const absl::Time deadline = DeadlineOf(context);
+  absl::StatusOr<uint64_t> id = engine->Submit(*request, deadline, outbox);
+  if (!id.ok()) return new RejectedStream(context, ToGrpcStatus(id.status()));
   const uint64_t seq_id = *id;
-  return new GenerateStream(std::move(outbox),
-                            [engine, seq_id] { engine->Cancel(seq_id, AbortReason::kClientCancel); });
+  return new GenerateStream(context, std::move(outbox), [engine, seq_id, deadline] {
+    const bool expired = absl::Now() + kDeadlineSlack >= deadline;
+    engine->Cancel(seq_id, expired ? AbortReason::kDeadline : AbortReason::kClientCancel);
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerService::Abort(grpc::CallbackServerContext* context,
