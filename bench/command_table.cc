@@ -7,11 +7,17 @@ namespace pkv::bench {
 #if PKV_BENCH_KERNELS
 int KernelsMain(int argc, char** argv);
 #endif
+#if PKV_BENCH_E2E
+int E2eMain(int argc, char** argv);
+#endif
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> table = {
 #if PKV_BENCH_KERNELS
       {"kernels", "decode-attention routes over a trace grid (GPU)", KernelsMain},
+#endif
+#if PKV_BENCH_E2E
+      {"e2e", "whole-model decode and prefill on the GPU vs byte floor and GEMM rate", E2eMain},
 #endif
   };
   return table;

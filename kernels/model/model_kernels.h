@@ -112,4 +112,29 @@ struct GenericAttentionArgs {
 };
 absl::Status LaunchGenericAttention(const GenericAttentionArgs& a, cudaStream_t stream);
 
+// y[t][n] = sum_k x[t][k] * w[n][k] (fp32 accumulation) for a few tokens (t < num_tokens <= 4):
+// the decode-time projections, which are bound by reading the weight matrix once. Each warp
+// streams two weight rows with 16-byte loads, several in flight per lane, and dots them with every
+// token's row of x (read through L1); one warp reduction per output. A cuBLAS alternative for
+// small batches; SkinnyGemmSupported says when it applies.
+struct SkinnyGemmArgs {
+  DType dtype = DType::kBFloat16;
+  const void* x = nullptr;  // [num_tokens][in] dtype, 16-byte aligned
+  int32_t num_tokens = 0;
+  int32_t in = 0;           // multiple of 8
+  const void* w = nullptr;  // [out][in] dtype, 16-byte aligned
+  int32_t out = 0;
+  void* y = nullptr;        // [num_tokens][out], dtype or float32
+  bool y_f32 = false;
+};
+inline constexpr int32_t kSkinnyGemmMaxTokens = 4;
+bool SkinnyGemmSupported(int64_t num_tokens, int64_t in, const void* x, const void* w);
+absl::Status LaunchSkinnyGemm(const SkinnyGemmArgs& a, cudaStream_t stream);
+
+// Fills n elements with values uniform in [center - half_width, center + half_width) from a hash
+// of (seed, index): random weights and caches for benchmarks without a host round trip.
+// f32: float32 elements; otherwise `dtype`.
+absl::Status LaunchFillRandom(void* dst, int64_t n, bool f32, DType dtype, uint64_t seed,
+                              float center, float half_width, cudaStream_t stream);
+
 }  // namespace pkv::gpu

@@ -35,11 +35,12 @@ struct ModelCase {
   std::string name;       // "tiny" (pkv-make-model) or a DeviceTestConfig name
   DType dtype;
   std::string attention;  // CudaBackendOptions::attention
+  bool skinny = false;    // CudaBackendOptions::skinny_gemm
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
   std::string n = info.param.name + "_" + std::string(DTypeName(info.param.dtype)) + "_" +
-                  info.param.attention;
+                  info.param.attention + (info.param.skinny ? "_skinny" : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -91,6 +92,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.max_step_tokens = 1024;
     o.max_rows = 16;
     o.attention = mc.attention;
+    o.skinny_gemm = mc.skinny;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
@@ -294,6 +296,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
                       ModelCase{"llama-d64", DType::kBF16, "auto"},
                       ModelCase{"llama-d64", DType::kBF16, "generic"},
+                      ModelCase{"llama-d64", DType::kBF16, "auto", true},
                       ModelCase{"qwen3-d128", DType::kF16, "auto"},
                       ModelCase{"qwen2-d64", DType::kBF16, "auto"}),
     CaseName);

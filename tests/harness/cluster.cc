@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <thread>
 
@@ -14,6 +15,15 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace pkv::testing {
+namespace {
+
+// PKV_TEST_BACKEND (cpu | cuda) picks the workers' model backend; unset: cpu.
+std::string TestBackend() {
+  const char* b = std::getenv("PKV_TEST_BACKEND");
+  return b != nullptr && *b != '\0' ? b : "cpu";
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& options) {
   std::unique_ptr<Cluster> c(new Cluster(options));
@@ -29,7 +39,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
     if (!st.ok()) return st;
   }
   for (int i = 0; i < options.num_workers; ++i) {
-    absl::Status st = WaitServing(c->workers_[i].address(), absl::Seconds(60));
+    absl::Status st = WaitServing(c->workers_[i].address(), absl::Seconds(60), "",
+                                  c->options_.worker_credentials);
     if (!st.ok()) {
       return absl::Status(st.code(), absl::StrCat(st.message(), "\n",
                                                   c->workers_[i].process->LogTail()));
@@ -44,11 +55,13 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
       absl::StrCat("--listen=127.0.0.1:", c->router_port_),
       absl::StrCat("--metrics_listen=127.0.0.1:", c->router_metrics_port_),
       absl::StrCat("--workers=", absl::StrJoin(worker_list, ","))};
+  if (options.insecure) args.push_back("--insecure");
   args.insert(args.end(), options.router_args.begin(), options.router_args.end());
   auto router = Process::Spawn(BinDir() + "/pkv-router", args, c->log_dir_ + "/router.log");
   if (!router.ok()) return router.status();
   c->router_ = std::move(*router);
-  absl::Status st = WaitServing(c->router_address(), absl::Seconds(60));
+  absl::Status st =
+      WaitServing(c->router_address(), absl::Seconds(60), "", options.router_credentials);
   if (!st.ok()) return absl::Status(st.code(), absl::StrCat(st.message(), "\n", c->Logs()));
   return c;
 }
@@ -60,7 +73,11 @@ absl::Status Cluster::SpawnWorker(int i, const std::vector<std::string>& extra_a
   std::vector<std::string> args = {absl::StrCat("--listen=", w.address()),
                                    absl::StrCat("--metrics_listen=", w.metrics_address()),
                                    absl::StrCat("--worker_id=", w.id),
-                                   absl::StrCat("--model=", options_.model_dir), "--backend=cpu"};
+                                   absl::StrCat("--model=", options_.model_dir),
+                                   absl::StrCat("--backend=", TestBackend())};
+  // Another backend gets the CPU backend's default pool size, so admission behaves the same.
+  if (TestBackend() != "cpu") args.push_back("--kv_pages=2048");
+  if (options_.insecure) args.push_back("--insecure");
   args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   auto p = Process::Spawn(BinDir() + "/pkv-worker", args,
@@ -74,7 +91,7 @@ absl::Status Cluster::RestartWorker(int i, const std::vector<std::string>& extra
   workers_[i].process.reset();
   absl::Status st = SpawnWorker(i, extra_args);
   if (!st.ok()) return st;
-  return WaitServing(workers_[i].address(), absl::Seconds(60));
+  return WaitServing(workers_[i].address(), absl::Seconds(60), "", options_.worker_credentials);
 }
 
 std::string Cluster::Logs() {
@@ -87,17 +104,21 @@ std::string Cluster::Logs() {
 }
 
 std::unique_ptr<pkv::v1::Generation::Stub> Cluster::RouterStub() const {
-  return pkv::v1::Generation::NewStub(
-      grpc::CreateChannel(router_address(), grpc::InsecureChannelCredentials()));
+  return pkv::v1::Generation::NewStub(grpc::CreateChannel(
+      router_address(), options_.router_credentials ? options_.router_credentials
+                                                    : grpc::InsecureChannelCredentials()));
 }
 
 std::unique_ptr<pkv::v1::Worker::Stub> Cluster::WorkerStub(int i) const {
-  return pkv::v1::Worker::NewStub(
-      grpc::CreateChannel(workers_[i].address(), grpc::InsecureChannelCredentials()));
+  return pkv::v1::Worker::NewStub(grpc::CreateChannel(
+      workers_[i].address(), options_.worker_credentials ? options_.worker_credentials
+                                                         : grpc::InsecureChannelCredentials()));
 }
 
 absl::Status WaitServing(const std::string& address, absl::Duration timeout,
-                         const std::string& service) {
+                         const std::string& service,
+                         std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
   // A fresh channel with its own subchannel pool per attempt: the server is expected within
   // milliseconds, and gRPC's reconnect backoff after a refused connection (shared through the
   // global subchannel pool) would otherwise add seconds to every test's start-up.
@@ -105,7 +126,7 @@ absl::Status WaitServing(const std::string& address, absl::Duration timeout,
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::health::v1::Health::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+        grpc::CreateCustomChannel(address, credentials, args));
   };
   const absl::Time deadline = absl::Now() + timeout;
   std::string last = "no answer";

@@ -9,6 +9,7 @@
 #include "common/cuda_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "kernels/model/model_kernels.h"
 #include "kernels/prefill/prefill_launch.h"
 #include "worker/cuda_backend/backend_impl.h"
 #include "worker/model/checkpoint.h"
@@ -19,13 +20,7 @@ namespace {
 
 using cuda_backend::DeviceBuffer;
 using cuda_backend::PinnedBuffer;
-using Clock = std::chrono::steady_clock;
-
 constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
-
-double Micros(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::micro>(b - a).count();
-}
 
 absl::Status ValidateOptions(const CudaBackendOptions& o) {
   if (o.page_size < 1 || o.page_size > 1024) {
@@ -164,16 +159,48 @@ absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
-    const std::string& model_dir, const CudaBackendOptions& options) {
+namespace {
+
+// Everything after the weights: cuBLAS, attention, activations, the KV pool, the step machinery.
+absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
+  PKV_ASSIGN_OR_RETURN(m->gemm, cuda_backend::Gemm::Create(kGemmWorkspaceBytes));
+  m->gemm->set_skinny(m->options.skinny_gemm);
+  m->buckets = cuda_backend::GraphBuckets(m->options.max_rows);
+  PKV_RETURN_IF_ERROR(SetUpAttention(m));
+  PKV_RETURN_IF_ERROR(AllocateActivations(m));
+  PKV_RETURN_IF_ERROR(AllocateKvPool(m));
+  PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream));
+  const ModelConfig& c = m->config;
+  PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
+                << decode::DTypeName(m->weights.dtype) << ", weights "
+                << m->weights.arena_bytes / 1048576.0 << " MiB, " << m->num_kv_pages
+                << " KV pages of " << m->options.page_size << " tokens ("
+                << m->kv_pool.bytes() / 1048576.0 << " MiB), decode attention "
+                << (m->decode ? "engine" : "generic") << ", prefill attention "
+                << (m->prefill_tensor_cores ? "mma.sync" : "generic") << ", CUDA graphs "
+                << (m->options.cuda_graphs ? "on" : "off");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> StartLoad(
+    const CudaBackendOptions& options) {
   PKV_RETURN_IF_ERROR(ValidateOptions(options));
-  auto m = std::make_unique<Impl>();
+  auto m = std::make_unique<CudaModelBackend::Impl>();
   m->options = options;
   m->options.max_rows = std::min(options.max_rows, options.max_step_tokens);
   m->device = options.device;
   PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(m->device));
-  PKV_ASSIGN_OR_RETURN(m->config, LoadModelConfig(model_dir));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
+    const std::string& model_dir, const CudaBackendOptions& options) {
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, StartLoad(options));
+  PKV_ASSIGN_OR_RETURN(m->config, LoadModelConfig(model_dir));
   {
     PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
     PKV_ASSIGN_OR_RETURN(decode::DType dtype,
@@ -181,23 +208,28 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
     PKV_ASSIGN_OR_RETURN(m->weights,
                          cuda_backend::UploadWeights(m->config, *checkpoint, dtype, m->stream));
   }  // unmaps the checkpoint files
-  PKV_ASSIGN_OR_RETURN(m->gemm, cuda_backend::Gemm::Create(kGemmWorkspaceBytes));
-  m->buckets = cuda_backend::GraphBuckets(m->options.max_rows);
-  PKV_RETURN_IF_ERROR(SetUpAttention(m.get()));
-  PKV_RETURN_IF_ERROR(AllocateActivations(m.get()));
-  PKV_RETURN_IF_ERROR(AllocateKvPool(m.get()));
-  PKV_RETURN_IF_ERROR(SetUpStepMachinery(m.get()));
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream));
-  const ModelConfig& c = m->config;
-  PKV_LOG(INFO) << "cuda backend: " << model_dir << ", " << c.num_layers << " layers, "
-                << decode::DTypeName(m->weights.dtype) << ", weights "
-                << m->weights.arena_bytes / 1048576.0 << " MiB, " << m->num_kv_pages
-                << " KV pages of " << options.page_size << " tokens ("
-                << m->kv_pool.bytes() / 1048576.0 << " MiB), decode attention "
-                << (m->decode ? "engine" : "generic") << ", prefill attention "
-                << (m->prefill_tensor_cores ? "mma.sync" : "generic") << ", CUDA graphs "
-                << (options.cuda_graphs ? "on" : "off");
+  PKV_RETURN_IF_ERROR(FinishLoad(m.get(), model_dir));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::LoadRandom(
+    const ModelConfig& config, uint64_t seed, const CudaBackendOptions& options) {
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, StartLoad(options));
+  m->config = config;
+  const decode::DType dtype =
+      options.dtype == "float16" ? decode::DType::kFloat16 : decode::DType::kBFloat16;
+  PKV_ASSIGN_OR_RETURN(m->weights,
+                       cuda_backend::RandomDeviceWeights(config, dtype, seed, m->stream));
+  PKV_RETURN_IF_ERROR(FinishLoad(m.get(), absl::StrCat("random weights (seed ", seed, ")")));
+  return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
+}
+
+absl::Status CudaModelBackend::FillKvCacheRandom(uint64_t seed) {
+  Impl& m = *impl_;
+  PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
+                                            m.weights.dtype, seed, 0.f, 1.f, m.stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+  return absl::OkStatus();
 }
 
 CudaModelBackend::CudaModelBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -208,6 +240,11 @@ int32_t CudaModelBackend::page_size() const { return impl_->options.page_size; }
 int64_t CudaModelBackend::num_kv_pages() const { return impl_->num_kv_pages; }
 std::string CudaModelBackend::dtype_name() const {
   return impl_->weights.dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
+}
+void CudaModelBackend::SetCudaGraphs(bool enabled) { impl_->options.cuda_graphs = enabled; }
+void CudaModelBackend::SetSkinnyGemm(bool enabled) {
+  impl_->options.skinny_gemm = enabled;
+  impl_->gemm->set_skinny(enabled);
 }
 const StepTiming& CudaModelBackend::last_timing() const { return impl_->timing; }
 int64_t CudaModelBackend::weight_read_bytes() const { return impl_->weights.step_read_bytes; }

@@ -44,6 +44,8 @@ struct CudaBackendOptions {
   int32_t max_step_tokens = 8192;   // tokens one Step() may feed (activation buffers)
   int32_t max_rows = 256;           // rows one Step() may hold
   bool cuda_graphs = true;          // replay decode-only steps from per-bucket CUDA graphs
+  // Steps of 1..4 tokens run their projections through the skinny GEMM kernel instead of cuBLAS.
+  bool skinny_gemm = false;
   int device = 0;
   std::string dtype = "auto";       // auto | bfloat16 | float16
   // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
@@ -67,6 +69,10 @@ class CudaModelBackend : public ModelBackend {
   // Loads <model_dir> (config.json, generation_config.json, safetensors) onto the GPU.
   static absl::StatusOr<std::unique_ptr<CudaModelBackend>> Load(const std::string& model_dir,
                                                                 const CudaBackendOptions& options);
+  // Random weights of `config`'s shapes generated on the GPU (benchmarks: no checkpoint to write
+  // or read). options.dtype "float16" picks fp16, anything else bf16.
+  static absl::StatusOr<std::unique_ptr<CudaModelBackend>> LoadRandom(
+      const ModelConfig& config, uint64_t seed, const CudaBackendOptions& options);
   ~CudaModelBackend() override;
 
   const ModelConfig& config() const override;
@@ -78,6 +84,15 @@ class CudaModelBackend : public ModelBackend {
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
   absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits) override;
+
+  // Overwrites every KV page with random values (benchmarks: attention over realistic data
+  // without running prefill first). Synchronous.
+  absl::Status FillKvCacheRandom(uint64_t seed);
+
+  // Turn CUDA-graph replay of decode-only steps, and the skinny GEMM for steps of 1..4 tokens, on
+  // or off (benchmarks compare them).
+  void SetCudaGraphs(bool enabled);
+  void SetSkinnyGemm(bool enabled);
 
   const StepTiming& last_timing() const;
   // Bytes of weights a decode step reads, and KV bytes per cached token (all layers, K and V).

@@ -5,10 +5,12 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
+#include "kernels/model/model_kernels.h"
 #include "worker/model/llama_weights.h"
 
 namespace pkv::cuda_backend {
@@ -136,39 +138,58 @@ absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
   return embed.dtype() == DType::kF16 ? decode::DType::kFloat16 : decode::DType::kBFloat16;
 }
 
+namespace {
+
+// The pieces of `config` with their arena offsets; sizes from the tensor specs (a checkpoint was
+// validated against them first).
+std::vector<Piece> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
+  absl::flat_hash_map<std::string, int64_t> numel;
+  for (const TensorSpec& t : LlamaTensorSpecs(config)) numel[t.name] = t.numel();
+  w->layers.resize(config.num_layers);
+  std::vector<Piece> pieces;
+  pieces.push_back(Piece{{"model.embed_tokens.weight"}, false, &w->embed});
+  for (int i = 0; i < config.num_layers; ++i) AddLayerPieces(config, i, &w->layers[i], &pieces);
+  pieces.push_back(
+      Piece{{"model.norm.weight"}, true, reinterpret_cast<const void**>(&w->final_norm)});
+  if (!config.tie_word_embeddings) pieces.push_back(Piece{{"lm_head.weight"}, false, &w->lm_head});
+  int64_t cursor = 0;
+  for (Piece& p : pieces) {
+    int64_t n = 0;
+    for (const std::string& name : p.sources) n += numel.at(name);
+    p.bytes = n * (p.f32 ? 4 : 2);
+    p.offset = (cursor + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    cursor = p.offset + p.bytes;
+    if (p.dst != &w->embed) w->step_read_bytes += p.bytes;
+  }
+  if (config.tie_word_embeddings) {
+    w->step_read_bytes += int64_t{config.vocab_size} * config.hidden_size * 2;
+  }
+  w->arena_bytes = cursor;
+  return pieces;
+}
+
+absl::Status AllocateArena(const std::vector<Piece>& pieces, const ModelConfig& config,
+                           DeviceWeights* w) {
+  PKV_ASSIGN_OR_RETURN(w->arena, DeviceBuffer::Allocate(w->arena_bytes));
+  for (const Piece& p : pieces) *p.dst = w->arena.bytes_ptr() + p.offset;
+  if (config.tie_word_embeddings) w->lm_head = w->embed;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
                                             const Checkpoint& checkpoint, decode::DType dtype,
                                             cudaStream_t stream) {
   PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, checkpoint));
   DeviceWeights w;
   w.dtype = dtype;
-  w.layers.resize(config.num_layers);
-  std::vector<Piece> pieces;
-  pieces.push_back(Piece{{"model.embed_tokens.weight"}, false, &w.embed});
-  for (int i = 0; i < config.num_layers; ++i) AddLayerPieces(config, i, &w.layers[i], &pieces);
-  pieces.push_back(
-      Piece{{"model.norm.weight"}, true, reinterpret_cast<const void**>(&w.final_norm)});
-  if (!config.tie_word_embeddings) pieces.push_back(Piece{{"lm_head.weight"}, false, &w.lm_head});
-
-  int64_t cursor = 0;
-  for (Piece& p : pieces) {
-    int64_t numel = 0;
-    for (const std::string& name : p.sources) {
-      PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
-      numel += v.numel();
-    }
-    p.bytes = numel * (p.f32 ? 4 : 2);
-    p.offset = (cursor + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-    cursor = p.offset + p.bytes;
-    if (p.dst != &w.embed) w.step_read_bytes += p.bytes;
-  }
-  w.arena_bytes = cursor;
-  PKV_ASSIGN_OR_RETURN(w.arena, DeviceBuffer::Allocate(cursor));
+  const std::vector<Piece> pieces = LayOutPieces(config, &w);
+  PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
   Uploader up;
   PKV_RETURN_IF_ERROR(up.Init(stream));
   for (const Piece& p : pieces) {
     uint8_t* dst = w.arena.bytes_ptr() + p.offset;
-    *p.dst = dst;
     int64_t done = 0;
     for (const std::string& name : p.sources) {
       PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
@@ -176,9 +197,26 @@ absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
       done += v.numel() * (p.f32 ? 4 : 2);
     }
   }
-  if (config.tie_word_embeddings) {
-    w.lm_head = w.embed;
-    w.step_read_bytes += int64_t{config.vocab_size} * config.hidden_size * 2;
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return w;
+}
+
+absl::StatusOr<DeviceWeights> RandomDeviceWeights(const ModelConfig& config, decode::DType dtype,
+                                                  uint64_t seed, cudaStream_t stream) {
+  DeviceWeights w;
+  w.dtype = dtype;
+  const std::vector<Piece> pieces = LayOutPieces(config, &w);
+  PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
+  uint64_t key = seed;
+  for (const Piece& p : pieces) {
+    // Matrices ~ U(+-0.035) (std 0.02, the usual initializer range); norms 1 +- 0.02; biases
+    // +-0.02: activations stay finite through every layer, as with a freshly initialised model.
+    const bool norm = p.f32 && p.sources[0].find("norm") != std::string::npos;
+    const float center = norm ? 1.f : 0.f, half = norm || p.f32 ? 0.02f : 0.035f;
+    const int64_t n = p.bytes / (p.f32 ? 4 : 2);
+    key = key * 6364136223846793005ull + 1442695040888963407ull;
+    PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(w.arena.bytes_ptr() + p.offset, n, p.f32, dtype,
+                                              key, center, half, stream));
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return w;

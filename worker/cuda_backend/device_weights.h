@@ -61,4 +61,9 @@ absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
                                             const Checkpoint& checkpoint, decode::DType dtype,
                                             cudaStream_t stream);
 
+// Random weights with the config's shapes, generated on the GPU from `seed` (benchmarks of real
+// model shapes without writing or reading a checkpoint).
+absl::StatusOr<DeviceWeights> RandomDeviceWeights(const ModelConfig& config, decode::DType dtype,
+                                                  uint64_t seed, cudaStream_t stream);
+
 }  // namespace pkv::cuda_backend

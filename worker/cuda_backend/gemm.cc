@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "kernels/model/model_kernels.h"
 
 namespace pkv::cuda_backend {
 
@@ -34,6 +35,18 @@ absl::Status Gemm::Linear(decode::DType dtype, const void* x, int64_t num_tokens
   if (num_tokens < 0 || in <= 0 || out <= 0 || num_tokens > kMax || in > kMax || out > kMax) {
     return absl::InvalidArgumentError(
         absl::StrCat("gemm: bad shape [", num_tokens, "][", in, "] x [", out, "][", in, "]"));
+  }
+  if (skinny_ && gpu::SkinnyGemmSupported(num_tokens, in, x, w)) {
+    gpu::SkinnyGemmArgs a;
+    a.dtype = dtype;
+    a.x = x;
+    a.num_tokens = static_cast<int32_t>(num_tokens);
+    a.in = static_cast<int32_t>(in);
+    a.w = w;
+    a.out = static_cast<int32_t>(out);
+    a.y = y;
+    a.y_f32 = y_f32;
+    return gpu::LaunchSkinnyGemm(a, stream);
   }
   const cudaDataType_t ab =
       dtype == decode::DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;

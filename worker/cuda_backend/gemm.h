@@ -27,11 +27,17 @@ class Gemm {
   Gemm& operator=(const Gemm&) = delete;
 
   // x [num_tokens][in] dtype, w [out][in] dtype, y [num_tokens][out] dtype or float32 (y_f32).
+  // With the skinny kernel enabled, 1..kSkinnyGemmMaxTokens tokens go through it instead of
+  // cuBLAS (kernels/model/model_kernels.h).
   absl::Status Linear(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
                       const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream);
 
+  void set_skinny(bool enabled) { skinny_ = enabled; }
+  bool skinny() const { return skinny_; }
+
  private:
   Gemm() = default;
+  bool skinny_ = false;
   cublasHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
 };

@@ -1,0 +1,210 @@
+// pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
+//   [--decode_lines a,b,...] [--prompts 512,2048,8192] [--steps 16] [--warmup 3] [--out FILE]
+// See e2e_bench.h. Prints a table and writes one TSV (kinds: ceiling, decode, prefill, host).
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/e2e/e2e_bench.h"
+#include "bench/kernels/flags.h"
+#include "bench/kernels/trace.h"
+#include "common/status_macros.h"
+#include "kernels/model/model_kernels.h"
+#include "worker/tools/model_shapes.h"
+
+namespace pkv::bench {
+namespace {
+
+std::string Routes(const DecodeResult& r) {
+  std::string out;
+  for (const auto& [route, n] : r.routes) absl::StrAppend(&out, out.empty() ? "" : ";", route, ":", n);
+  return out;
+}
+
+// One TSV for every kind of row; columns a row does not use stay empty.
+class Report {
+ public:
+  explicit Report(const std::string& path) : tsv_(path) {
+    for (size_t i = 0; i < kColumns.size(); ++i) tsv_ << kColumns[i] << (i + 1 < kColumns.size() ? "\t" : "\n");
+  }
+  void Ceiling(const Ceilings& c) {
+    std::printf("ceilings: streaming read %.0f GB/s, cuBLAS bf16 GEMM 8192^3 %.1f TFLOP/s\n",
+                c.stream_gbps, c.gemm_tflops);
+    Row({{"model", "-"}, {"kind", "ceiling"}, {"name", "stream_read_gbps"},
+         {"note", absl::StrFormat("%.1f", c.stream_gbps)}});
+    Row({{"model", "-"}, {"kind", "ceiling"}, {"name", "gemm_bf16_tflops"},
+         {"tflops", absl::StrFormat("%.1f", c.gemm_tflops)}});
+  }
+  void Decode(const std::string& model, const DecodeResult& r, double sched_us) {
+    std::map<std::string, std::string> row = {
+        {"model", model}, {"kind", "decode"}, {"name", r.trace},
+        {"batch", absl::StrCat(r.batch)}, {"mean_len", absl::StrFormat("%.1f", r.mean_len)}};
+    if (!r.skipped.empty()) {
+      std::printf("%-10s %-22s B=%-3d skipped: %s\n", model.c_str(), r.trace.c_str(), r.batch,
+                  r.skipped.c_str());
+      row["note"] = "skipped: " + r.skipped;
+      Row(row);
+      return;
+    }
+    const double host_frac = (r.host_us + sched_us) / (r.step_ms * 1e3);
+    std::printf(
+        "%-10s %-22s B=%-3d len=%-7.0f graphs=%d skinny=%d step %8.3f ms  %9.1f tok/s  floor %7.3f ms "
+        "(%5.1f%%)  host %6.1f us + sched %5.1f us (%4.2f%%)  %s\n",
+        model.c_str(), r.trace.c_str(), r.batch, r.mean_len, r.graphs ? 1 : 0, r.skinny ? 1 : 0,
+        r.step_ms,
+        r.tokens_per_s, r.floor_ms, 100 * r.floor_frac, r.host_us, sched_us, 100 * host_frac,
+        Routes(r).c_str());
+    row["graphs"] = r.graphs ? "1" : "0";
+    row["skinny"] = r.skinny ? "1" : "0";
+    row["step_ms"] = absl::StrFormat("%.4f", r.step_ms);
+    row["tokens_per_s"] = absl::StrFormat("%.1f", r.tokens_per_s);
+    row["host_us"] = absl::StrFormat("%.1f", r.host_us);
+    row["sched_us"] = absl::StrFormat("%.1f", sched_us);
+    row["host_frac"] = absl::StrFormat("%.5f", host_frac);
+    row["floor_ms"] = absl::StrFormat("%.4f", r.floor_ms);
+    row["floor_frac"] = absl::StrFormat("%.4f", r.floor_frac);
+    row["weight_bytes"] = absl::StrCat(r.weight_bytes);
+    row["kv_bytes"] = absl::StrCat(r.kv_bytes);
+    row["routes"] = Routes(r);
+    row["launches"] = absl::StrCat(r.launches);
+    row["occupancy"] = absl::StrFormat("%.3f", r.occupancy);
+    Row(row);
+  }
+  void Prefill(const std::string& model, const PrefillResult& r) {
+    std::printf("%-10s prefill %6d tokens: TTFT %9.2f ms  %7.1f TFLOP/s  (%5.1f%% of cuBLAS)\n",
+                model.c_str(), r.tokens, r.ttft_ms, r.tflops, 100 * r.gemm_frac);
+    Row({{"model", model}, {"kind", "prefill"}, {"name", absl::StrCat("prompt-", r.tokens)},
+         {"batch", "1"}, {"mean_len", absl::StrCat(r.tokens)},
+         {"ttft_ms", absl::StrFormat("%.3f", r.ttft_ms)},
+         {"tflops", absl::StrFormat("%.1f", r.tflops)},
+         {"gemm_frac", absl::StrFormat("%.4f", r.gemm_frac)}});
+  }
+  void Host(int32_t batch, double sched_us) {
+    std::printf("scheduler host time per decode step at B=%d: %.1f us\n", batch, sched_us);
+    Row({{"model", "-"}, {"kind", "host"}, {"name", "scheduler_step"},
+         {"batch", absl::StrCat(batch)}, {"sched_us", absl::StrFormat("%.2f", sched_us)}});
+  }
+
+ private:
+  static inline const std::vector<std::string> kColumns = {
+      "model",     "kind",       "name",     "batch",    "mean_len",     "graphs",   "skinny",
+      "step_ms",   "tokens_per_s", "host_us", "sched_us", "host_frac",   "floor_ms",
+      "floor_frac", "weight_bytes", "kv_bytes", "routes", "launches",     "occupancy",
+      "ttft_ms",   "tflops",     "gemm_frac", "note"};
+  void Row(const std::map<std::string, std::string>& cols) {
+    for (size_t i = 0; i < kColumns.size(); ++i) {
+      auto it = cols.find(kColumns[i]);
+      tsv_ << (it == cols.end() ? "" : it->second) << (i + 1 < kColumns.size() ? "\t" : "\n");
+    }
+    tsv_.flush();
+  }
+  std::ofstream tsv_;
+};
+
+std::vector<int32_t> ParseInts(const std::string& s) {
+  std::vector<int32_t> out;
+  for (absl::string_view p : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    int32_t v = 0;
+    if (absl::SimpleAtoi(p, &v)) out.push_back(v);
+  }
+  return out;
+}
+
+absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& ceil,
+                      const std::vector<TraceLine>& trace, Report* report) {
+  CudaBackendOptions o;
+  o.max_step_tokens = 8192;
+  o.max_rows = 256;
+  o.kv_memory_fraction = std::stod(f.Str("kv_memory_fraction"));
+  std::unique_ptr<CudaModelBackend> b;
+  if (!f.Str("model_dir").empty()) {
+    PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::Load(f.Str("model_dir"), o));
+  } else {
+    PKV_ASSIGN_OR_RETURN(ModelConfig config, ModelShapeConfig(shape));
+    PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::LoadRandom(config, 1, o));
+  }
+  PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
+  const std::string model = f.Str("model_dir").empty() ? shape : f.Str("model_dir");
+  const std::vector<std::string> lines = absl::StrSplit(f.Str("decode_lines"), ',', absl::SkipEmpty());
+  for (const std::string& name : lines) {
+    const TraceLine* line = nullptr;
+    for (const TraceLine& t : trace) line = t.name == name ? &t : line;
+    if (line == nullptr) return absl::NotFoundError(absl::StrCat("trace line ", name));
+    const double sched = MeasureSchedulerUs(static_cast<int32_t>(line->lengths.size()), 100);
+    // Graphs with cuBLAS, graphs with the skinny GEMM (batches it applies to), eager cuBLAS.
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool graphs = variant < 2, skinny = variant == 1;
+      if (skinny && line->lengths.size() > static_cast<size_t>(gpu::kSkinnyGemmMaxTokens)) continue;
+      b->SetCudaGraphs(graphs);
+      b->SetSkinnyGemm(skinny);
+      PKV_ASSIGN_OR_RETURN(DecodeResult r, RunDecode(b.get(), name, line->lengths, f.Int("warmup"),
+                                                     f.Int("steps"), ceil.stream_gbps, 5));
+      r.skinny = skinny;
+      report->Decode(model, r, sched);
+    }
+    b->SetSkinnyGemm(false);
+  }
+  b->SetCudaGraphs(true);
+  for (int32_t n : ParseInts(f.Str("prompts"))) {
+    PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
+    report->Prefill(model, r);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int E2eMain(int argc, char** argv) {
+  Flags f({{"shapes", "llama3-8b,llama3-1b"},
+           {"model_dir", ""},
+           {"trace", "bench/traces/heldout-20260623.tsv"},
+           {"decode_lines",
+            "bucketed-B1-N4096,uniform-B1,bucketed-B8-N4096,uniform-B8,uniform-B32,bimodal-B32,"
+            "uniform-B64,bimodal-B64"},
+           {"prompts", "512,2048,8192"},
+           {"steps", "16"},
+           {"warmup", "3"},
+           {"kv_memory_fraction", "0.9"},
+           {"out", "e2e.tsv"}});
+  absl::Status st = f.Parse(argc, argv);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n%s", std::string(st.message()).c_str(), f.Usage().c_str());
+    return 2;
+  }
+  absl::StatusOr<std::vector<TraceLine>> trace = ReadTrace(f.Str("trace"));
+  if (!trace.ok()) {
+    std::fprintf(stderr, "pkv-bench e2e: %s\n", std::string(trace.status().message()).c_str());
+    return 1;
+  }
+  absl::StatusOr<Ceilings> ceil = MeasureCeilings(nullptr);
+  if (!ceil.ok()) {
+    std::fprintf(stderr, "pkv-bench e2e: %s\n", std::string(ceil.status().message()).c_str());
+    return 1;
+  }
+  Report report(f.Str("out"));
+  report.Ceiling(*ceil);
+  report.Host(64, MeasureSchedulerUs(64, 200));
+  const std::vector<std::string> shapes =
+      f.Str("model_dir").empty()
+          ? std::vector<std::string>(absl::StrSplit(f.Str("shapes"), ',', absl::SkipEmpty()))
+          : std::vector<std::string>{"checkpoint"};
+  int rc = 0;
+  for (const std::string& shape : shapes) {
+    st = RunShape(shape, f, *ceil, *trace, &report);
+    if (!st.ok()) {
+      std::fprintf(stderr, "pkv-bench e2e %s: %s\n", shape.c_str(), st.ToString().c_str());
+      rc = 1;
+    }
+    std::fflush(stdout);
+  }
+  return rc;
+}
+
+}  // namespace pkv::bench
