@@ -1,10 +1,9 @@
-#include "bench/kernels/gpu_util.h"
-
-#include <algorithm>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
+#include "bench/kernels/gpu_util.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 
@@ -23,8 +22,9 @@ __device__ __forceinline__ uint32_t Hash(uint64_t x) {
 __global__ void FillKernel(uint16_t* dst, int64_t n, uint32_t seed, bool bf16) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float u = (Hash(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + seed) >> 8) *
-                        (2.f / 16777216.f) - 1.f;
+    const float u =
+        (Hash(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + seed) >> 8) * (2.f / 16777216.f) -
+        1.f;
     if (bf16) {
       __nv_bfloat16 b = __float2bfloat16_rn(u);
       dst[i] = *reinterpret_cast<uint16_t*>(&b);
@@ -80,8 +80,7 @@ absl::StatusOr<double> MeasureStreamReadGBps(int64_t bytes, int reps, cudaStream
   std::vector<double> us;
   for (int r = 0; r < reps + 2; ++r) {
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(e0, stream));
-    StreamReadKernel<<<sms * 8, 512, 0, stream>>>(static_cast<const uint4*>(buf), bytes / 16,
-                                                  sink);
+    StreamReadKernel<<<sms * 8, 512, 0, stream>>>(static_cast<const uint4*>(buf), bytes / 16, sink);
     PKV_CUDA_RETURN_IF_ERROR(cudaGetLastError());
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(e1, stream));
     PKV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(e1));

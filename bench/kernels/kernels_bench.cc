@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 
@@ -50,7 +50,8 @@ KernelsBench::~KernelsBench() {
 
 absl::StatusOr<DeviceLimits> KernelsBench::LimitsFor(const decode::KernelConfig& c) {
   PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(c));
-  PKV_ASSIGN_OR_RETURN(DeviceLimits limits, decode::QueryDeviceLimits(0, cfg_.shape, cfg_.dtype, c));
+  PKV_ASSIGN_OR_RETURN(DeviceLimits limits,
+                       decode::QueryDeviceLimits(0, cfg_.shape, cfg_.dtype, c));
   limits.num_sms = cfg_.sm_count;  // the partition's SMs (or the capped count)
   return limits;
 }
@@ -87,7 +88,8 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   const int64_t q_elems = int64_t{b.max_rows} * s.num_q_heads * s.head_dim;
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.q, q_elems * 2));
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.out, q_elems * 2));
-  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&b.lse), int64_t{b.max_rows} * s.num_q_heads * 4));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMalloc(reinterpret_cast<void**>(&b.lse), int64_t{b.max_rows} * s.num_q_heads * 4));
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&b.page_ids), max_pages * 4));
   PKV_RETURN_IF_ERROR(FillRandom16(b.q, q_elems, 13, bf16, stream_));
   b.pool.resize(b.pool_pages);
@@ -142,7 +144,8 @@ absl::StatusOr<std::vector<RowResult>> KernelsBench::RunLine(const TraceLine& li
   std::shuffle(b.pool.begin(), b.pool.end(), rng);
   page_indptr_.assign(1, 0);
   for (int32_t len : lengths_) {
-    page_indptr_.push_back(page_indptr_.back() + (len + cfg_.steps + s.page_size - 1) / s.page_size);
+    page_indptr_.push_back(page_indptr_.back() +
+                           (len + cfg_.steps + s.page_size - 1) / s.page_size);
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.page_ids, b.pool.data(), page_indptr_.back() * 4,
                                            cudaMemcpyHostToDevice, stream_));
@@ -186,16 +189,16 @@ absl::Status KernelsBench::CheckAgainstFused(const RouteVariant& v, RowResult* r
 
 // Median GPU time of a CUDA graph holding the step's launches, captured once for a graph-sized
 // plan and replayed after uploading each step's plan (the upload is outside the events).
-absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& limits,
-                                     float scale, RowResult* row) {
+absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& limits, float scale,
+                                     RowResult* row) {
   Buffers& b = *buf_;
   std::vector<DecodePlan> plans(cfg_.steps);
   std::vector<int64_t> bytes(cfg_.steps);
   for (int st = 0; st < cfg_.steps; ++st) {
     PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, true, &plans[st]));
     PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
-    bytes[st] = decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st])
-                    .upload_bytes;
+    bytes[st] =
+        decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st]).upload_bytes;
   }
   auto upload = [&](int st) {
     return cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_);
@@ -244,13 +247,13 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
   for (int st = 0; st < cfg_.steps; ++st) {
     PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, false, &plans[st]));
     PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
-    bytes[st] = decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st])
-                    .upload_bytes;
+    bytes[st] =
+        decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st]).upload_bytes;
     kv_bytes += static_cast<double>(plans[st].counters.kv_bytes) / cfg_.steps;
   }
   auto launch = [&](int st) -> absl::Status {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.workspace, b.images[st], bytes[st],
-                                             cudaMemcpyHostToDevice, stream_));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_));
     return decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace, v.config, scale,
                                 stream_);
   };
@@ -260,12 +263,12 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
   // GPU time: events around the launch only, L2 flushed before each iteration.
   for (int it = 0; it < cfg_.iters; ++it) {
     const int st = it % cfg_.steps;
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.workspace, b.images[st], bytes[st],
-                                             cudaMemcpyHostToDevice, stream_));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_));
     PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it], stream_));
-    PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace,
-                                             v.config, scale, stream_));
+    PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace, v.config,
+                                             scale, stream_));
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it + 1], stream_));
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
@@ -288,8 +291,8 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
     const decode::WorkspaceLayout lay =
         decode::LayoutWorkspace(b.capacity, cfg_.shape, &scratch, image);
     PKV_RETURN_IF_ERROR(decode::UploadPlan(image, lay, false, b.workspace, stream_));
-    PKV_RETURN_IF_ERROR(decode::LaunchDecode(scratch, b.layout, Tensors(), b.workspace, v.config,
-                                             scale, stream_));
+    PKV_RETURN_IF_ERROR(
+        decode::LaunchDecode(scratch, b.layout, Tensors(), b.workspace, v.config, scale, stream_));
     PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     wall.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());

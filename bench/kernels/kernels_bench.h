@@ -38,8 +38,8 @@ struct BenchConfig {
   bool flush_write = false;  // L2 flush by writing instead of reading (see L2Flusher)
   bool graph = true;         // also time CUDA-graph replays of graph-sized plans
   std::vector<RouteVariant> variants;
-  int sm_count = 0;          // SMs the planner is told about
-  bool cap_grid = false;     // fallback SM restriction: cap grids to sm_count * ctas_per_sm
+  int sm_count = 0;       // SMs the planner is told about
+  bool cap_grid = false;  // fallback SM restriction: cap grids to sm_count * ctas_per_sm
   std::string sm_mode = "all";
   double stream_gbps = 0.0;  // streaming-read bandwidth measured in the same run and context
 };
@@ -83,10 +83,10 @@ class KernelsBench {
   BenchConfig cfg_;
   cudaStream_t stream_;
   std::unique_ptr<Buffers> buf_;
-  std::vector<int32_t> lengths_;      // current line, step 0
+  std::vector<int32_t> lengths_;       // current line, step 0
   std::vector<int32_t> step_lengths_;  // scratch
   std::vector<int32_t> page_indptr_;
-  std::vector<uint16_t> fused_out_;   // step-0 output of the fused route, for max_diff
+  std::vector<uint16_t> fused_out_;  // step-0 output of the fused route, for max_diff
 };
 
 }  // namespace pkv::bench

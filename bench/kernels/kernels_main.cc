@@ -28,8 +28,8 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
   std::vector<RouteVariant> out;
   for (absl::string_view cfg : absl::StrSplit(configs, ',', absl::SkipEmpty())) {
     decode::KernelConfig kc;
-    const int n = std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps, &kc.stages,
-                              &kc.l2_prefetch);
+    const int n =
+        std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps, &kc.stages, &kc.l2_prefetch);
     if (n < 2) {
       return absl::InvalidArgumentError(absl::StrCat(
           "bad --configs entry '", cfg, "'; expected w<warps>s<stages>[p<prefetch>], e.g. w4s3"));
@@ -64,8 +64,9 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
                       const Flags& flags) {
   decode::DeviceLimits limits{flags.Int("sm_count") > 0 ? flags.Int("sm_count") : 132,
                               flags.Int("ctas_per_sm")};
-  std::printf("trace\troute\tvariant\tlaunches\titems\titems_nonempty\toccupancy\t"
-              "merge_bytes\tnum_merges\tplan_us\n");
+  std::printf(
+      "trace\troute\tvariant\tlaunches\titems\titems_nonempty\toccupancy\t"
+      "merge_bytes\tnum_merges\tplan_us\n");
   decode::DecodePlan plan, split;
   for (const TraceLine& line : lines) {
     std::vector<int32_t> indptr(1, 0);
@@ -129,22 +130,24 @@ absl::Status Run(const Flags& flags) {
   if (!flags.Str("flashinfer").empty()) {
     PKV_ASSIGN_OR_RETURN(info.flashinfer_us, ReadFlashInferBest(flags.Str("flashinfer")));
   }
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<SmPartition> part, SmPartition::Create(flags.Int("sm_count")));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<SmPartition> part,
+                       SmPartition::Create(flags.Int("sm_count")));
   cfg.sm_count = part->sm_count();
   cfg.sm_mode = part->mode();
   cfg.cap_grid = part->mode() == "capped";
   std::printf("# device SMs used: %d (mode %s%s%s)\n", part->sm_count(), part->mode().c_str(),
               part->note().empty() ? "" : ", green context failed: ", part->note().c_str());
-  PKV_ASSIGN_OR_RETURN(cfg.stream_gbps, MeasureStreamReadGBps(int64_t{flags.Int("bw_mb")} << 20,
-                                                              20, part->stream()));
+  PKV_ASSIGN_OR_RETURN(cfg.stream_gbps, MeasureStreamReadGBps(int64_t{flags.Int("bw_mb")} << 20, 20,
+                                                              part->stream()));
   std::printf("# streaming-read bandwidth: %.1f GB/s over %d MiB; L2 flush: %s %d MiB\n",
               cfg.stream_gbps, flags.Int("bw_mb"), flags.Str("flush").c_str(),
               flags.Int("flush_mb"));
   if (flags.Int("floor") != 0) {
     PKV_ASSIGN_OR_RETURN(LaunchFloor fl, MeasureLaunchFloor(200, part->stream()));
-    std::printf("# empty-launch floor (events): 1 kernel %.2f us, 2 dependent %.2f us; "
-                "CUDA graph: 1 kernel %.2f us, 2 kernels %.2f us\n",
-                fl.one_us, fl.two_us, fl.one_graph_us, fl.two_graph_us);
+    std::printf(
+        "# empty-launch floor (events): 1 kernel %.2f us, 2 dependent %.2f us; "
+        "CUDA graph: 1 kernel %.2f us, 2 kernels %.2f us\n",
+        fl.one_us, fl.two_us, fl.one_graph_us, fl.two_graph_us);
   }
   info.sm_count = cfg.sm_count;
   info.sm_mode = cfg.sm_mode;

@@ -88,8 +88,8 @@ absl::Status SmPartition::TryGreen(int requested) {
   CUdevice dev;
   PKV_RETURN_IF_ERROR(Cu(d.device_get(&dev, 0), "cuDeviceGet"));
   CUdevResource all;
-  PKV_RETURN_IF_ERROR(Cu(d.get_dev_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM),
-                         "cuDeviceGetDevResource"));
+  PKV_RETURN_IF_ERROR(
+      Cu(d.get_dev_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource"));
   // Default split first (co-scheduling aware: multiples of 8 SMs on Hopper); if that cannot
   // give the exact count, ask for independent SMs.
   CUdevResource part{};
@@ -97,8 +97,7 @@ absl::Status SmPartition::TryGreen(int requested) {
   for (unsigned flags : {0u, unsigned{CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING}}) {
     CUdevResource got{};
     unsigned n = 1;
-    if (d.split_by_count(&got, &n, &all, nullptr, flags, requested) != CUDA_SUCCESS ||
-        n < 1) {
+    if (d.split_by_count(&got, &n, &all, nullptr, flags, requested) != CUDA_SUCCESS || n < 1) {
       continue;
     }
     if (!have || got.sm.smCount == static_cast<unsigned>(requested)) {
@@ -111,15 +110,15 @@ absl::Status SmPartition::TryGreen(int requested) {
   CUdevResourceDesc desc;
   PKV_RETURN_IF_ERROR(Cu(d.generate_desc(&desc, &part, 1), "cuDevResourceGenerateDesc"));
   CUgreenCtx g;
-  PKV_RETURN_IF_ERROR(Cu(d.green_create(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM),
-                         "cuGreenCtxCreate"));
+  PKV_RETURN_IF_ERROR(
+      Cu(d.green_create(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate"));
   green_ = g;
   CUcontext ctx;
   PKV_RETURN_IF_ERROR(Cu(d.ctx_from_green(&ctx, g), "cuCtxFromGreenCtx"));
   PKV_RETURN_IF_ERROR(Cu(d.ctx_set_current(ctx), "cuCtxSetCurrent"));
   CUstream s;
-  PKV_RETURN_IF_ERROR(Cu(d.green_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0),
-                         "cuGreenCtxStreamCreate"));
+  PKV_RETURN_IF_ERROR(
+      Cu(d.green_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0), "cuGreenCtxStreamCreate"));
   stream_ = reinterpret_cast<cudaStream_t>(s);
   sm_count_ = static_cast<int>(part.sm.smCount);
   mode_ = "green";

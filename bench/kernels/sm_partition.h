@@ -37,7 +37,7 @@ class SmPartition {
   int sm_count_ = 0;
   std::string mode_ = "all";
   std::string note_;
-  void* green_ = nullptr;  // CUgreenCtx
+  void* green_ = nullptr;    // CUgreenCtx
   void* primary_ = nullptr;  // CUcontext current before the green one
 };
 

@@ -16,7 +16,8 @@ absl::StatusOr<std::vector<TraceLine>> ReadTrace(const std::string& path) {
   for (int n = 1; std::getline(f, line); ++n) {
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> cols = absl::StrSplit(line, '\t');
-    if (cols.size() < 4) return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": 4 columns"));
+    if (cols.size() < 4)
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": 4 columns"));
     TraceLine t{cols[0], cols[1], {}};
     for (absl::string_view tok : absl::StrSplit(cols[3], ',')) {
       int32_t v = 0;

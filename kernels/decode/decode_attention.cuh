@@ -40,8 +40,7 @@ __device__ void TicketAndMerge(const DecodeParams& p, const WorkItem& it, uint8_
   __threadfence();
   // The ring is drained: all of it holds the staged partials.
   const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages};
-  MergePair<kD, T>(p, it.row, it.kv_head, it.first_partial, it.num_splits, smem,
-                   lay.q_offset());
+  MergePair<kD, T>(p, it.row, it.kv_head, it.first_partial, it.num_splits, smem, lay.q_offset());
   if (threadIdx.x == 0) *counter = 0;  // every split has arrived: ready for the next launch
 }
 
@@ -178,7 +177,7 @@ __device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpS
 
 template <int kD, typename T>
 __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem) {
-  constexpr int kChunks = kD / 8;  // 16-byte chunks per token row
+  constexpr int kChunks = kD / 8;   // 16-byte chunks per token row
   constexpr int kPasses = kD / 16;  // token rows each thread loads per tile
   const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages};
   const int tid = threadIdx.x, lane = tid & 31;
@@ -204,12 +203,11 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
                   (static_cast<int64_t>(it.row) * p.num_q_heads + it.kv_head * g) * kD;
   for (int e = tid; e < 8 * kChunks; e += blockDim.x) {
     const int h = e / kChunks, c = e - h * kChunks;
-    CpAsync16(qs + (h * lay.q_row_elems() + c * 8) * 2, qrow + (h < g ? h : 0) * kD + c * 8,
-              h < g);
+    CpAsync16(qs + (h * lay.q_row_elems() + c * 8) * 2, qrow + (h < g ? h : 0) * kD + c * 8, h < g);
   }
   const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
-  const int npro = min(item_pages, static_cast<int>(p.page_div.Div(stages * tile_tokens +
-                                                                    p.page_size - 1)));
+  const int npro =
+      min(item_pages, static_cast<int>(p.page_div.Div(stages * tile_tokens + p.page_size - 1)));
   for (int e = tid; e < npro; e += blockDim.x) {
     CpAsync4(SmemAddr(pid_s + e), p.page_ids + it.page_base + first_page + e);
   }
@@ -235,8 +233,8 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
-      pids[k] = pos < len ? __ldg(p.page_ids + it.page_base + p.page_div.Div(it.token_begin + pos))
-                          : 0;
+      pids[k] =
+          pos < len ? __ldg(p.page_ids + it.page_base + p.page_div.Div(it.token_begin + pos)) : 0;
     }
   };
   // One copy of the loop per L2 prefetch hint (a run-time kernel variant), chosen once per tile.

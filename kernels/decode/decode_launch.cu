@@ -1,11 +1,10 @@
 // Launchers of the decode routes and the one run-time -> compile-time kernel dispatch.
-#include "kernels/decode/decode_launch.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
+#include "kernels/decode/decode_launch.h"
 #include "kernels/decode/kernel_table.h"
 #include "kernels/decode/merge.cuh"
 #include "kernels/decode/smem_layout.h"
@@ -23,22 +22,26 @@ absl::StatusOr<internal::KernelPair> SelectKernels(int32_t head_dim, DType dtype
     return absl::InvalidArgumentError("decode: unsupported dtype; supported: fp16, bf16");
   }
   switch (head_dim) {
-    case 64: return internal::KernelsD64(dtype);
-    case 128: return internal::KernelsD128(dtype);
-    case 256: return internal::KernelsD256(dtype);
-    default: break;
+    case 64:
+      return internal::KernelsD64(dtype);
+    case 128:
+      return internal::KernelsD128(dtype);
+    case 256:
+      return internal::KernelsD256(dtype);
+    default:
+      break;
   }
-  return absl::InvalidArgumentError(absl::StrCat("decode: head_dim ", head_dim,
-                                                 " is not compiled; supported: 64, 128, 256"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("decode: head_dim ", head_dim, " is not compiled; supported: 64, 128, 256"));
 }
 
 absl::Status ValidateConfig(const KernelConfig& c) {
   if ((c.warps != 2 && c.warps != 4 && c.warps != 8) || c.stages < 2 || c.stages > kMaxStages ||
       (c.l2_prefetch != 0 && c.l2_prefetch != 128 && c.l2_prefetch != 256)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "decode: kernel config warps=", c.warps, " stages=", c.stages, " l2_prefetch=",
-        c.l2_prefetch, "; supported: warps 2, 4, 8, stages 2..", kMaxStages,
-        ", l2_prefetch 0, 128, 256"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("decode: kernel config warps=", c.warps, " stages=", c.stages,
+                     " l2_prefetch=", c.l2_prefetch, "; supported: warps 2, 4, 8, stages 2..",
+                     kMaxStages, ", l2_prefetch 0, 128, 256"));
   }
   return absl::OkStatus();
 }
@@ -143,8 +146,8 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
     if (l.kind == LaunchSpec::Kind::kAttention) {
       p.cta_item_indptr =
           l.persistent ? reinterpret_cast<const int32_t*>(ws + layout.cta_indptr) : nullptr;
-      PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(k.attention, dim3(l.grid),
-                                                dim3(config.warps * 32), args, smem, stream));
+      PKV_CUDA_RETURN_IF_ERROR(
+          cudaLaunchKernel(k.attention, dim3(l.grid), dim3(config.warps * 32), args, smem, stream));
     } else {
       p.cta_item_indptr = nullptr;
       PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(k.merge, dim3(l.grid), dim3(kMergeThreads), args,

@@ -43,12 +43,12 @@ struct KernelConfig {
 // The caller's tensors for one layer (device pointers).
 struct DecodeTensors {
   DType dtype = DType::kFloat16;
-  const void* q = nullptr;          // [num_rows][num_q_heads][head_dim]
-  const void* k_cache = nullptr;    // [num_pages][num_kv_heads][page_size][head_dim]
+  const void* q = nullptr;        // [num_rows][num_q_heads][head_dim]
+  const void* k_cache = nullptr;  // [num_pages][num_kv_heads][page_size][head_dim]
   const void* v_cache = nullptr;
   const int32_t* page_ids = nullptr;  // device copy of the block table's page ids
-  void* out = nullptr;              // [num_rows][num_q_heads][head_dim]
-  float* lse = nullptr;             // [num_rows][num_q_heads] natural log, or nullptr
+  void* out = nullptr;                // [num_rows][num_q_heads][head_dim]
+  float* lse = nullptr;               // [num_rows][num_q_heads] natural log, or nullptr
 };
 
 // Dynamic shared memory of one attention CTA.
@@ -73,7 +73,7 @@ absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, boo
 // usually). REQUIRES: the workspace holds this plan (UploadPlan earlier on the same stream) and
 // was laid out by `layout`; its counters region was zeroed once when it was allocated.
 absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
-                          const DecodeTensors& tensors, void* workspace,
-                          const KernelConfig& config, float scale, cudaStream_t stream);
+                          const DecodeTensors& tensors, void* workspace, const KernelConfig& config,
+                          float scale, cudaStream_t stream);
 
 }  // namespace pkv::decode

@@ -49,13 +49,27 @@ __device__ __forceinline__ void CpAsyncWait() {
 // wait_group takes an immediate; the ring depth is a run-time value.
 __device__ __forceinline__ void CpAsyncWaitDynamic(int pending) {
   switch (pending) {
-    case 0: CpAsyncWait<0>(); break;
-    case 1: CpAsyncWait<1>(); break;
-    case 2: CpAsyncWait<2>(); break;
-    case 3: CpAsyncWait<3>(); break;
-    case 4: CpAsyncWait<4>(); break;
-    case 5: CpAsyncWait<5>(); break;
-    default: CpAsyncWait<6>(); break;
+    case 0:
+      CpAsyncWait<0>();
+      break;
+    case 1:
+      CpAsyncWait<1>();
+      break;
+    case 2:
+      CpAsyncWait<2>();
+      break;
+    case 3:
+      CpAsyncWait<3>();
+      break;
+    case 4:
+      CpAsyncWait<4>();
+      break;
+    case 5:
+      CpAsyncWait<5>();
+      break;
+    default:
+      CpAsyncWait<6>();
+      break;
   }
 }
 
@@ -81,8 +95,8 @@ template <typename T>
 __device__ __forceinline__ void Mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1);
 template <>
-__device__ __forceinline__ void Mma16816<__half>(float (&c)[4], const uint32_t (&a)[4],
-                                                 uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void Mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                 uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"

@@ -89,7 +89,8 @@ __device__ __noinline__ void MergePair(const DecodeParams& p, int row, int kv_he
   float* sm = sw + lse_floats;                 // [8] max LSE per head
   float* sl = sm + kMaxGroupSize;              // [8] sum of weights per head
   float* so = sl + kMaxGroupSize;              // [n][g][kD] staged outputs
-  const char* src = reinterpret_cast<const char*>(p.partial_o + static_cast<int64_t>(first) * g * kD);
+  const char* src =
+      reinterpret_cast<const char*>(p.partial_o + static_cast<int64_t>(first) * g * kD);
   const uint32_t dst = SmemAddr(so);
   for (int64_t c = tid; c < o_bytes / 16; c += nt) CpAsync16(dst + c * 16, src + c * 16, true);
   CpAsyncCommit();

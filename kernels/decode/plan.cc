@@ -11,11 +11,16 @@ namespace pkv::decode {
 
 absl::string_view RouteName(Route route) {
   switch (route) {
-    case Route::kFused: return "fused";
-    case Route::kSplit: return "split";
-    case Route::kWorkqueue: return "workqueue";
-    case Route::kBucketedExact: return "bucketed-exact";
-    case Route::kPersistent: return "persistent";
+    case Route::kFused:
+      return "fused";
+    case Route::kSplit:
+      return "split";
+    case Route::kWorkqueue:
+      return "workqueue";
+    case Route::kBucketedExact:
+      return "bucketed-exact";
+    case Route::kPersistent:
+      return "persistent";
   }
   return "unknown";
 }
@@ -24,9 +29,9 @@ absl::StatusOr<Route> ParseRoute(absl::string_view name) {
   for (int i = 0; i < kNumRoutes; ++i) {
     if (RouteName(static_cast<Route>(i)) == name) return static_cast<Route>(i);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown decode route '", name,
-      "'; supported: fused, split, workqueue, bucketed-exact, persistent"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown decode route '", name,
+                   "'; supported: fused, split, workqueue, bucketed-exact, persistent"));
 }
 
 absl::Status ValidateShape(const KvShape& s) {
@@ -55,7 +60,8 @@ namespace {
 absl::Status ValidateInput(const PlanInput& in, const DeviceLimits& limits,
                            const PlanOptions& options) {
   PKV_PLAN_RETURN_IF_ERROR(ValidateShape(in.shape));
-  if (in.num_rows < 0 || (in.num_rows > 0 && (in.lengths == nullptr || in.page_indptr == nullptr))) {
+  if (in.num_rows < 0 ||
+      (in.num_rows > 0 && (in.lengths == nullptr || in.page_indptr == nullptr))) {
     return absl::InvalidArgumentError("decode plan: num_rows < 0 or missing lengths/page_indptr");
   }
   if (limits.num_sms <= 0 || limits.ctas_per_sm <= 0) {
@@ -65,8 +71,8 @@ absl::Status ValidateInput(const PlanInput& in, const DeviceLimits& limits,
   }
   if (options.max_splits < 1 || options.max_splits > kMaxSplitsPerPair ||
       options.min_split_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("decode plan: max_splits must be in 1..",
-                                                   kMaxSplitsPerPair, " and min_split_tokens >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "decode plan: max_splits must be in 1..", kMaxSplitsPerPair, " and min_split_tokens >= 1"));
   }
   if (options.capacity_rows > 0 && in.num_rows > options.capacity_rows) {
     return absl::InvalidArgumentError(absl::StrCat("decode plan: ", in.num_rows,
@@ -167,11 +173,21 @@ absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
   }
   internal::PlanContext ctx{input, limits, options, plan, plan->row_pages.data()};
   switch (options.route) {
-    case Route::kFused: internal::PlanFused(ctx); break;
-    case Route::kSplit: internal::PlanSplit(ctx); break;
-    case Route::kWorkqueue: internal::PlanWorkqueue(ctx); break;
-    case Route::kBucketedExact: internal::PlanBucketedExact(ctx); break;
-    case Route::kPersistent: internal::PlanPersistent(ctx); break;
+    case Route::kFused:
+      internal::PlanFused(ctx);
+      break;
+    case Route::kSplit:
+      internal::PlanSplit(ctx);
+      break;
+    case Route::kWorkqueue:
+      internal::PlanWorkqueue(ctx);
+      break;
+    case Route::kBucketedExact:
+      internal::PlanBucketedExact(ctx);
+      break;
+    case Route::kPersistent:
+      internal::PlanPersistent(ctx);
+      break;
   }
   plan->counters.num_partials = ctx.num_partials;
   ComputeCounters(plan);

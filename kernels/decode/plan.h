@@ -117,10 +117,10 @@ struct PlanCounters {
   int32_t items = 0;           // work items launched
   int32_t items_nonempty = 0;  // items that read at least one token
   int32_t num_partials = 0;
-  int32_t num_merges = 0;          // (row, kv head) pairs with > 1 split
-  int64_t merge_state_bytes = 0;   // partial (o, lse) bytes written plus read back by the merge
-  int64_t kv_bytes = 0;            // K and V bytes the step must read
-  double plan_us = 0.0;            // host time spent in PlanDecode
+  int32_t num_merges = 0;         // (row, kv head) pairs with > 1 split
+  int64_t merge_state_bytes = 0;  // partial (o, lse) bytes written plus read back by the merge
+  int64_t kv_bytes = 0;           // K and V bytes the step must read
+  double plan_us = 0.0;           // host time spent in PlanDecode
   double occupancy() const { return items > 0 ? double(items_nonempty) / items : 1.0; }
 };
 struct PlanFeatures {
@@ -143,12 +143,12 @@ struct DecodePlan {
   // Grids sized for PlanOptions::capacity_rows: kernels read their item and merge counts from
   // the workspace header and padding CTAs exit, so one captured graph replays any such plan.
   bool graph_sized = false;
-  std::vector<WorkItem> items;             // all launches' items, launch by launch
-  std::vector<int32_t> cta_item_indptr;    // persistent launches only: [grid + 1]
-  std::vector<MergeEntry> merges;          // pairs merged by a separate launch (kSeparate)
+  std::vector<WorkItem> items;           // all launches' items, launch by launch
+  std::vector<int32_t> cta_item_indptr;  // persistent launches only: [grid + 1]
+  std::vector<MergeEntry> merges;        // pairs merged by a separate launch (kSeparate)
   std::vector<LaunchSpec> launches;
-  std::vector<int32_t> row_order;          // planner scratch: the order rows were emitted in
-  std::vector<int32_t> row_pages;          // planner scratch: pages each row's length spans
+  std::vector<int32_t> row_order;  // planner scratch: the order rows were emitted in
+  std::vector<int32_t> row_pages;  // planner scratch: pages each row's length spans
   PlanCounters counters;
   PlanFeatures features;
 };

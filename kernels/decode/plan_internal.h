@@ -6,9 +6,9 @@
 
 #include "kernels/decode/plan.h"
 
-#define PKV_PLAN_RETURN_IF_ERROR(expr)        \
-  do {                                        \
-    ::absl::Status pkv_plan_st_ = (expr);     \
+#define PKV_PLAN_RETURN_IF_ERROR(expr)           \
+  do {                                           \
+    ::absl::Status pkv_plan_st_ = (expr);        \
     if (!pkv_plan_st_.ok()) return pkv_plan_st_; \
   } while (0)
 

@@ -187,8 +187,7 @@ void PlanWorkqueue(PlanContext& ctx) {
   double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead);
   const bool fixed = ctx.options.workqueue_chunk_tokens > 0;
   if (fixed) {
-    best_chunk = std::max<int64_t>(
-        1, CeilDiv(ctx.options.workqueue_chunk_tokens, ctx.page_size()));
+    best_chunk = std::max<int64_t>(1, CeilDiv(ctx.options.workqueue_chunk_tokens, ctx.page_size()));
   }
   for (int32_t w = 1; w <= kMaxWaves && total_pages > 0 && !fixed; ++w) {
     const int64_t target = int64_t{w} * ctx.limits.slots();

@@ -92,11 +92,11 @@ absl::Status CheckFits(const DecodePlan& plan, const PlanSizes& capacity) {
     return absl::InvalidArgumentError(
         absl::StrCat("decode plan needs ", used, " ", what, " but the workspace holds ", cap));
   };
-  for (absl::Status st : {check("items", s.items, capacity.items),
-                          check("persistent CTAs", s.ctas, capacity.ctas),
-                          check("merge entries", s.merges, capacity.merges),
-                          check("partial states", s.partials, capacity.partials),
-                          check("(row, kv head) tickets", s.pairs, capacity.pairs)}) {
+  for (absl::Status st :
+       {check("items", s.items, capacity.items), check("persistent CTAs", s.ctas, capacity.ctas),
+        check("merge entries", s.merges, capacity.merges),
+        check("partial states", s.partials, capacity.partials),
+        check("(row, kv head) tickets", s.pairs, capacity.pairs)}) {
     if (!st.ok()) return st;
   }
   return absl::OkStatus();

@@ -15,7 +15,9 @@
 namespace pkv::decode::testing {
 namespace {
 
-uint16_t ToBits(DType t, float x) { return t == DType::kFloat16 ? ToHalf(x).bits : ToBFloat16(x).bits; }
+uint16_t ToBits(DType t, float x) {
+  return t == DType::kFloat16 ? ToHalf(x).bits : ToBFloat16(x).bits;
+}
 float FromBits(DType t, uint16_t b) {
   return t == DType::kFloat16 ? ToFloat(Half{b}) : ToFloat(BFloat16{b});
 }
@@ -75,8 +77,8 @@ DecodeProblem::DecodeProblem(const Case& c, std::mt19937& rng)
 }
 
 DecodeProblem::~DecodeProblem() {
-  for (void* p : {d_q_, d_k_, d_v_, static_cast<void*>(d_pages_), d_out_,
-                  static_cast<void*>(d_lse_)}) {
+  for (void* p :
+       {d_q_, d_k_, d_v_, static_cast<void*>(d_pages_), d_out_, static_cast<void*>(d_lse_)}) {
     cudaFree(p);
   }
 }
@@ -112,10 +114,10 @@ absl::Status DecodeProblem::Download(cudaStream_t stream, std::vector<uint16_t>*
                                      std::vector<float>* lse) const {
   out->resize(out_elems_);
   lse->resize(num_heads_total());
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out->data(), d_out_, out_elems_ * 2,
-                                           cudaMemcpyDeviceToHost, stream));
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lse->data(), d_lse_, num_heads_total() * 4,
-                                           cudaMemcpyDeviceToHost, stream));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(out->data(), d_out_, out_elems_ * 2, cudaMemcpyDeviceToHost, stream));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(lse->data(), d_lse_, num_heads_total() * 4, cudaMemcpyDeviceToHost, stream));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return absl::OkStatus();
 }
@@ -128,15 +130,14 @@ absl::Status DecodeProblem::Run(const Case& c, cudaStream_t stream, std::vector<
   opt.merge = c.merge;
   opt.min_split_tokens = c.min_split_tokens;
   DecodePlan plan;
-  PlanInput in{lengths_.data(), page_indptr_.data(), static_cast<int32_t>(lengths_.size()),
-               shape_};
+  PlanInput in{lengths_.data(), page_indptr_.data(), static_cast<int32_t>(lengths_.size()), shape_};
   PKV_RETURN_IF_ERROR(PlanDecode(in, limits, opt, &plan));
   Workspace ws(in.num_rows, shape_, limits, opt);
   PKV_RETURN_IF_ERROR(ws.Fill(plan));
   PoisonOutputs(stream);
-  PKV_RETURN_IF_ERROR(UploadPlan(ws.image(), LayoutWorkspace(ws.capacity(), shape_, &plan,
-                                                             ws.image()),
-                                 false, ws.device(), stream));
+  PKV_RETURN_IF_ERROR(UploadPlan(ws.image(),
+                                 LayoutWorkspace(ws.capacity(), shape_, &plan, ws.image()), false,
+                                 ws.device(), stream));
   const float scale = 1.f / std::sqrt(static_cast<float>(shape_.head_dim));
   PKV_RETURN_IF_ERROR(
       LaunchDecode(plan, ws.layout(), tensors(), ws.device(), c.config, scale, stream));
@@ -207,8 +208,7 @@ Workspace::Workspace(int32_t max_rows, const KvShape& shape, const DeviceLimits&
   PKV_CHECK(cudaMemset(device_, 0xFF, layout_.total_bytes) == cudaSuccess);
   PKV_CHECK(cudaMemset(static_cast<uint8_t*>(device_) + layout_.counters, 0,
                        layout_.counters_bytes) == cudaSuccess);
-  PKV_CHECK(cudaMallocHost(reinterpret_cast<void**>(&image_), layout_.partial_lse) ==
-            cudaSuccess);
+  PKV_CHECK(cudaMallocHost(reinterpret_cast<void**>(&image_), layout_.partial_lse) == cudaSuccess);
   std::memset(image_, 0, layout_.partial_lse);
 }
 

@@ -58,12 +58,15 @@ class DecodeProblem {
   const std::vector<int32_t>& lengths() const { return lengths_; }
   const std::vector<int32_t>& page_indptr() const { return page_indptr_; }
   int64_t out_elems() const { return out_elems_; }
-  int64_t num_heads_total() const { return static_cast<int64_t>(lengths_.size()) * shape_.num_q_heads; }
+  int64_t num_heads_total() const {
+    return static_cast<int64_t>(lengths_.size()) * shape_.num_q_heads;
+  }
 
   // Device views for tests that drive the launchers themselves.
   DecodeTensors tensors() const;
   void PoisonOutputs(cudaStream_t stream) const;
-  absl::Status Download(cudaStream_t stream, std::vector<uint16_t>* out, std::vector<float>* lse) const;
+  absl::Status Download(cudaStream_t stream, std::vector<uint16_t>* out,
+                        std::vector<float>* lse) const;
 
  private:
   void ComputeReference();

@@ -45,8 +45,12 @@ Batch RandomBatch(std::mt19937& rng, int32_t rows, const KvShape& shape) {
   for (int32_t r = 0; r < rows; ++r) {
     int32_t len = 0;
     switch (kind) {
-      case 0: len = common; break;  // bucketed
-      case 1: len = std::uniform_int_distribution<int>(0, 33000)(rng); break;
+      case 0:
+        len = common;
+        break;  // bucketed
+      case 1:
+        len = std::uniform_int_distribution<int>(0, 33000)(rng);
+        break;
       case 2:
         len = (rng() % 4 == 0) ? std::uniform_int_distribution<int>(16384, 32768)(rng)
                                : std::uniform_int_distribution<int>(128, 1024)(rng);
@@ -56,7 +60,9 @@ Batch RandomBatch(std::mt19937& rng, int32_t rows, const KvShape& shape) {
         len = std::max(0, awkward[rng() % 7]);
         break;
       }
-      default: len = 128 * std::uniform_int_distribution<int>(1, 256)(rng); break;
+      default:
+        len = 128 * std::uniform_int_distribution<int>(1, 256)(rng);
+        break;
     }
     b.lengths.push_back(len);
     const int32_t pages = (len + ps - 1) / ps + static_cast<int32_t>(rng() % 3);
