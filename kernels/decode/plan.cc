@@ -59,7 +59,7 @@ namespace {
 
 absl::Status ValidateInput(const PlanInput& in, const DeviceLimits& limits,
                            const PlanOptions& options) {
-  PKV_PLAN_RETURN_IF_ERROR(ValidateShape(in.shape));
+  PKV_RETURN_IF_ERROR(ValidateShape(in.shape));
   if (in.num_rows < 0 ||
       (in.num_rows > 0 && (in.lengths == nullptr || in.page_indptr == nullptr))) {
     return absl::InvalidArgumentError("decode plan: num_rows < 0 or missing lengths/page_indptr");
@@ -154,7 +154,7 @@ void ComputeCounters(DecodePlan* plan) {
 absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
                         const PlanOptions& options, DecodePlan* plan) {
   const auto t0 = std::chrono::steady_clock::now();
-  PKV_PLAN_RETURN_IF_ERROR(ValidateInput(input, limits, options));
+  PKV_RETURN_IF_ERROR(ValidateInput(input, limits, options));
   plan->route = options.route;
   plan->merge = options.route == Route::kBucketedExact ? MergeMode::kSeparate : options.merge;
   plan->shape = input.shape;

@@ -4,13 +4,8 @@
 
 #include <cstdint>
 
+#include "common/status_macros.h"
 #include "kernels/decode/plan.h"
-
-#define PKV_PLAN_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::absl::Status pkv_plan_st_ = (expr);        \
-    if (!pkv_plan_st_.ok()) return pkv_plan_st_; \
-  } while (0)
 
 namespace pkv::decode::internal {
 

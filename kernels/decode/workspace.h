@@ -56,9 +56,9 @@ PlanSizes CapacityFor(int32_t max_rows, const KvShape& shape, const DeviceLimits
                       const PlanOptions& options);
 
 // Counting mode (plan == nullptr, image == nullptr): the layout for `sizes`.
-// Filling mode: also writes `plan` into `image` (host memory of at least layout.total upload
-// bytes, i.e. the returned upload_bytes for the capacity) and sets upload_bytes to the bytes the
-// plan actually uses. REQUIRES: SizesOf(*plan) fits `sizes` (checked by CheckFits).
+// Filling mode: also writes `plan` into `image`, host memory of at least the counting layout's
+// partial_lse bytes (the upload region), and sets upload_bytes to the bytes this plan uses.
+// REQUIRES: SizesOf(*plan) fits `sizes` (checked by CheckFits).
 WorkspaceLayout LayoutWorkspace(const PlanSizes& sizes, const KvShape& shape,
                                 const DecodePlan* plan, uint8_t* image);
 
