@@ -20,36 +20,39 @@ constexpr int64_t kArenaAlign = 256;
 constexpr int64_t kStagingBytes = int64_t{32} << 20;  // per pinned staging buffer
 
 // One destination region of the arena: the concatenation of `sources`, converted to float32
-// (`f32`) or to the compute dtype; *dst receives its device address.
+// (`f32`, address into *dst_f32) or to the compute dtype (address into *dst).
 struct Piece {
   std::vector<std::string> sources;
   bool f32 = false;
   const void** dst = nullptr;
+  const float** dst_f32 = nullptr;
   int64_t offset = 0;
   int64_t bytes = 0;
 };
+Piece Matrix(std::vector<std::string> sources, const void** dst) {
+  return Piece{std::move(sources), false, dst, nullptr};
+}
+Piece Floats(std::vector<std::string> sources, const float** dst) {
+  return Piece{std::move(sources), true, nullptr, dst};
+}
 
 void AddLayerPieces(const ModelConfig& c, int i, LayerWeights* l, std::vector<Piece>* out) {
   const std::string p = absl::StrCat("model.layers.", i, ".");
   const std::string a = p + "self_attn.", m = p + "mlp.";
-  auto add = [&](std::vector<std::string> src, bool f32, const void** dst) {
-    out->push_back(Piece{std::move(src), f32, dst});
-  };
-  add({p + "input_layernorm.weight"}, true, reinterpret_cast<const void**>(&l->input_norm));
-  add({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, false, &l->qkv);
+  out->push_back(Floats({p + "input_layernorm.weight"}, &l->input_norm));
+  out->push_back(Matrix({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, &l->qkv));
   if (c.attention_bias) {
-    add({a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"}, true,
-        reinterpret_cast<const void**>(&l->qkv_bias));
+    out->push_back(Floats({a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"}, &l->qkv_bias));
   }
-  add({a + "o_proj.weight"}, false, &l->o);
-  if (c.o_proj_bias) add({a + "o_proj.bias"}, true, reinterpret_cast<const void**>(&l->o_bias));
+  out->push_back(Matrix({a + "o_proj.weight"}, &l->o));
+  if (c.o_proj_bias) out->push_back(Floats({a + "o_proj.bias"}, &l->o_bias));
   if (c.qk_norm) {
-    add({a + "q_norm.weight"}, true, reinterpret_cast<const void**>(&l->q_norm));
-    add({a + "k_norm.weight"}, true, reinterpret_cast<const void**>(&l->k_norm));
+    out->push_back(Floats({a + "q_norm.weight"}, &l->q_norm));
+    out->push_back(Floats({a + "k_norm.weight"}, &l->k_norm));
   }
-  add({p + "post_attention_layernorm.weight"}, true, reinterpret_cast<const void**>(&l->post_norm));
-  add({m + "gate_proj.weight", m + "up_proj.weight"}, false, &l->gate_up);
-  add({m + "down_proj.weight"}, false, &l->down);
+  out->push_back(Floats({p + "post_attention_layernorm.weight"}, &l->post_norm));
+  out->push_back(Matrix({m + "gate_proj.weight", m + "up_proj.weight"}, &l->gate_up));
+  out->push_back(Matrix({m + "down_proj.weight"}, &l->down));
 }
 
 // Converts n elements from `src` (dtype `from`) into `dst` (float32, or the 16-bit `to`).
@@ -147,11 +150,10 @@ std::vector<Piece> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
   for (const TensorSpec& t : LlamaTensorSpecs(config)) numel[t.name] = t.numel();
   w->layers.resize(config.num_layers);
   std::vector<Piece> pieces;
-  pieces.push_back(Piece{{"model.embed_tokens.weight"}, false, &w->embed});
+  pieces.push_back(Matrix({"model.embed_tokens.weight"}, &w->embed));
   for (int i = 0; i < config.num_layers; ++i) AddLayerPieces(config, i, &w->layers[i], &pieces);
-  pieces.push_back(
-      Piece{{"model.norm.weight"}, true, reinterpret_cast<const void**>(&w->final_norm)});
-  if (!config.tie_word_embeddings) pieces.push_back(Piece{{"lm_head.weight"}, false, &w->lm_head});
+  pieces.push_back(Floats({"model.norm.weight"}, &w->final_norm));
+  if (!config.tie_word_embeddings) pieces.push_back(Matrix({"lm_head.weight"}, &w->lm_head));
   int64_t cursor = 0;
   for (Piece& p : pieces) {
     int64_t n = 0;
@@ -171,7 +173,14 @@ std::vector<Piece> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
 absl::Status AllocateArena(const std::vector<Piece>& pieces, const ModelConfig& config,
                            DeviceWeights* w) {
   PKV_ASSIGN_OR_RETURN(w->arena, DeviceBuffer::Allocate(w->arena_bytes));
-  for (const Piece& p : pieces) *p.dst = w->arena.bytes_ptr() + p.offset;
+  for (const Piece& p : pieces) {
+    uint8_t* at = w->arena.bytes_ptr() + p.offset;
+    if (p.f32) {
+      *p.dst_f32 = reinterpret_cast<const float*>(at);
+    } else {
+      *p.dst = at;
+    }
+  }
   if (config.tie_word_embeddings) w->lm_head = w->embed;
   return absl::OkStatus();
 }
