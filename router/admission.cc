@@ -15,7 +15,12 @@ AdmissionController::AdmissionController(int max_inflight, int max_queue,
       timers_(timers),
       on_change_(std::move(on_change)) {}
 
-AdmissionController::Result AdmissionController::Acquire(GrantCallback on_grant) {
+void AdmissionController::set_max_queued_tokens(int64_t max_tokens) {
+  absl::MutexLock lock(&mu_);
+  max_queued_tokens_ = max_tokens;
+}
+
+AdmissionController::Result AdmissionController::Acquire(GrantCallback on_grant, int64_t tokens) {
   absl::MutexLock lock(&mu_);
   // Waiters go first: a new arrival never overtakes the queue.
   if (inflight_ < max_inflight_ && waiters_.empty()) {
@@ -23,13 +28,17 @@ AdmissionController::Result AdmissionController::Acquire(GrantCallback on_grant)
     NotifyLocked();
     return {Outcome::kAdmitted, 0};
   }
-  if (static_cast<int>(waiters_.size()) >= max_queue_) return {Outcome::kRejected, 0};
+  if (static_cast<int>(waiters_.size()) >= max_queue_ ||
+      queued_tokens_ + tokens > max_queued_tokens_) {
+    return {Outcome::kRejected, 0};
+  }
   const uint64_t ticket = next_ticket_++;
   // Lock order admission -> timer is safe: the timer thread runs OnTimeout outside its own lock,
   // and OnTimeout only looks once we drop ours, so the waiter is in the list by then.
   const TimerThread::TimerId timer =
       timers_->ScheduleAfter(queue_timeout_, [this, ticket] { OnTimeout(ticket); });
-  waiters_.push_back(Waiter{ticket, std::move(on_grant), timer});
+  waiters_.push_back(Waiter{ticket, tokens, std::move(on_grant), timer});
+  queued_tokens_ += tokens;
   NotifyLocked();
   return {Outcome::kQueued, ticket};
 }
@@ -42,6 +51,7 @@ bool AdmissionController::CancelWait(uint64_t ticket) {
     while (it != waiters_.end() && it->ticket != ticket) ++it;
     if (it == waiters_.end()) return false;
     timer = it->timer;
+    queued_tokens_ -= it->tokens;
     waiters_.erase(it);
     NotifyLocked();
   }
@@ -58,6 +68,7 @@ void AdmissionController::Release() {
       // The slot passes straight to the oldest waiter: inflight_ is unchanged.
       granted = std::move(waiters_.front().on_grant);
       timer = waiters_.front().timer;
+      queued_tokens_ -= waiters_.front().tokens;
       waiters_.pop_front();
     } else {
       --inflight_;
@@ -77,6 +88,7 @@ void AdmissionController::OnTimeout(uint64_t ticket) {
     for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
       if (it->ticket != ticket) continue;
       expired = std::move(it->on_grant);
+      queued_tokens_ -= it->tokens;
       waiters_.erase(it);
       NotifyLocked();
       break;
@@ -97,6 +109,11 @@ int AdmissionController::inflight() const {
 int AdmissionController::queued() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(waiters_.size());
+}
+
+int64_t AdmissionController::queued_tokens() const {
+  absl::MutexLock lock(&mu_);
+  return queued_tokens_;
 }
 
 void AdmissionController::NotifyLocked() {

@@ -1,6 +1,8 @@
 // Admission control of the router's front door: at most `max_inflight` Generate streams hold a
-// slot; up to `max_queue` more wait (FIFO) at most `queue_timeout` for one; beyond that a request
-// is rejected at once. Overload is answered fast and cheaply (RELIABILITY.md anchor 5).
+// slot; up to `max_queue` more, holding at most `max_queued_tokens` prompt tokens together, wait
+// (FIFO) at most `queue_timeout` for one; beyond that a request is rejected at once. Overload is
+// answered fast and cheaply (RELIABILITY.md anchor 5), and the queue's memory is bounded both in
+// requests and in the prompts they carry.
 //
 // Never blocks: a queued request gets its answer through a callback, run exactly once, either on
 // the thread that releases a slot (granted, OK) or on the timer thread (timed out,
@@ -42,7 +44,10 @@ class AdmissionController {
 
   // kAdmitted: the caller holds a slot now and `on_grant` is dropped. kQueued: `on_grant` runs
   // later exactly once unless CancelWait(ticket) returns true. kRejected: the queue is full.
-  Result Acquire(GrantCallback on_grant);
+  // `tokens`: the request's prompt size, counted against max_queued_tokens while it waits.
+  Result Acquire(GrantCallback on_grant, int64_t tokens = 0);
+  // Default: unbounded (only max_queue applies).
+  void set_max_queued_tokens(int64_t max_tokens);
   // True iff the waiter was removed before its callback ran (it then never runs).
   bool CancelWait(uint64_t ticket);
   // Frees a slot; hands it to the oldest waiter, running its callback on this thread.
@@ -50,10 +55,12 @@ class AdmissionController {
 
   int inflight() const;
   int queued() const;
+  int64_t queued_tokens() const;
 
  private:
   struct Waiter {
     uint64_t ticket;
+    int64_t tokens;
     GrantCallback on_grant;
     TimerThread::TimerId timer;
   };
@@ -71,6 +78,8 @@ class AdmissionController {
   int inflight_ ABSL_GUARDED_BY(mu_) = 0;
   std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);  // FIFO, oldest first
   uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t max_queued_tokens_ ABSL_GUARDED_BY(mu_) = INT64_MAX;
+  int64_t queued_tokens_ ABSL_GUARDED_BY(mu_) = 0;  // sum over waiters_
 };
 
 }  // namespace pkv::router

@@ -10,6 +10,23 @@
 #include "common/log.h"
 
 namespace pkv::router {
+namespace {
+
+bool DeadlinePassed(const grpc::CallbackServerContext* ctx) {
+  const auto deadline = ctx->deadline();
+  return deadline != std::chrono::system_clock::time_point::max() &&
+         std::chrono::system_clock::now() >= deadline;
+}
+
+// What a request may hold in the admission queue: its prompt's token ids, or the bytes of a text
+// prompt (an upper bound on its tokens for byte-level tokenizers).
+int64_t QueuedPromptSize(const pkv::v1::GenerateRequest& request) {
+  return request.prompt_case() == pkv::v1::GenerateRequest::kTokenIds
+             ? request.token_ids().ids_size()
+             : static_cast<int64_t>(request.text().size());
+}
+
+}  // namespace
 
 GenerateStream::GenerateStream(const RouterContext& rc, grpc::CallbackServerContext* ctx,
                                const pkv::v1::GenerateRequest& request)
@@ -25,6 +42,10 @@ absl::Status GenerateStream::PrepareLocked() {
   if (rc_.draining->load()) {
     rc_.metrics->RecordRejection(RouterMetrics::Rejection::kDraining);
     return absl::UnavailableError("router is draining (shutting down); retry on another router");
+  }
+  if (DeadlinePassed(ctx_)) {
+    // Expired on arrival (RELIABILITY C4): answered before it costs a slot or a worker anything.
+    return absl::DeadlineExceededError("deadline expired before the request was admitted");
   }
   const std::optional<pkv::v1::ModelInfo> model = rc_.registry->AnyModelInfo();
   if (!model.has_value()) {
@@ -55,7 +76,8 @@ void GenerateStream::Start() {
       table_handle_ = rc_.requests->Add(request_.request_id());
       registered_ = true;
       const AdmissionController::Result admission =
-          rc_.admission->Acquire([this](absl::Status status) { OnAdmission(std::move(status)); });
+          rc_.admission->Acquire([this](absl::Status status) { OnAdmission(std::move(status)); },
+                                 QueuedPromptSize(request_));
       switch (admission.outcome) {
         case AdmissionController::Outcome::kAdmitted:
           holds_slot_ = true;
@@ -70,8 +92,10 @@ void GenerateStream::Start() {
           FailLocked(
               grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                            absl::StrCat("router is at capacity: ", rc_.options->max_inflight,
-                                        " streams in flight and ", rc_.options->max_queue,
-                                        " waiting; retry after the grpc-retry-pushback-ms delay")));
+                                        " streams in flight and the queue is full (at most ",
+                                        rc_.options->max_queue, " requests, ",
+                                        rc_.options->max_queue_tokens, " prompt tokens); retry "
+                                        "after the grpc-retry-pushback-ms delay")));
           AddPushbackLocked();
           break;
       }
@@ -102,14 +126,25 @@ void GenerateStream::OnAdmission(absl::Status status) {
 
 void GenerateStream::StartAttempt() {
   WorkerCall* call = nullptr;
-  pkv::v1::Worker::Stub* stub = nullptr;
+  std::shared_ptr<pkv::v1::Worker::Stub> stub;
   {
     absl::MutexLock lock(&mu_);
     if (client_gone_ || out_.has_final() || call_ != nullptr) return;
-    const std::vector<WorkerLoad> loads = rc_.registry->Loads();
-    const std::optional<Placement> placement = rc_.placer->Place(
-        request_.session_id(), loads, tried_workers_, /*retry=*/!tried_workers_.empty());
-    if (!placement.has_value()) {
+    std::optional<Placement> placement;
+    // A worker removed (DNS) between the load snapshot and BeginCall is skipped: place again.
+    for (int tries = 0; tries < 3 && stub == nullptr; ++tries) {
+      placement = rc_.placer->Place(request_.session_id(), rc_.registry->Loads(), tried_workers_,
+                                    /*retry=*/!tried_workers_.empty());
+      if (!placement.has_value()) break;
+      stub = rc_.registry->BeginCall(placement->worker);  // counts it in the worker's load
+      if (stub == nullptr) tried_workers_.push_back(placement->worker);
+    }
+    if (DeadlinePassed(ctx_)) {
+      if (stub != nullptr) rc_.registry->EndCall(placement->worker);
+      stub = nullptr;
+      FailLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                              "deadline expired before a worker could take the request"));
+    } else if (stub == nullptr) {
       FailLocked(grpc::Status(
           grpc::StatusCode::UNAVAILABLE,
           last_error_.ok()
@@ -119,20 +154,19 @@ void GenerateStream::StartAttempt() {
     } else {
       const int w = placement->worker;
       if (!first_chunk_seen_) ++placements_;
+      attempt_chunks_ = 0;
       tried_workers_.push_back(w);
       rc_.metrics->RecordPlacement(placement->reason);
       rc_.requests->SetWorker(table_handle_, request_.request_id(), w);
       calls_.push_back(
           std::make_unique<WorkerCall>(this, w, BuildWorkerRequestLocked(), ctx_->deadline()));
       call = call_ = calls_.back().get();
-      stub = rc_.registry->stub(w);
-      rc_.registry->AddInflight(w, 1);
       Ref();  // dropped in OnWorkerDone
       last_worker_message_ = absl::Now();
       ArmStallTimerLocked(last_worker_message_ + absl::Milliseconds(rc_.options->stall_timeout_ms));
     }
   }
-  if (call != nullptr) call->Start(stub);
+  if (call != nullptr) call->Start(std::move(stub));
   Flush();
 }
 

@@ -9,14 +9,23 @@
 //            migrations, request_id).
 //   worker fails before the first chunk with UNAVAILABLE / RESOURCE_EXHAUSTED / lost (refused,
 //            stalled, vanished): backoff + jitter, re-place elsewhere, at most
-//            options.max_attempts placements in all.
+//            options.max_attempts placements in all (a lost worker that had accepted the
+//            request counts as migrations_total{phase="before_first_token"}).
 //   worker lost after chunks were sent: migrate (replay prompt ids + emitted tokens through
-//            WorkerGenerateRequest.resume_token_ids) while migrations < options.max_migrations,
-//            else ABORTED "... after N tokens" + trailer tokens-emitted: N.
-//   client cancels / deadline: the worker call is cancelled at once.
+//            WorkerGenerateRequest.resume_token_ids; the new worker continues the same sampler
+//            and detokenizer state, so the client sees no duplicate and no gap) while
+//            migrations < options.max_migrations (migrations_total{phase="mid_stream"}); a
+//            replay attempt that fails before its first chunk is re-placed like a first attempt
+//            (max_attempts, backoff); else ABORTED "... after N tokens" + trailer
+//            tokens-emitted: N.
+//   every lost worker is reported to the registry at once (ejected, router/circuit_breaker.h).
+//   client cancels / deadline: the worker call is cancelled at once; a deadline that passed
+//            before admission or before a (re-)placement ends the stream with DEADLINE_EXCEEDED
+//            without calling a worker.
 //   "Lost" = UNAVAILABLE, an unexpected CANCELLED, an OK end without Complete, or silence for
-//   stall_timeout_ms while tokens are expected (before the first chunk silence only counts when
-//   the registry also sees the worker unhealthy, since a queued request legitimately waits).
+//   stall_timeout_ms while tokens are expected (before an attempt's first chunk silence only
+//   counts when the registry also sees the worker unhealthy, since a queued request legitimately
+//   waits).
 //
 // Threads: gRPC server reactions, worker-call reactions, admission callbacks and timer callbacks
 // all touch the state under mu_; gRPC operations (StartWrite, Finish, StartCall, TryCancel) are
@@ -76,8 +85,15 @@ class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateRe
   void HandleWorkerFailureLocked(WorkerCall* call, const grpc::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Before any chunk: retry elsewhere (lost / RESOURCE_EXHAUSTED) or finish with the status.
-  void FailBeforeFirstTokenLocked(const grpc::Status& status, bool lost)
+  // `accepted`: the failed worker had sent Accepted (the request was queued or running there).
+  void FailBeforeFirstTokenLocked(const grpc::Status& status, bool lost, bool accepted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A replay attempt failed before its first chunk: place it again or end with ABORTED.
+  void RetryMigrationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AbortAfterTokensLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Schedules StartAttempt after the n-th attempt's jittered backoff; false (nothing scheduled)
+  // when the client's deadline would pass first.
+  bool ScheduleBackoffLocked(int attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After chunks: migrate when allowed, else ABORTED with the count of tokens sent.
   void WorkerLostAfterTokensLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsLostWorker(const WorkerCall* call, const grpc::Status& status) const
@@ -120,6 +136,8 @@ class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateRe
   WorkerCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;  // the live attempt, if any
   std::vector<int> tried_workers_ ABSL_GUARDED_BY(mu_);
   int placements_ ABSL_GUARDED_BY(mu_) = 0;  // before the first chunk
+  int migration_placements_ ABSL_GUARDED_BY(mu_) = 0;  // attempts of the current migration
+  int attempt_chunks_ ABSL_GUARDED_BY(mu_) = 0;        // chunks from the live attempt
   int migrations_ ABSL_GUARDED_BY(mu_) = 0;
   bool migrating_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status last_error_ ABSL_GUARDED_BY(mu_);

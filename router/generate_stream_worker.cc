@@ -32,6 +32,7 @@ void GenerateStream::OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateRe
           rc_.metrics->RecordTimeToFirstToken(
               absl::ToDoubleSeconds(last_worker_message_ - start_time_));
         }
+        ++attempt_chunks_;
         const auto& ids = message.chunk().token_ids();
         emitted_token_ids_.insert(emitted_token_ids_.end(), ids.begin(), ids.end());
         out_.PushChunk(std::move(*message.mutable_chunk()));
@@ -58,22 +59,25 @@ void GenerateStream::OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateRe
 }
 
 void GenerateStream::OnWorkerDone(WorkerCall* call, const grpc::Status& status) {
-  int report_unavailable = -1;
+  int lost_worker = -1;
+  std::string why;
   {
     absl::MutexLock lock(&mu_);
-    rc_.registry->AddInflight(call->worker(), -1);
     if (call == call_) {
       call_ = nullptr;
       if (!completed_ && !out_.has_final()) {
-        if (!first_chunk_seen_ && status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-            !call->got_message()) {
-          report_unavailable = call->worker();  // refused or draining: stop placing there
-        }
         HandleWorkerFailureLocked(call, status);
+        // Dead, stalled, refusing or draining: out of rotation now, not at the next health
+        // check (the breaker's half-open probe readmits it).
+        if (IsLostWorker(call, status)) {
+          lost_worker = call->worker();
+          why = last_error_.error_message();
+        }
       }
     }
   }
-  if (report_unavailable >= 0) rc_.registry->ReportUnavailable(report_unavailable);
+  if (lost_worker >= 0) rc_.registry->ReportLost(lost_worker, why);
+  rc_.registry->EndCall(call->worker());  // last: the worker's slot stays live while counted
   Flush();
   Unref();  // the reference StartAttempt took for this call
 }
@@ -103,34 +107,36 @@ void GenerateStream::HandleWorkerFailureLocked(WorkerCall* call, const grpc::Sta
                          status.error_message());
   last_error_ = grpc::Status(status.ok() ? grpc::StatusCode::UNAVAILABLE : status.error_code(),
                              absl::StrCat("worker ", worker, " ", what));
+  const bool exhausted = status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
   if (!first_chunk_seen_) {
-    FailBeforeFirstTokenLocked(status, lost);
+    FailBeforeFirstTokenLocked(status, lost, call->got_message());
+  } else if (migrations_ > 0 && attempt_chunks_ == 0 && (lost || exhausted)) {
+    RetryMigrationLocked();  // the replay never got going on that worker: place it again
   } else if (lost) {
     WorkerLostAfterTokensLocked();
   } else {
-    FailLocked(status);  // INTERNAL, INVALID_ARGUMENT, ... after tokens: pass through
+    // INTERNAL (a backend failure: not migrated, README "Reliability"), INVALID_ARGUMENT, ...
+    // after tokens: pass through.
+    FailLocked(status);
   }
 }
 
-void GenerateStream::FailBeforeFirstTokenLocked(const grpc::Status& status, bool lost) {
+void GenerateStream::FailBeforeFirstTokenLocked(const grpc::Status& status, bool lost,
+                                                bool accepted) {
   // Nothing reached the client: another worker can take the request transparently.
   const bool exhausted = status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
   if (!lost && !exhausted) {
     FailLocked(status);  // INVALID_ARGUMENT, INTERNAL, DEADLINE_EXCEEDED ... pass through
     return;
   }
-  const absl::Duration delay =
-      RetryBackoff(placements_, absl::Milliseconds(rc_.options->retry_backoff_ms),
-                   absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
-  const auto deadline = ctx_->deadline();
-  const bool time_left = deadline == std::chrono::system_clock::time_point::max() ||
-                         absl::FromChrono(deadline) > absl::Now() + delay;
-  if (placements_ < rc_.options->max_attempts && time_left) {
+  if (placements_ < rc_.options->max_attempts && ScheduleBackoffLocked(placements_)) {
     PKV_LOG(INFO) << "request " << request_.request_id() << ": " << last_error_.error_message()
                   << " before the first token; re-placing (attempt " << placements_ + 1 << " of "
                   << rc_.options->max_attempts << ")";
     rc_.metrics->RecordFailover();
-    ScheduleRetryLocked(delay);
+    if (lost && accepted) {
+      rc_.metrics->RecordMigration(RouterMetrics::MigrationPhase::kBeforeFirstToken);
+    }
     return;
   }
   FailLocked(
@@ -143,12 +149,42 @@ void GenerateStream::FailBeforeFirstTokenLocked(const grpc::Status& status, bool
 void GenerateStream::WorkerLostAfterTokensLocked() {
   if (migrations_ < rc_.options->max_migrations && !prompt_token_ids_.empty()) {
     ++migrations_;
-    rc_.metrics->RecordMigration();
+    migration_placements_ = 1;
+    rc_.metrics->RecordMigration(RouterMetrics::MigrationPhase::kMidStream);
     PKV_LOG(INFO) << "request " << request_.request_id() << ": " << last_error_.error_message()
                   << " after " << emitted_token_ids_.size() << " tokens; migrating";
     ScheduleRetryLocked(absl::ZeroDuration());  // StartAttempt builds the replay request
     return;
   }
+  AbortAfterTokensLocked();
+}
+
+void GenerateStream::RetryMigrationLocked() {
+  if (migration_placements_ < rc_.options->max_attempts &&
+      ScheduleBackoffLocked(migration_placements_)) {
+    ++migration_placements_;
+    PKV_LOG(INFO) << "request " << request_.request_id() << ": " << last_error_.error_message()
+                  << " before the replay's first token; re-placing the migration (attempt "
+                  << migration_placements_ << " of " << rc_.options->max_attempts << ")";
+    return;
+  }
+  AbortAfterTokensLocked();
+}
+
+bool GenerateStream::ScheduleBackoffLocked(int attempt) {
+  const absl::Duration delay =
+      RetryBackoff(attempt, absl::Milliseconds(rc_.options->retry_backoff_ms),
+                   absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
+  const auto deadline = ctx_->deadline();
+  if (deadline != std::chrono::system_clock::time_point::max() &&
+      absl::FromChrono(deadline) <= absl::Now() + delay) {
+    return false;  // no retry can finish in time (RELIABILITY: no retry after the deadline)
+  }
+  ScheduleRetryLocked(delay);
+  return true;
+}
+
+void GenerateStream::AbortAfterTokensLocked() {
   const uint64_t sent = out_.tokens_queued();
   trailers_.emplace_back("tokens-emitted", absl::StrCat(sent));
   FailLocked(grpc::Status(grpc::StatusCode::ABORTED,
@@ -187,7 +223,7 @@ void GenerateStream::OnStallTimer() {
       const absl::Time now = absl::Now();
       if (now < last_worker_message_ + stall) {
         ArmStallTimerLocked(last_worker_message_ + stall);
-      } else if (!first_chunk_seen_ && rc_.registry->IsHealthy(call_->worker())) {
+      } else if (attempt_chunks_ == 0 && rc_.registry->IsHealthy(call_->worker())) {
         // Queued or prefilling on a worker that still answers health checks: keep waiting.
         ArmStallTimerLocked(now + stall);
       } else {
@@ -198,7 +234,8 @@ void GenerateStream::OnStallTimer() {
   }
   if (stalled != nullptr) {
     PKV_LOG(WARNING) << "worker " << rc_.registry->address(stalled->worker())
-                     << " stalled; treating it as lost";
+                     << " stalled (silent for " << rc_.options->stall_timeout_ms
+                     << " ms); treating it as lost";
     stalled->Cancel();
   }
   Unref();

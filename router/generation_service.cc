@@ -35,7 +35,10 @@ grpc::ServerUnaryReactor* GenerationService::Abort(grpc::CallbackServerContext* 
     return reactor;
   }
   const std::optional<int> worker = rc_.requests->WorkerOf(request->request_id());
-  if (!worker.has_value()) {
+  // A worker removed from DNS and retired since has no stub: the request cannot be there.
+  std::shared_ptr<pkv::v1::Worker::Stub> stub;
+  if (worker.has_value()) stub = rc_.registry->stub(*worker);
+  if (stub == nullptr) {
     response->set_found(false);
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -49,12 +52,12 @@ grpc::ServerUnaryReactor* GenerationService::Abort(grpc::CallbackServerContext* 
   forward->request = *request;
   forward->ctx.set_deadline(
       std::min(ctx->deadline(), absl::ToChronoTime(absl::Now() + kAbortTimeout)));
-  rc_.registry->stub(*worker)->async()->Abort(&forward->ctx, &forward->request, &forward->response,
-                                              [forward, reactor, response](grpc::Status status) {
-                                                if (status.ok()) *response = forward->response;
-                                                delete forward;
-                                                reactor->Finish(status);
-                                              });
+  stub->async()->Abort(&forward->ctx, &forward->request, &forward->response,
+                       [forward, reactor, response, stub](grpc::Status status) {
+                         if (status.ok()) *response = forward->response;
+                         delete forward;
+                         reactor->Finish(status);
+                       });
   return reactor;
 }
 

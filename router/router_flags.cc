@@ -7,6 +7,15 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "client-facing gRPC address (h
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9100",
           "Prometheus /metrics address (host:port), separate from the gRPC port; empty = off");
 ABSL_FLAG(std::string, workers, "", "comma-separated host:port list of pkv-worker processes");
+ABSL_FLAG(std::string, workers_dns, "",
+          "name:port whose DNS A records are workers (a headless Service), re-resolved every "
+          "--dns_interval_ms; next to --workers");
+ABSL_FLAG(int, dns_interval_ms, 5000, "period of --workers_dns re-resolution");
+ABSL_FLAG(int, max_workers, 1024, "worker slots, static + discovered (bounds memory)");
+ABSL_FLAG(int, max_queue_tokens, 1 << 20, "prompt tokens waiting in the admission queue, at most");
+ABSL_FLAG(int, eject_base_ms, 500, "first ejection of a failing worker (doubles per ejection)");
+ABSL_FLAG(int, eject_max_ms, 3000, "longest ejection of a failing worker");
+ABSL_FLAG(int, eject_reset_ms, 30000, "a worker this long without ejection starts a new streak");
 ABSL_FLAG(int, max_inflight, 64, "Generate streams running at once");
 ABSL_FLAG(int, max_queue, 64, "Generate streams waiting for a slot beyond --max_inflight");
 ABSL_FLAG(int, queue_timeout_ms, 5000, "longest admission wait before RESOURCE_EXHAUSTED");
@@ -24,8 +33,9 @@ ABSL_FLAG(int, stall_timeout_ms, 3000,
 ABSL_FLAG(int, max_attempts, 3, "placements per request before its first token");
 ABSL_FLAG(int, retry_backoff_ms, 50, "first retry backoff (doubles per attempt, jittered)");
 ABSL_FLAG(int, retry_backoff_max_ms, 1000, "retry backoff cap");
-ABSL_FLAG(int, max_migrations, 0,
-          "mid-stream moves to another worker after tokens were sent (0 = ABORTED instead)");
+ABSL_FLAG(int, max_migrations, 2,
+          "mid-stream moves of a stream to another worker when its worker is lost after tokens "
+          "were sent (prompt + tokens replayed; 0 = ABORTED instead)");
 ABSL_FLAG(int, max_sessions, 100000, "session-affinity entries kept (LRU)");
 ABSL_FLAG(int, max_prompt_tokens, 0, "prompt token cap; 0 = the model's max_context - 1");
 ABSL_FLAG(int, max_request_bytes, 1 << 20, "largest accepted request message");
@@ -41,6 +51,13 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   absl::StatusOr<std::vector<std::string>> workers = ParseWorkerList(absl::GetFlag(FLAGS_workers));
   if (!workers.ok()) return workers.status();
   o.workers = *std::move(workers);
+  o.workers_dns = absl::GetFlag(FLAGS_workers_dns);
+  o.dns_interval_ms = absl::GetFlag(FLAGS_dns_interval_ms);
+  o.max_workers = absl::GetFlag(FLAGS_max_workers);
+  o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
+  o.eject_base_ms = absl::GetFlag(FLAGS_eject_base_ms);
+  o.eject_max_ms = absl::GetFlag(FLAGS_eject_max_ms);
+  o.eject_reset_ms = absl::GetFlag(FLAGS_eject_reset_ms);
   o.max_inflight = absl::GetFlag(FLAGS_max_inflight);
   o.max_queue = absl::GetFlag(FLAGS_max_queue);
   o.queue_timeout_ms = absl::GetFlag(FLAGS_queue_timeout_ms);

@@ -46,8 +46,13 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
                                         kTtftBuckets)),
       failovers_(AddCounter(registry, "pkv_router_failovers_total",
                             "Re-placements of a request on another worker before its first token")),
-      migrations_(AddCounter(registry, "pkv_router_migrations_total",
-                             "Streams moved to another worker after tokens were sent")),
+      ejections_(AddCounter(registry, "pkv_router_worker_ejections_total",
+                            "Workers ejected by their circuit breaker (lost stream, refused "
+                            "connection or failed health checks)")),
+      worker_placements_(prometheus::BuildCounter()
+                             .Name("pkv_router_worker_placements_total")
+                             .Help("Placements per worker (label: the worker's address)")
+                             .Register(registry)),
       workers_healthy_(WorkersFamily(registry).Add({{"state", "healthy"}})),
       workers_unhealthy_(WorkersFamily(registry).Add({{"state", "unhealthy"}})),
       inflight_(AddGauge(registry, "pkv_router_inflight", "Generate streams holding a slot")),
@@ -76,6 +81,28 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
   rejections_[0] = &rejections.Add({{"reason", "queue_full"}});
   rejections_[1] = &rejections.Add({{"reason", "queue_timeout"}});
   rejections_[2] = &rejections.Add({{"reason", "draining"}});
+  auto& migrations = prometheus::BuildCounter()
+                         .Name("pkv_router_migrations_total")
+                         .Help("Streams moved to another worker after theirs was lost, by phase "
+                               "(before_first_token: accepted but no token yet; mid_stream: "
+                               "tokens sent, prompt + tokens replayed)")
+                         .Register(registry);
+  migrations_[0] = &migrations.Add({{"phase", "before_first_token"}});
+  migrations_[1] = &migrations.Add({{"phase", "mid_stream"}});
+  prometheus::BuildGauge()
+      .Name("pkv_build_info")
+      .Help("Constant 1, labelled with the build")
+      .Register(registry)
+      .Add({{"version", "0.1.0"}, {"component", "router"}})
+      .Set(1);
+}
+
+prometheus::Counter* RouterMetrics::AddWorkerPlacementCounter(const std::string& address) {
+  return &worker_placements_.Add({{"worker", address}});
+}
+
+void RouterMetrics::RemoveWorkerPlacementCounter(prometheus::Counter* counter) {
+  if (counter != nullptr) worker_placements_.Remove(counter);
 }
 
 void RouterMetrics::RecordRequest(absl::StatusCode code, double duration_seconds) {

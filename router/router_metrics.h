@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 
 #include "absl/status/status.h"
 #include "prometheus/counter.h"
@@ -32,7 +33,17 @@ class RouterMetrics {
   void RecordTimeToFirstToken(double seconds);
   void RecordPlacement(PlacementReason reason);
   void RecordFailover() { failovers_.Increment(); }
-  void RecordMigration() { migrations_.Increment(); }
+  // Streams moved to another worker after their worker was lost: before the first token (it had
+  // accepted the request: queued or prefilling) or mid-stream (tokens were sent; replayed).
+  enum class MigrationPhase { kBeforeFirstToken = 0, kMidStream = 1 };
+  void RecordMigration(MigrationPhase phase) { migrations_[static_cast<int>(phase)]->Increment(); }
+  // A worker's circuit breaker opened (router/circuit_breaker.h).
+  void RecordEjection() { ejections_.Increment(); }
+  // pkv_router_worker_placements_total{worker}: one child per worker address, created when the
+  // worker is added (never on the hot path) and removed with it, so the label set stays bounded
+  // by the number of workers.
+  prometheus::Counter* AddWorkerPlacementCounter(const std::string& address);
+  void RemoveWorkerPlacementCounter(prometheus::Counter* counter);
   void RecordRejection(Rejection reason);
   void SetWorkers(int healthy, int unhealthy);
   void SetInflight(int inflight) { inflight_.Set(inflight); }
@@ -47,7 +58,9 @@ class RouterMetrics {
   std::array<prometheus::Counter*, kNumPlacementReasons> placements_{};
   std::array<prometheus::Counter*, 3> rejections_{};
   prometheus::Counter& failovers_;
-  prometheus::Counter& migrations_;
+  std::array<prometheus::Counter*, 2> migrations_{};
+  prometheus::Counter& ejections_;
+  prometheus::Family<prometheus::Counter>& worker_placements_;
   prometheus::Gauge& workers_healthy_;
   prometheus::Gauge& workers_unhealthy_;
   prometheus::Gauge& inflight_;

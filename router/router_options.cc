@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "router/dns_discovery.h"
 
 namespace pkv::router {
 namespace {
@@ -32,14 +33,24 @@ absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list)
 }
 
 absl::Status ValidateRouterOptions(const RouterOptions& o) {
-  if (o.workers.empty()) {
+  if (o.workers.empty() && o.workers_dns.empty()) {
     return absl::InvalidArgumentError(
-        "--workers is empty: give at least one worker as host:port, e.g. "
-        "--workers=127.0.0.1:50061,127.0.0.1:50062");
+        "no workers: give --workers=host:port[,host:port...] (e.g. "
+        "--workers=127.0.0.1:50061,127.0.0.1:50062) and/or --workers_dns=name:port");
+  }
+  if (!o.workers_dns.empty()) {
+    absl::StatusOr<DnsTarget> target = ParseDnsTarget(o.workers_dns);
+    if (!target.ok()) return target.status();
   }
   const std::pair<const char*, std::pair<int, int>> checks[] = {
       {"max_inflight", {o.max_inflight, 1}},
       {"max_queue", {o.max_queue, 0}},
+      {"max_queue_tokens", {o.max_queue_tokens, 1}},
+      {"dns_interval_ms", {o.dns_interval_ms, 100}},
+      {"max_workers", {o.max_workers, 1}},
+      {"eject_base_ms", {o.eject_base_ms, 1}},
+      {"eject_max_ms", {o.eject_max_ms, 1}},
+      {"eject_reset_ms", {o.eject_reset_ms, 0}},
       {"queue_timeout_ms", {o.queue_timeout_ms, 0}},
       {"retry_pushback_ms", {o.retry_pushback_ms, 0}},
       {"health_interval_ms", {o.health_interval_ms, 10}},

@@ -16,11 +16,19 @@ namespace pkv::router {
 struct RouterOptions {
   std::string listen = "127.0.0.1:50051";  // client-facing gRPC (port 0 = pick one)
   std::vector<std::string> workers;        // static host:port list, one pkv-worker each
+  // DNS discovery (router/dns_discovery.h): "name:port" whose A records are workers (a headless
+  // Service), re-resolved every dns_interval_ms; next to `workers`. Empty = off.
+  std::string workers_dns;
+  int dns_interval_ms = 5000;
+  int max_workers = 1024;  // worker slots (static + discovered): bounds the registry's memory
 
   // Admission: at most max_inflight streams run; up to max_queue more wait at most
   // queue_timeout_ms for a slot; beyond that RESOURCE_EXHAUSTED with grpc-retry-pushback-ms.
   int max_inflight = 64;
   int max_queue = 64;
+  // ... and at most this many prompt tokens wait in the queue (token ids, or the bytes of a text
+  // prompt as an upper bound), so a few huge prompts cannot hold the queue's memory either.
+  int max_queue_tokens = 1 << 20;
   int queue_timeout_ms = 5000;
   int retry_pushback_ms = 1000;  // value of the grpc-retry-pushback-ms trailer
 
@@ -32,6 +40,12 @@ struct RouterOptions {
   int unhealthy_threshold = 2;
   int load_interval_ms = 250;
   std::string worker_health_service = "pkv.v1.Worker";
+  // Circuit breaker per worker (router/circuit_breaker.h): ejection k lasts
+  // min(eject_max_ms, eject_base_ms * 2^(k-1)) x jitter [0.5, 1); a streak is forgotten after
+  // eject_reset_ms without an ejection.
+  int eject_base_ms = 500;
+  int eject_max_ms = 3000;
+  int eject_reset_ms = 30000;
   int worker_keepalive_ms = 1000;  // RELIABILITY.md 3.0: keepalive 1 s / timeout 1 s
   int worker_keepalive_timeout_ms = 1000;
 
@@ -42,9 +56,10 @@ struct RouterOptions {
   int max_attempts = 3;
   int retry_backoff_ms = 50;
   int retry_backoff_max_ms = 1000;
-  // Mid-stream migration (replay prompt + emitted tokens on another worker). 0 = off: a worker
-  // lost after tokens were sent ends the stream with ABORTED.
-  int max_migrations = 0;
+  // Mid-stream migration (replay prompt + emitted tokens on another worker, README
+  // "Reliability"): at most this many moves per stream; beyond (or 0 = off) a worker lost after
+  // tokens were sent ends the stream with ABORTED + trailer tokens-emitted.
+  int max_migrations = 2;
 
   // Session affinity map bound (LRU eviction beyond it).
   int max_sessions = 100000;
@@ -59,7 +74,8 @@ struct RouterOptions {
 // Splits "host:port,host:port" into addresses; rejects empty entries and entries without a port.
 absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list);
 
-// Checks ranges (positive intervals, max_attempts >= 1, ...); INVALID_ARGUMENT naming the flag.
+// Checks ranges (positive intervals, max_attempts >= 1, ...) and that some worker source (--workers
+// or --workers_dns) is given; INVALID_ARGUMENT naming the flag.
 absl::Status ValidateRouterOptions(const RouterOptions& options);
 
 }  // namespace pkv::router

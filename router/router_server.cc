@@ -73,8 +73,20 @@ absl::Status RouterServer::Start() {
                        " (address in use or not local?); pick another with --listen=host:port"));
     }
     grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-    health->SetServingStatus("", false);
-    health->SetServingStatus(kGenerationService, false);
+    health->SetServingStatus("", true);  // liveness: the process serves gRPC
+    health->SetServingStatus(kGenerationService, false);  // readiness: once a worker is healthy
+  }
+  registry_->SetMetrics(&metrics_);
+  admission_.set_max_queued_tokens(options_.max_queue_tokens);
+  if (!options_.workers_dns.empty()) {
+    const absl::StatusOr<DnsTarget> target = ParseDnsTarget(options_.workers_dns);  // validated
+    discovery_ = std::make_unique<DnsDiscovery>(
+        options_.workers_dns, [target = *target] { return ResolveARecords(target); },
+        absl::Milliseconds(options_.dns_interval_ms),
+        [this](const std::vector<std::string>& addresses) {
+          registry_->SetDiscovered(addresses);
+        });
+    discovery_->Start();  // resolves once now, so the first probe round sees DNS workers
   }
   registry_->Start();
   PKV_LOG(INFO) << "router listening on " << options_.listen << " (port " << port_ << "), "
@@ -88,9 +100,7 @@ void RouterServer::OnWorkersChanged(int healthy, int unhealthy) {
   const bool serving = healthy > 0;
   if (server_ == nullptr || draining_.load() || serving == serving_) return;
   serving_ = serving;
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  health->SetServingStatus("", serving);
-  health->SetServingStatus(kGenerationService, serving);
+  server_->GetHealthCheckService()->SetServingStatus(kGenerationService, serving);
   PKV_LOG(INFO) << "router " << (serving ? "SERVING" : "NOT_SERVING") << ": " << healthy
                 << " healthy, " << unhealthy << " unhealthy worker(s)";
 }
@@ -100,8 +110,9 @@ bool RouterServer::Drain(absl::Duration timeout) {
     absl::MutexLock lock(&health_mu_);
     if (server_ == nullptr) return true;
     draining_.store(true);
-    // Every service NOT_SERVING, and later updates ignored.
-    server_->GetHealthCheckService()->Shutdown();
+    // Readiness NOT_SERVING at once, and later worker updates ignored (OnWorkersChanged checks
+    // draining_); liveness "" stays SERVING while in-flight streams finish.
+    server_->GetHealthCheckService()->SetServingStatus(kGenerationService, false);
   }
   PKV_LOG(INFO) << "draining: " << requests_.live_streams() << " stream(s) in flight, up to "
                 << absl::FormatDuration(timeout);
@@ -124,6 +135,7 @@ void RouterServer::Shutdown() {
     server = std::move(server_);
   }
   if (server != nullptr) {
+    server->GetHealthCheckService()->Shutdown();  // every service NOT_SERVING from here on
     // Cancels whatever still runs (streams then cancel their worker calls) and waits for the
     // server's reactions to finish.
     server->Shutdown(std::chrono::system_clock::now());
@@ -132,6 +144,7 @@ void RouterServer::Shutdown() {
   if (!streams_.WaitForZero(absl::Now() + kStreamWindDown)) {
     PKV_LOG(WARNING) << streams_.value() << " stream(s) did not wind down in time";
   }
+  if (discovery_ != nullptr) discovery_->Stop();
   if (registry_ != nullptr) registry_->Stop();
 }
 

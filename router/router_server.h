@@ -1,8 +1,12 @@
 // A whole router in one object: the gRPC server (pkv.v1.Generation + grpc.health.v1), worker
 // registry, placement, admission, timers and metrics. Used by pkv-router's main and by tests.
 //
-// Health (grpc::EnableDefaultHealthCheckService): "" and "pkv.v1.Generation" are SERVING while at
-// least one worker is healthy, NOT_SERVING otherwise and for good once Drain() begins.
+// Health (grpc::EnableDefaultHealthCheckService), README "Reliability": "" is liveness, SERVING
+// from Start() until the server shuts down (also while draining: the process is alive and
+// finishing streams); "pkv.v1.Generation" is readiness, SERVING while at least one worker is
+// healthy, NOT_SERVING otherwise and for good from the first moment of Drain().
+// Workers: the static options.workers plus, with options.workers_dns, the DNS answer re-resolved
+// every dns_interval_ms (router/dns_discovery.h).
 // Drain(): NOT_SERVING, new Generate calls get UNAVAILABLE, in-flight streams run to completion
 // for up to `timeout`, then the server shuts down (the rest are cancelled).
 //
@@ -20,6 +24,7 @@
 #include "grpcpp/server.h"
 #include "prometheus/registry.h"
 #include "router/admission.h"
+#include "router/dns_discovery.h"
 #include "router/generation_service.h"
 #include "router/placement.h"
 #include "router/request_table.h"
@@ -66,6 +71,7 @@ class RouterServer {
   LiveCounter streams_;
   std::atomic<bool> draining_{false};
   std::unique_ptr<WorkerRegistry> registry_;
+  std::unique_ptr<DnsDiscovery> discovery_;  // with options.workers_dns
   std::unique_ptr<GenerationService> service_;
 
   absl::Mutex health_mu_;  // orders health updates against server creation and drain

@@ -13,8 +13,9 @@ WorkerCall::WorkerCall(WorkerCallObserver* observer, int worker,
   ctx_.set_deadline(deadline);
 }
 
-void WorkerCall::Start(pkv::v1::Worker::Stub* stub) {
-  stub->async()->Generate(&ctx_, &request_, this);
+void WorkerCall::Start(std::shared_ptr<pkv::v1::Worker::Stub> stub) {
+  stub_ = std::move(stub);
+  stub_->async()->Generate(&ctx_, &request_, this);
   StartRead(&response_);
   StartCall();
 }

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/client_callback.h"
@@ -34,8 +35,9 @@ class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateR
   WorkerCall(WorkerCallObserver* observer, int worker, pkv::v1::WorkerGenerateRequest request,
              std::chrono::system_clock::time_point deadline);
 
-  // Starts the RPC. Call once, without holding locks the observer's callbacks take.
-  void Start(pkv::v1::Worker::Stub* stub);
+  // Starts the RPC. Call once, without holding locks the observer's callbacks take. The call
+  // keeps `stub` (and so the worker's channel) alive until it is destroyed.
+  void Start(std::shared_ptr<pkv::v1::Worker::Stub> stub);
   void Cancel() { ctx_.TryCancel(); }
 
   int worker() const { return worker_; }
@@ -54,6 +56,7 @@ class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateR
 
   WorkerCallObserver* const observer_;
   const int worker_;
+  std::shared_ptr<pkv::v1::Worker::Stub> stub_;
   grpc::ClientContext ctx_;
   pkv::v1::WorkerGenerateRequest request_;
   pkv::v1::WorkerGenerateResponse response_;

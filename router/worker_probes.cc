@@ -1,5 +1,6 @@
 // WorkerRegistry's probes: async health Check, GetLoad and GetModelInfo calls and the state
-// transitions their answers drive. Split from worker_registry.cc to keep each file small.
+// transitions their answers drive (circuit breaker included). Split from worker_registry.cc to
+// keep each file small. Every callback carries the slot generation it was issued for.
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -34,57 +35,68 @@ bool UsableModel(const pkv::v1::ModelInfo& model) {
 
 }  // namespace
 
-void WorkerRegistry::ProbeHealth(int w) {
-  Worker& worker = *workers_[w];
+void WorkerRegistry::ProbeHealth(int w, bool regular) {
   auto probe = NewProbe<HealthCheckRequest, HealthCheckResponse>(
       absl::Milliseconds(options_.health_timeout_ms));
   probe->request.set_service(options_.worker_health_service);
+  std::shared_ptr<grpc::health::v1::Health::Stub> health;
+  uint64_t generation = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_ || worker.check_pending) return;
+    Worker& worker = *workers_[w];
+    if (stopping_ || worker.removed || worker.check_pending || worker.health == nullptr) return;
+    if (worker.breaker.closed() ? !regular : !worker.breaker.AllowProbe(absl::Now())) return;
     worker.check_pending = true;
+    health = worker.health;
+    generation = worker.generation;
     probes_.emplace(probe.get(), probe);
   }
-  worker.health->async()->Check(&probe->ctx, &probe->request, &probe->response,
-                                [this, w, probe](grpc::Status status) {
-                                  OnCheckDone(w, status, probe->response.status());
-                                  Unregister(probe.get());
-                                });
+  health->async()->Check(&probe->ctx, &probe->request, &probe->response,
+                         [this, w, generation, probe, health](grpc::Status status) {
+                           OnCheckDone(w, generation, status, probe->response.status());
+                           Unregister(probe.get());
+                         });
 }
 
 void WorkerRegistry::ProbeLoad(int w) {
-  Worker& worker = *workers_[w];
   auto probe = NewProbe<pkv::v1::GetLoadRequest, pkv::v1::Load>(
       absl::Milliseconds(std::max(options_.load_interval_ms, options_.health_timeout_ms)));
+  StubPtr stub;
+  uint64_t generation = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_ || worker.load_pending || !worker.serving) return;
+    Worker& worker = *workers_[w];
+    if (stopping_ || worker.removed || worker.load_pending || !worker.serving) return;
     worker.load_pending = true;
+    stub = worker.stub;
+    generation = worker.generation;
     probes_.emplace(probe.get(), probe);
   }
-  worker.stub->async()->GetLoad(&probe->ctx, &probe->request, &probe->response,
-                                [this, w, probe](grpc::Status status) {
-                                  OnLoadDone(w, status, probe->response);
-                                  Unregister(probe.get());
-                                });
+  stub->async()->GetLoad(&probe->ctx, &probe->request, &probe->response,
+                         [this, w, generation, probe, stub](grpc::Status status) {
+                           OnLoadDone(w, generation, status, probe->response);
+                           Unregister(probe.get());
+                         });
 }
 
-void WorkerRegistry::FetchModelInfo(int w) {
-  Worker& worker = *workers_[w];
+void WorkerRegistry::FetchModelInfo(int w, uint64_t generation) {
   auto probe = NewProbe<pkv::v1::GetModelInfoRequest, pkv::v1::ModelInfo>(kModelInfoTimeout);
+  StubPtr stub;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      worker.model_pending = false;
+    Worker& worker = *workers_[w];
+    if (stopping_ || worker.generation != generation || worker.stub == nullptr) {
+      if (worker.generation == generation) worker.model_pending = false;
       return;
     }
+    stub = worker.stub;
     probes_.emplace(probe.get(), probe);
   }
-  worker.stub->async()->GetModelInfo(&probe->ctx, &probe->request, &probe->response,
-                                     [this, w, probe](grpc::Status status) {
-                                       OnModelInfoDone(w, status, probe->response);
-                                       Unregister(probe.get());
-                                     });
+  stub->async()->GetModelInfo(&probe->ctx, &probe->request, &probe->response,
+                              [this, w, generation, probe, stub](grpc::Status status) {
+                                OnModelInfoDone(w, generation, status, probe->response);
+                                Unregister(probe.get());
+                              });
 }
 
 void WorkerRegistry::Unregister(internal::RegistryProbe* probe) {
@@ -97,89 +109,106 @@ void WorkerRegistry::MarkNotServingLocked(Worker& worker) {
   worker.model.reset();  // re-read on the next healthy transition (the worker may restart)
 }
 
-void WorkerRegistry::OnCheckDone(int w, const grpc::Status& status,
+void WorkerRegistry::OnCheckDone(int w, uint64_t generation, const grpc::Status& status,
                                  HealthCheckResponse::ServingStatus serving) {
-  Worker& worker = *workers_[w];
-  bool fetch_model = false;
+  bool fetch_model = false, ejected = false;
   bool was_healthy = false, is_healthy = false;
-  std::string why;  // set once per outage, when the worker stops counting as serving
+  std::string why, address;  // why: set once per outage, when the worker stops counting
   {
     absl::MutexLock lock(&mu_);
+    Worker& worker = *workers_[w];
+    if (worker.generation != generation) return;  // the slot changed hands meanwhile
     worker.check_pending = false;
+    address = worker.address;
     was_healthy = HealthyLocked(worker);
-    if (status.ok() && serving == HealthCheckResponse::SERVING) {
+    if (status.ok()) {
+      // Any answer means reachable: a half-open breaker closes; readiness is the answer itself.
+      worker.breaker.OnProbeSuccess(absl::Now());
       worker.failed_checks = 0;
-      worker.serving = true;
-    } else if (status.ok()) {
-      if (worker.serving) {
-        why = absl::StrCat("health status ", HealthCheckResponse::ServingStatus_Name(serving));
+      if (serving == HealthCheckResponse::SERVING) {
+        worker.serving = true;
+        worker.logged_down = false;
+      } else {
+        if (worker.serving) {
+          why = absl::StrCat("health status ", HealthCheckResponse::ServingStatus_Name(serving));
+        }
+        MarkNotServingLocked(worker);
       }
-      MarkNotServingLocked(worker);
-    } else if (++worker.failed_checks == options_.unhealthy_threshold) {
-      // Also reached by a worker that never came up: say once why it is not being used.
-      why = absl::StrCat(worker.failed_checks, " failed health checks of '",
-                         options_.worker_health_service, "', last: ", status.error_message(),
-                         " (code ", status.error_code(), ")");
-      MarkNotServingLocked(worker);
+    } else if (worker.breaker.state() == CircuitBreaker::State::kOpen) {
+      // The answer to a probe sent before a stream ejected the worker: the breaker decides.
+    } else if (worker.breaker.state() == CircuitBreaker::State::kHalfOpen ||
+               ++worker.failed_checks >= options_.unhealthy_threshold) {
+      // A failed half-open probe re-opens for longer; a closed breaker trips at the threshold.
+      ejected = TripLocked(worker);
+      if (!worker.logged_down) {
+        // Also reached by a worker that never came up: say once why it is not being used.
+        why = absl::StrCat(worker.failed_checks, " failed health checks of '",
+                           options_.worker_health_service, "', last: ", status.error_message(),
+                           " (code ", status.error_code(), ")");
+        worker.logged_down = true;
+      }
     }
     if (worker.serving && !worker.model.has_value() && !worker.model_pending) {
       worker.model_pending = fetch_model = true;
     }
     is_healthy = HealthyLocked(worker);
   }
-  if (fetch_model) FetchModelInfo(w);
+  if (fetch_model) FetchModelInfo(w, generation);
   if (!why.empty()) {
-    PKV_LOG(WARNING) << "worker " << worker.address << " unhealthy: " << why;
+    PKV_LOG(WARNING) << "worker " << address << (ejected ? " ejected: " : " unhealthy: ") << why;
   }
   if (was_healthy != is_healthy) NotifyChange();
 }
 
-void WorkerRegistry::OnLoadDone(int w, const grpc::Status& status, const pkv::v1::Load& load) {
-  if (!status.ok()) {  // health checks decide; a failed poll keeps the last known load
-    absl::MutexLock lock(&mu_);
-    workers_[w]->load_pending = false;
-    return;
-  }
-  Worker& worker = *workers_[w];
+void WorkerRegistry::OnLoadDone(int w, uint64_t generation, const grpc::Status& status,
+                                const pkv::v1::Load& load) {
   bool was_healthy = false, is_healthy = false;
+  std::string address;
   {
     absl::MutexLock lock(&mu_);
+    Worker& worker = *workers_[w];
+    if (worker.generation != generation) return;
     worker.load_pending = false;
+    if (!status.ok()) return;  // health checks decide; a failed poll keeps the last known load
     was_healthy = HealthyLocked(worker);
     worker.reported_load = static_cast<uint64_t>(load.running()) + load.waiting();
     worker.draining = load.draining();
     if (!load.worker_id().empty()) worker.worker_id = load.worker_id();
     is_healthy = HealthyLocked(worker);
+    address = worker.address;
   }
   if (was_healthy && !is_healthy) {
-    PKV_LOG(INFO) << "worker " << worker.address << " is draining; no new placements";
+    PKV_LOG(INFO) << "worker " << address << " is draining; no new placements";
   }
   if (was_healthy != is_healthy) NotifyChange();
 }
 
-void WorkerRegistry::OnModelInfoDone(int w, const grpc::Status& status,
+void WorkerRegistry::OnModelInfoDone(int w, uint64_t generation, const grpc::Status& status,
                                      const pkv::v1::ModelInfo& model) {
-  Worker& worker = *workers_[w];
   bool became_healthy = false;
+  std::string address;
   {
     absl::MutexLock lock(&mu_);
+    Worker& worker = *workers_[w];
+    if (worker.generation != generation) return;
     worker.model_pending = false;
+    address = worker.address;
     if (status.ok() && UsableModel(model) && worker.serving) {
+      const bool was_healthy = HealthyLocked(worker);
       worker.model = model;
-      became_healthy = HealthyLocked(worker);
+      became_healthy = !was_healthy && HealthyLocked(worker);
     }
   }
   if (!status.ok()) {
-    PKV_LOG(WARNING) << "worker " << worker.address
-                     << ": GetModelInfo failed: " << status.error_message();
+    PKV_LOG(WARNING) << "worker " << address << ": GetModelInfo failed: " << status.error_message();
   } else if (!UsableModel(model)) {
-    PKV_LOG(WARNING) << "worker " << worker.address << " reported an unusable model (vocab_size "
+    PKV_LOG(WARNING) << "worker " << address << " reported an unusable model (vocab_size "
                      << model.vocab_size() << ", max_context " << model.max_context() << ")";
   }
   if (became_healthy) {
-    PKV_LOG(INFO) << "worker " << worker.address << " healthy: model " << model.model_name()
-                  << ", vocab " << model.vocab_size() << ", max_context " << model.max_context()
-                  << ", backend " << model.backend();
+    PKV_LOG(INFO) << "worker " << address << " healthy: model " << model.model_name() << ", vocab "
+                  << model.vocab_size() << ", max_context " << model.max_context() << ", backend "
+                  << model.backend();
     NotifyChange();
   }
 }

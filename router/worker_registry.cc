@@ -1,5 +1,7 @@
 #include "router/worker_registry.h"
 
+#include <algorithm>
+#include <random>
 #include <utility>
 
 #include "common/log.h"
@@ -32,18 +34,33 @@ std::shared_ptr<grpc::Channel> MakeWorkerChannel(const std::string& address,
 }  // namespace
 
 WorkerRegistry::WorkerRegistry(const RouterOptions& options, ChangeListener on_change)
-    : options_(options), on_change_(std::move(on_change)) {
-  for (const std::string& address : options_.workers) {
-    auto w = std::make_unique<Worker>();
-    w->address = address;
-    w->channel = MakeWorkerChannel(address, options_);
-    w->stub = pkv::v1::Worker::NewStub(w->channel);
-    w->health = grpc::health::v1::Health::NewStub(w->channel);
-    workers_.push_back(std::move(w));
-  }
+    : options_(options), on_change_(std::move(on_change)), rng_(std::random_device()()) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& address : options_.workers) AddWorkerLocked(address, /*is_static=*/true);
 }
 
 WorkerRegistry::~WorkerRegistry() { Stop(); }
+
+void WorkerRegistry::SetMetrics(RouterMetrics* metrics) {
+  absl::MutexLock lock(&mu_);
+  metrics_ = metrics;
+  if (metrics_ == nullptr) return;
+  for (auto& w : workers_) {
+    if (!w->retired && w->placements == nullptr) {
+      w->placements = metrics_->AddWorkerPlacementCounter(w->address);
+    }
+  }
+}
+
+void WorkerRegistry::ConnectLocked(Worker& worker) {
+  worker.channel = MakeWorkerChannel(worker.address, options_);
+  worker.stub = pkv::v1::Worker::NewStub(worker.channel);
+  worker.health = grpc::health::v1::Health::NewStub(worker.channel);
+  ++worker.generation;
+  if (metrics_ != nullptr && worker.placements == nullptr) {
+    worker.placements = metrics_->AddWorkerPlacementCounter(worker.address);
+  }
+}
 
 void WorkerRegistry::Start() {
   NotifyChange();
@@ -71,24 +88,49 @@ void WorkerRegistry::PollLoop() {
   absl::Time next_load = next_health;
   const absl::Duration health_interval = absl::Milliseconds(options_.health_interval_ms);
   const absl::Duration load_interval = absl::Milliseconds(options_.load_interval_ms);
+  // An ejected worker is probed at its breaker's reopen time, not only on the health interval.
+  const absl::Duration tick = std::min(health_interval, absl::Milliseconds(50));
   while (true) {
+    int slots = 0;
     {
       absl::MutexLock lock(&mu_);
-      const absl::Time wake = std::min(next_health, next_load);
+      const absl::Time wake = std::min({next_health, next_load, absl::Now() + tick});
       auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
       mu_.AwaitWithDeadline(absl::Condition(&stop), wake);
       if (stopping_) return;
+      RetireIdleLocked(absl::Now());
+      slots = static_cast<int>(workers_.size());
     }
     const absl::Time now = absl::Now();
-    if (now >= next_health) {
-      for (int w = 0; w < size(); ++w) ProbeHealth(w);
-      next_health = now + health_interval;
-    }
+    const bool health_round = now >= next_health;
+    // Every tick: breakers whose reopen time came (ProbeHealth skips the others off-round).
+    for (int w = 0; w < slots; ++w) ProbeHealth(w, health_round);
+    if (health_round) next_health = now + health_interval;
     if (now >= next_load) {
-      for (int w = 0; w < size(); ++w) ProbeLoad(w);
+      for (int w = 0; w < slots; ++w) ProbeLoad(w);
       next_load = now + load_interval;
     }
   }
+}
+
+int WorkerRegistry::size() const {
+  absl::MutexLock lock(&mu_);
+  return NumActiveLocked();
+}
+
+int WorkerRegistry::num_slots() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(workers_.size());
+}
+
+std::string WorkerRegistry::address(int w) const {
+  absl::MutexLock lock(&mu_);
+  return workers_[w]->address;
+}
+
+WorkerRegistry::StubPtr WorkerRegistry::stub(int w) const {
+  absl::MutexLock lock(&mu_);
+  return workers_[w]->stub;
 }
 
 bool WorkerRegistry::IsHealthy(int w) const {
@@ -98,8 +140,18 @@ bool WorkerRegistry::IsHealthy(int w) const {
 
 int WorkerRegistry::num_healthy() const {
   absl::MutexLock lock(&mu_);
+  return NumHealthyLocked();
+}
+
+int WorkerRegistry::NumHealthyLocked() const {
   int n = 0;
   for (const auto& w : workers_) n += HealthyLocked(*w);
+  return n;
+}
+
+int WorkerRegistry::NumActiveLocked() const {
+  int n = 0;
+  for (const auto& w : workers_) n += !w->removed;
   return n;
 }
 
@@ -111,13 +163,13 @@ std::string WorkerRegistry::WorkerId(int w) const {
 
 std::vector<WorkerLoad> WorkerRegistry::Loads() const {
   std::vector<WorkerLoad> loads;
-  loads.reserve(workers_.size());
   absl::MutexLock lock(&mu_);
-  for (int w = 0; w < size(); ++w) {
+  loads.reserve(workers_.size());
+  for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
     const Worker& worker = *workers_[w];
-    const int inflight = worker.router_inflight.load();
+    if (worker.removed) continue;
     loads.push_back(WorkerLoad{w, HealthyLocked(worker),
-                               worker.reported_load + static_cast<uint64_t>(inflight)});
+                               worker.reported_load + static_cast<uint64_t>(worker.inflight)});
   }
   return loads;
 }
@@ -130,28 +182,60 @@ std::optional<pkv::v1::ModelInfo> WorkerRegistry::AnyModelInfo() const {
   return std::nullopt;
 }
 
-void WorkerRegistry::ReportUnavailable(int w) {
-  bool changed = false;
+WorkerRegistry::StubPtr WorkerRegistry::BeginCall(int w) {
+  absl::MutexLock lock(&mu_);
+  Worker& worker = *workers_[w];
+  if (worker.removed || worker.stub == nullptr) return nullptr;
+  ++worker.inflight;
+  if (worker.placements != nullptr) worker.placements->Increment();
+  return worker.stub;
+}
+
+void WorkerRegistry::EndCall(int w) {
+  absl::MutexLock lock(&mu_);
+  --workers_[w]->inflight;
+}
+
+int WorkerRegistry::inflight(int w) const {
+  absl::MutexLock lock(&mu_);
+  return workers_[w]->inflight;
+}
+
+bool WorkerRegistry::TripLocked(Worker& worker) {
+  const bool ejected = worker.breaker.Trip(absl::Now(), rng_());
+  MarkNotServingLocked(worker);
+  if (ejected && metrics_ != nullptr) metrics_->RecordEjection();
+  return ejected;
+}
+
+void WorkerRegistry::ReportLost(int w, absl::string_view why) {
+  bool changed = false, ejected = false;
+  std::string address;
   {
     absl::MutexLock lock(&mu_);
     Worker& worker = *workers_[w];
+    if (worker.removed || !worker.breaker.closed()) return;  // already out of rotation
     changed = HealthyLocked(worker);
-    worker.serving = false;
-    worker.failed_checks = options_.unhealthy_threshold;
-    worker.model.reset();
+    ejected = TripLocked(worker);
+    address = worker.address;
+    worker.logged_down = true;
   }
-  if (changed) {
-    PKV_LOG(WARNING) << "worker " << workers_[w]->address
-                     << " unhealthy: a Generate call found it unavailable";
-    NotifyChange();
+  if (ejected) {
+    PKV_LOG(WARNING) << "worker " << address << " ejected: " << why;
   }
+  if (changed) NotifyChange();
 }
 
 void WorkerRegistry::NotifyChange() {
   if (!on_change_) return;
   absl::MutexLock serial(&listener_mu_);
-  const int healthy = num_healthy();
-  on_change_(healthy, size() - healthy);
+  int healthy = 0, active = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    healthy = NumHealthyLocked();
+    active = NumActiveLocked();
+  }
+  on_change_(healthy, active - healthy);
 }
 
 }  // namespace pkv::router

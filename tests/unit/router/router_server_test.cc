@@ -139,7 +139,8 @@ TEST(RouterServerTest, NoHealthyWorkerIsUnavailableAndNotServing) {
   const StreamResult r = h.Run(TokenRequest({1}, 4));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(r.status.error_message().find("no healthy worker"), std::string::npos);
-  EXPECT_EQ(Health(h, ""), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  // Liveness ("") is the process; readiness (the service name) needs a healthy worker.
+  EXPECT_EQ(Health(h, ""), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(Health(h, "pkv.v1.Generation"), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   grpc::ClientContext ctx;
   pkv::v1::ModelInfo info;

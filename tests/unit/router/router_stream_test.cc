@@ -132,7 +132,9 @@ TEST(RouterStreamTest, WorkerLostMidStreamEndsWithAbortedAndTokenCount) {
     s.end = FakeScript::End::kFail;
     return s;
   });
-  RouterHarness h(FastOptions({&worker}));
+  RouterOptions options = FastOptions({&worker});
+  options.max_migrations = 0;  // migration off: the contract is ABORTED + tokens-emitted
+  RouterHarness h(options);
   h.Start(1);
   const StreamResult r = h.Run(TokenRequest({9, 9}, 10));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::ABORTED) << r.status.error_message();
@@ -186,7 +188,8 @@ TEST(RouterStreamTest, MigrationReplaysPromptAndEmittedTokensOnAnotherWorker) {
             std::vector<uint32_t>({'h', 'i', '!'}));
   EXPECT_EQ(replay.request().request_id(), first.requests()[0].request().request_id());
   EXPECT_EQ(replay.request().sampling().seed(), first.requests()[0].request().sampling().seed());
-  EXPECT_EQ(h.Metric("pkv_router_migrations_total"), 1);
+  EXPECT_EQ(h.Metric("pkv_router_migrations_total", {{"phase", "mid_stream"}}), 1);
+  EXPECT_EQ(h.Metric("pkv_router_migrations_total", {{"phase", "before_first_token"}}), 0);
 }
 
 TEST(RouterStreamTest, SilentWorkerAfterFirstTokenIsLost) {
@@ -200,6 +203,7 @@ TEST(RouterStreamTest, SilentWorkerAfterFirstTokenIsLost) {
   });
   RouterOptions options = FastOptions({&worker});
   options.stall_timeout_ms = 200;
+  options.max_migrations = 0;
   RouterHarness h(options);
   h.Start(1);
   const StreamResult r = h.Run(TokenRequest({1}, 10), absl::Seconds(30));
