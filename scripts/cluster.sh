@@ -47,10 +47,13 @@ done
 pids+=($!)
 
 echo "waiting for router and ${#workers[@]} workers to become healthy (logs in $LOGS/)"
-for addr in "${workers[@]}" "127.0.0.1:$ROUTER_PORT"; do
+# Readiness service names (README "Reliability"): "" is only liveness.
+for target in "${workers[@]/%/|pkv.v1.Worker}" "127.0.0.1:$ROUTER_PORT|pkv.v1.Generation"; do
+  addr=${target%|*}
+  service=${target#*|}
   ok=0
   for _ in $(seq 1 300); do
-    if "$BIN/pkv" health --addr "$addr" >/dev/null 2>&1; then ok=1; break; fi
+    if "$BIN/pkv" health --addr "$addr" --service "$service" >/dev/null 2>&1; then ok=1; break; fi
     for pid in "${pids[@]}"; do
       kill -0 "$pid" 2>/dev/null || { echo "a process exited early; see $LOGS/" >&2; tail -n 5 "$LOGS"/*.log >&2; exit 1; }
     done

@@ -39,8 +39,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
     if (!st.ok()) return st;
   }
   for (int i = 0; i < options.num_workers; ++i) {
-    absl::Status st = WaitServing(c->workers_[i].address(), absl::Seconds(60), "",
-                                  c->options_.worker_credentials);
+    absl::Status st = WaitServing(c->workers_[i].address(), absl::Seconds(60),
+                                  "pkv.v1.Worker", c->options_.worker_credentials);
     if (!st.ok()) {
       return absl::Status(st.code(), absl::StrCat(st.message(), "\n",
                                                   c->workers_[i].process->LogTail()));
@@ -61,7 +61,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
   if (!router.ok()) return router.status();
   c->router_ = std::move(*router);
   absl::Status st =
-      WaitServing(c->router_address(), absl::Seconds(60), "", options.router_credentials);
+      WaitServing(c->router_address(), absl::Seconds(60), "pkv.v1.Generation",
+                  options.router_credentials);
   if (!st.ok()) return absl::Status(st.code(), absl::StrCat(st.message(), "\n", c->Logs()));
   return c;
 }
@@ -91,7 +92,8 @@ absl::Status Cluster::RestartWorker(int i, const std::vector<std::string>& extra
   workers_[i].process.reset();
   absl::Status st = SpawnWorker(i, extra_args);
   if (!st.ok()) return st;
-  return WaitServing(workers_[i].address(), absl::Seconds(60), "", options_.worker_credentials);
+  return WaitServing(workers_[i].address(), absl::Seconds(60), "pkv.v1.Worker",
+                     options_.worker_credentials);
 }
 
 std::string Cluster::Logs() {

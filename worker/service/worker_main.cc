@@ -23,6 +23,8 @@ ABSL_FLAG(int32_t, max_running, 64, "Sequences in the running batch");
 ABSL_FLAG(int32_t, max_waiting, 256, "Queued requests before RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, max_queued_tokens, 262144, "Queued prompt tokens before RESOURCE_EXHAUSTED");
 ABSL_FLAG(double, drain_timeout_s, 30, "On SIGTERM/Drain: time in-flight requests get to finish");
+ABSL_FLAG(double, engine_stall_timeout_s, 60, "Readiness NOT_SERVING while requests are in "
+          "flight and no engine step finished for this long (a hung GPU); 0 = off");
 ABSL_FLAG(int64_t, max_message_bytes, 4 << 20, "Largest accepted request message");
 ABSL_FLAG(bool, enable_test_faults, false, "Allow --test_fault (tests only)");
 ABSL_FLAG(std::string, test_fault, "", "Fault hooks for tests, e.g. fail_forward_after:10");
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   o.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   o.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
   o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
+  o.engine_stall_timeout_s = absl::GetFlag(FLAGS_engine_stall_timeout_s);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   o.enable_test_faults = absl::GetFlag(FLAGS_enable_test_faults);
   o.test_fault = absl::GetFlag(FLAGS_test_fault);

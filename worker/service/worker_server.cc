@@ -19,6 +19,7 @@
 #endif
 #include "worker/service/engine.h"
 #include "worker/service/test_faults.h"
+#include "worker/service/worker_health.h"
 #include "worker/service/worker_metrics.h"
 #include "worker/service/worker_service.h"
 #include "worker/tokenizer/tokenizer.h"
@@ -31,13 +32,6 @@ constexpr int64_t kDefaultCpuKvPages = 2048;
 std::string PortOf(const std::string& address) {
   const size_t colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(colon + 1);
-}
-
-void SetHealth(grpc::Server* server, bool serving) {
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  if (health == nullptr) return;
-  health->SetServingStatus("", serving);
-  health->SetServingStatus("pkv.v1.Worker", serving);
 }
 
 // Loads tokenizer + backend for --model/--backend. Errors say what to do next.
@@ -119,7 +113,8 @@ int RunWorker(const WorkerOptions& o) {
     PKV_LOG(ERROR) << "cannot listen on " << o.listen << " (address in use?)";
     return 1;
   }
-  SetHealth(server.get(), false);
+  SetWorkerLiveness(server.get(), true);    // the process serves gRPC (worker_health.h)
+  SetWorkerReadiness(server.get(), false);  // not until the model and KV pool are ready
   PKV_LOG(INFO) << "loading model from " << o.model_dir;
 
   absl::StatusOr<std::unique_ptr<ModelBackend>> backend = LoadBackend(o);
@@ -166,14 +161,16 @@ int RunWorker(const WorkerOptions& o) {
   Engine engine(std::move(eo), std::move(*backend), std::move(*tokenizer), &metrics);
   engine.Start();
   service.SetEngine(&engine);
-  SetHealth(server.get(), true);
+  SetWorkerReadiness(server.get(), true);
   PKV_LOG(INFO) << "ready on " << o.listen << " (metrics " << o.metrics_listen << ", backend "
                 << engine.backend().backend_name() << ", " << engine.backend().num_kv_pages()
                 << " KV pages, max context " << max_context << ")";
 
-  const std::string reason = shutdown.Wait();
-  SetHealth(server.get(), false);
+  const std::string reason = WaitForShutdownWatchingEngine(
+      shutdown, engine, server.get(), absl::Seconds(o.engine_stall_timeout_s));
+  SetWorkerReadiness(server.get(), false);  // SIGTERM, Drain or fatal: no new work, at once
   if (fatal.load()) {
+    SetWorkerLiveness(server.get(), false);
     PKV_LOG(ERROR) << "stopping: " << reason;
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     engine.Stop(absl::InternalError(reason));

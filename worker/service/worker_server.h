@@ -1,8 +1,10 @@
 // The pkv-worker process: serve pkv.v1.Worker + grpc.health.v1 on --listen and Prometheus
 // /metrics on --metrics_listen, load the model, run the engine, and drain on SIGTERM or Drain.
 //
-// Health: "" and "pkv.v1.Worker" are NOT_SERVING while the model loads, SERVING once the engine
-// runs, NOT_SERVING again from the first moment of a drain or after a fatal backend error.
+// Health (worker_health.h): "" is liveness (SERVING while the process serves gRPC, NOT_SERVING
+// after a fatal error); "pkv.v1.Worker" is readiness (SERVING once the engine runs, NOT_SERVING
+// from the first moment of a drain, after a fatal backend error, or while the engine is stalled
+// longer than engine_stall_timeout_s).
 // Drain: stop admitting (UNAVAILABLE), let in-flight requests finish for up to the drain timeout,
 // abort the rest with UNAVAILABLE (the router migrates them), shut the server down, exit 0.
 // A fatal backend error fails every request with INTERNAL and exits 1 for a supervisor to restart.
@@ -28,6 +30,9 @@ struct WorkerOptions {
   int32_t max_waiting = 256;
   int64_t max_queued_tokens = 262144;
   double drain_timeout_s = 30;
+  // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long
+  // (a hung GPU); <= 0 turns the watchdog off.
+  double engine_stall_timeout_s = 60;
   int64_t max_message_bytes = 4 << 20;
   bool enable_test_faults = false;
   std::string test_fault;
