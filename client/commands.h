@@ -19,7 +19,14 @@ int RunInfo();
 
 inline constexpr int kUsageError = 64;
 
+// A channel to `address`: TLS when --tls, --tls_ca or --tls_cert is given (client certificate
+// from --tls_cert/--tls_key), else plaintext. Null after printing the error when the TLS files are
+// unusable (the caller exits with kUsageError).
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// Adds `authorization: Bearer <key>` when --api_key (or $PKV_API_KEY) is set.
+void AddCallCredentials(grpc::ClientContext& ctx);
+// --api_key, else $PKV_API_KEY, else empty.
+std::string ApiKey();
 // Prints "error: CODE: message" and a hint on what to do to stderr; returns the exit code.
 // `what` names the peer ("router", "worker") for the hint; `ctx` supplies trailers when set.
 int ReportRpcError(const grpc::Status& status, const std::string& address, const char* what,

@@ -25,3 +25,12 @@ ABSL_FLAG(int, deadline_ms, 0, "generate: whole-stream deadline in ms (0 = none)
 ABSL_FLAG(bool, logprobs, false, "generate: request per-token log-probabilities");
 ABSL_FLAG(int, top_logprobs, 0, "generate: with --logprobs, alternatives per position");
 ABSL_FLAG(int, timeout_ms, 3000, "health, load, info: RPC deadline in ms");
+// Security, for every subcommand (README "Security").
+ABSL_FLAG(bool, tls, false, "use TLS, verifying the server with the system's CA roots");
+ABSL_FLAG(std::string, tls_ca, "", "use TLS, verifying the server with this PEM CA bundle");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (servers that require one)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "name to verify the server certificate against instead of the address's host");
+ABSL_FLAG(std::string, api_key, "",
+          "API key sent as 'authorization: Bearer <key>' (default: $PKV_API_KEY)");

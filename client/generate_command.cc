@@ -149,8 +149,11 @@ int RunGenerate() {
   absl::StatusOr<pkv::v1::GenerateRequest> request = BuildRequest();
   if (!request.ok()) return UsageError(std::string(request.status().message()));
   const std::string address = absl::GetFlag(FLAGS_router);
-  auto stub = pkv::v1::Generation::NewStub(MakeChannel(address));
+  std::shared_ptr<grpc::Channel> channel = MakeChannel(address);
+  if (channel == nullptr) return kUsageError;
+  auto stub = pkv::v1::Generation::NewStub(channel);
   grpc::ClientContext ctx;
+  AddCallCredentials(ctx);
   const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   if (deadline_ms > 0) {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));

@@ -13,10 +13,12 @@
 namespace pkv::client {
 namespace {
 
-// A fresh context with the --timeout_ms deadline (a ClientContext serves one call).
+// A fresh context with the --timeout_ms deadline and the API key (a ClientContext serves one
+// call).
 void SetDeadline(grpc::ClientContext& ctx) {
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(absl::GetFlag(FLAGS_timeout_ms)));
+  AddCallCredentials(ctx);
 }
 
 bool RequireAddr(std::string* address) {
@@ -41,7 +43,9 @@ void PrintModelInfo(const pkv::v1::ModelInfo& m) {
 int RunHealth() {
   std::string address;
   if (!RequireAddr(&address)) return UsageError("health needs --addr host:port");
-  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(address));
+  std::shared_ptr<grpc::Channel> channel = MakeChannel(address);
+  if (channel == nullptr) return kUsageError;
+  auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(absl::GetFlag(FLAGS_service));
   grpc::health::v1::HealthCheckResponse response;
@@ -58,7 +62,9 @@ int RunHealth() {
 int RunLoad() {
   std::string address;
   if (!RequireAddr(&address)) return UsageError("load needs --addr host:port (a worker)");
-  auto stub = pkv::v1::Worker::NewStub(MakeChannel(address));
+  std::shared_ptr<grpc::Channel> channel = MakeChannel(address);
+  if (channel == nullptr) return kUsageError;
+  auto stub = pkv::v1::Worker::NewStub(channel);
   pkv::v1::Load load;
   grpc::ClientContext ctx;
   SetDeadline(ctx);
@@ -79,6 +85,7 @@ int RunInfo() {
   std::string address;
   if (!RequireAddr(&address)) return UsageError("info needs --addr host:port");
   auto channel = MakeChannel(address);
+  if (channel == nullptr) return kUsageError;
   pkv::v1::ModelInfo info;
   grpc::Status status;
   {

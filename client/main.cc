@@ -26,6 +26,8 @@ constexpr char kUsage[] =
     "  health    grpc.health.v1 Check: --addr host:port [--service name]\n"
     "  load      a worker's load: --addr worker:port\n"
     "  info      model info from a router or a worker: --addr host:port\n"
+    "every command: [--tls_ca ca.pem | --tls] [--tls_cert c.pem --tls_key k.pem]\n"
+    "               [--api_key KEY (default: $PKV_API_KEY)]\n"
     "run `pkv <command> --helpfull` for every flag\n";
 
 }  // namespace

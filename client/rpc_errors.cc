@@ -4,10 +4,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "client/commands.h"
 #include "common/grpc_status.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 
 namespace pkv::client {
 namespace {
@@ -22,7 +22,21 @@ std::string Trailer(const grpc::ClientContext* ctx, const char* key) {
 std::string Hint(const grpc::Status& status, const std::string& address, const char* what,
                  const grpc::ClientContext* ctx) {
   switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "pass a valid key with --api_key (or the PKV_API_KEY environment variable)";
+    case grpc::StatusCode::UNAVAILABLE: {
+      const std::string lower = absl::AsciiStrToLower(status.error_message());
+      if (absl::StrContains(lower, "ssl") || absl::StrContains(lower, "handshake") ||
+          absl::StrContains(lower, "tls")) {
+        return std::string("TLS handshake failed with ") + address +
+               ": does the server use TLS (--tls_ca to verify it, --tls_cert/--tls_key if it "
+               "requires a client certificate), or plaintext (drop the TLS flags)?";
+      }
+      if (absl::StrContains(lower, "socket closed")) {
+        return std::string("the connection to ") + address +
+               " closed during setup: if it uses TLS pass --tls_ca (and --tls_cert/--tls_key "
+               "when it requires a client certificate)";
+      }
       if (status.error_message().find("connect") != std::string::npos) {
         return std::string("is the ") + what + " running at " + address +
                "? start it with `make serve`, or point --" +
@@ -30,6 +44,7 @@ std::string Hint(const grpc::Status& status, const std::string& address, const c
       }
       return "no worker could serve it right now; check them with `pkv health --addr <worker>` "
              "and retry";
+    }
     case grpc::StatusCode::RESOURCE_EXHAUSTED: {
       const std::string pushback = Trailer(ctx, "grpc-retry-pushback-ms");
       return "the service is at capacity; retry" +
@@ -56,10 +71,6 @@ std::string Hint(const grpc::Status& status, const std::string& address, const c
 }
 
 }  // namespace
-
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
-  return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-}
 
 int ReportRpcError(const grpc::Status& status, const std::string& address, const char* what,
                    const grpc::ClientContext* ctx) {

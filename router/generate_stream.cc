@@ -30,7 +30,15 @@ int64_t QueuedPromptSize(const pkv::v1::GenerateRequest& request) {
 
 GenerateStream::GenerateStream(const RouterContext& rc, grpc::CallbackServerContext* ctx,
                                const pkv::v1::GenerateRequest& request)
-    : rc_(rc), ctx_(ctx), start_time_(absl::Now()) {
+    : rc_(rc),
+      ctx_(ctx),
+      start_time_(absl::Now()),
+      watchdog_(rc.timers, absl::Milliseconds(rc.options->client_write_timeout_ms), ctx,
+                [metrics = rc.metrics, ms = rc.options->client_write_timeout_ms] {
+                  metrics->RecordSlowClientCancel();
+                  PKV_LOG(WARNING) << "a client left a response unread for " << ms
+                                   << " ms; cancelling its stream";
+                }) {
   absl::MutexLock lock(&mu_);
   request_ = request;
   rc_.streams->Increment();
@@ -205,6 +213,7 @@ void GenerateStream::Flush() {
     if (action.kind != ResponseQueue::Action::Kind::kWrite) trailers = trailers_;
   }
   using Kind = ResponseQueue::Action::Kind;
+  if (action.kind != Kind::kNone) watchdog_.WriteStarted();
   if (action.kind == Kind::kWriteAndFinish || action.kind == Kind::kFinish) {
     for (const auto& [key, value] : trailers) ctx_->AddTrailingMetadata(key, value);
   }
@@ -224,6 +233,7 @@ void GenerateStream::Flush() {
 }
 
 void GenerateStream::OnWriteDone(bool ok) {
+  watchdog_.WriteDone();
   {
     absl::MutexLock lock(&mu_);
     out_.WriteDone();
@@ -265,6 +275,7 @@ void GenerateStream::ClientGone() {
 }
 
 void GenerateStream::OnDone() {
+  watchdog_.Stop();  // first: the context is about to go away
   WorkerCall* to_cancel = nullptr;
   uint64_t stall = 0, backoff = 0;
   bool release_slot = false;

@@ -22,6 +22,8 @@
 //   client cancels / deadline: the worker call is cancelled at once; a deadline that passed
 //            before admission or before a (re-)placement ends the stream with DEADLINE_EXCEEDED
 //            without calling a worker.
+//   client stops reading (a write outstanding for client_write_timeout_ms): the call is
+//            cancelled (ClientWriteWatchdog), which cancels the worker call too.
 //   "Lost" = UNAVAILABLE, an unexpected CANCELLED, an OK end without Complete, or silence for
 //   stall_timeout_ms while tokens are expected (before an attempt's first chunk silence only
 //   counts when the registry also sees the worker unhealthy, since a queued request legitimately
@@ -48,6 +50,7 @@
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "pkv/v1/generation.pb.h"
+#include "router/client_write_watchdog.h"
 #include "router/response_queue.h"
 #include "router/router_context.h"
 #include "router/worker_call.h"
@@ -117,6 +120,8 @@ class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateRe
   grpc::CallbackServerContext* const ctx_;
   const absl::Time start_time_;
   std::atomic<int> refs_{1};  // the server reaction's own reference, dropped in OnDone
+  // Cancels the call when the client leaves a write unread too long (client_write_timeout_ms).
+  ClientWriteWatchdog watchdog_;
 
   absl::Mutex mu_;
   pkv::v1::GenerateRequest request_ ABSL_GUARDED_BY(mu_);  // validated, id and seed assigned

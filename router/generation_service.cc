@@ -14,10 +14,29 @@ namespace {
 // Abort is a control message: answer within a second even when the worker is stuck.
 constexpr absl::Duration kAbortTimeout = absl::Seconds(1);
 
+// A Generate stream refused before it began (no valid API key): finishes at once.
+class RefusedStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateResponse> {
+ public:
+  explicit RefusedStream(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+grpc::Status GenerationService::Authenticate(const grpc::CallbackServerContext& ctx) const {
+  if (rc_.auth == nullptr) return grpc::Status::OK;
+  grpc::Status status = rc_.auth->Authenticate(ctx);
+  if (!status.ok()) rc_.metrics->RecordAuthFailure();
+  return status;
+}
 
 grpc::ServerWriteReactor<pkv::v1::GenerateResponse>* GenerationService::Generate(
     grpc::CallbackServerContext* ctx, const pkv::v1::GenerateRequest* request) {
+  grpc::Status auth = Authenticate(*ctx);
+  if (!auth.ok()) {
+    rc_.metrics->RecordRequest(absl::StatusCode::kUnauthenticated, 0.0);
+    return new RefusedStream(std::move(auth));
+  }
   auto* stream = new GenerateStream(rc_, ctx, *request);
   stream->Start();
   return stream;
@@ -27,6 +46,11 @@ grpc::ServerUnaryReactor* GenerationService::Abort(grpc::CallbackServerContext* 
                                                    const pkv::v1::AbortRequest* request,
                                                    pkv::v1::AbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  grpc::Status auth = Authenticate(*ctx);
+  if (!auth.ok()) {
+    reactor->Finish(std::move(auth));
+    return reactor;
+  }
   api::RequestLimits limits = rc_.options->limits;
   limits.require_request_id = true;
   absl::Status valid = api::ValidateRequestId(request->request_id(), limits);
@@ -65,6 +89,11 @@ grpc::ServerUnaryReactor* GenerationService::GetModelInfo(
     grpc::CallbackServerContext* ctx, const pkv::v1::GetModelInfoRequest* /*request*/,
     pkv::v1::ModelInfo* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  grpc::Status auth = Authenticate(*ctx);
+  if (!auth.ok()) {
+    reactor->Finish(std::move(auth));
+    return reactor;
+  }
   std::optional<pkv::v1::ModelInfo> model = rc_.registry->AnyModelInfo();
   if (!model.has_value()) {
     reactor->Finish(grpc::Status(

@@ -1,6 +1,8 @@
 // pkv.v1.Generation served by the router (callback API): Generate streams are GenerateStream
 // reactors; Abort is forwarded to the worker holding the request; GetModelInfo answers from the
-// registry's cache of a healthy worker's ModelInfo (UNAVAILABLE when none is healthy).
+// registry's cache of a healthy worker's ModelInfo (UNAVAILABLE when none is healthy). Every
+// method first checks the API key when keys are configured (grpc.health.v1 is not this service and
+// stays open).
 // Thread-safe; holds only the shared RouterContext.
 #pragma once
 
@@ -23,6 +25,9 @@ class GenerationService final : public pkv::v1::Generation::CallbackService {
                                          pkv::v1::ModelInfo* response) override;
 
  private:
+  // Every method starts here: OK, or UNAUTHENTICATED (router/api_key_auth.h) to finish with.
+  grpc::Status Authenticate(const grpc::CallbackServerContext& ctx) const;
+
   const RouterContext rc_;
 };
 

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "router/admission.h"
+#include "router/api_key_auth.h"
 #include "router/placement.h"
 #include "router/request_table.h"
 #include "router/router_metrics.h"
@@ -26,6 +27,7 @@ struct RouterContext {
   IdSource* ids = nullptr;
   LiveCounter* streams = nullptr;               // live GenerateStream objects
   const std::atomic<bool>* draining = nullptr;  // true once SIGTERM began the drain
+  const ApiKeyAuthenticator* auth = nullptr;     // null: no API-key authentication
 };
 
 }  // namespace pkv::router

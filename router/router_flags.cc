@@ -41,8 +41,53 @@ ABSL_FLAG(int, max_prompt_tokens, 0, "prompt token cap; 0 = the model's max_cont
 ABSL_FLAG(int, max_request_bytes, 1 << 20, "largest accepted request message");
 ABSL_FLAG(int, max_concurrent_streams, 100, "HTTP/2 streams per client connection");
 ABSL_FLAG(int, drain_timeout_s, 30, "on SIGTERM/SIGINT, how long in-flight streams may finish");
+ABSL_FLAG(int, max_metadata_bytes, 8 << 10, "largest accepted request metadata (headers) per call");
+ABSL_FLAG(int, max_stop_strings, 16, "stop strings per request");
+ABSL_FLAG(int, max_prompt_text_bytes, 1 << 20, "bytes of a text prompt");
+ABSL_FLAG(int, client_write_timeout_ms, 30000,
+          "cancel a stream whose client leaves a response unread this long (0 = never)");
+// Security (README "Security"). Plaintext is an explicit opt-in.
+ABSL_FLAG(bool, insecure, false,
+          "allow plaintext: on the client port when --tls_cert is not given, to workers when "
+          "--worker_tls_cert is not given (local use only)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the client-facing port");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle; when given, clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(std::string, worker_tls_cert, "", "PEM client certificate the router shows workers");
+ABSL_FLAG(std::string, worker_tls_key, "", "PEM private key of --worker_tls_cert");
+ABSL_FLAG(std::string, worker_tls_ca, "", "PEM CA bundle that verifies the workers' certificates");
+ABSL_FLAG(std::string, worker_tls_server_name, "",
+          "name to verify worker certificates against instead of each worker address's host");
+ABSL_FLAG(std::string, api_keys_file, "",
+          "file with one API key per line; clients must send 'authorization: Bearer <key>'");
 
 namespace pkv::router {
+namespace {
+
+// TLS files and API keys; plaintext only with --insecure (README "Security").
+absl::Status SecurityFromFlags(RouterOptions& o) {
+  o.client_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                  absl::GetFlag(FLAGS_tls_ca)};
+  o.worker_tls = {absl::GetFlag(FLAGS_worker_tls_cert), absl::GetFlag(FLAGS_worker_tls_key),
+                  absl::GetFlag(FLAGS_worker_tls_ca)};
+  o.worker_tls_server_name = absl::GetFlag(FLAGS_worker_tls_server_name);
+  o.api_keys_file = absl::GetFlag(FLAGS_api_keys_file);
+  if (absl::GetFlag(FLAGS_insecure)) return absl::OkStatus();
+  if (o.client_tls.cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "the client port needs TLS (--tls_cert and --tls_key), or --insecure to serve plaintext "
+        "(local use only)");
+  }
+  if (!o.worker_tls.any()) {
+    return absl::InvalidArgumentError(
+        "worker connections need mutual TLS (--worker_tls_cert, --worker_tls_key, "
+        "--worker_tls_ca), or --insecure to use plaintext (local use only)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   RouterProcessOptions p;
@@ -77,6 +122,18 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  absl::Status security = SecurityFromFlags(o);
+  if (!security.ok()) return security;
+  o.max_metadata_bytes = absl::GetFlag(FLAGS_max_metadata_bytes);
+  o.client_write_timeout_ms = absl::GetFlag(FLAGS_client_write_timeout_ms);
+  const int max_stops = absl::GetFlag(FLAGS_max_stop_strings);
+  const int max_text = absl::GetFlag(FLAGS_max_prompt_text_bytes);
+  if (max_stops < 0 || max_text < 1) {
+    return absl::InvalidArgumentError(
+        "--max_stop_strings must be >= 0 and --max_prompt_text_bytes >= 1");
+  }
+  o.limits.max_stop_strings = static_cast<uint32_t>(max_stops);
+  o.limits.max_prompt_text_bytes = static_cast<uint32_t>(max_text);
   const int max_prompt = absl::GetFlag(FLAGS_max_prompt_tokens);
   if (max_prompt < 0) {
     return absl::InvalidArgumentError(

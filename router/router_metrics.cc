@@ -53,6 +53,10 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
                              .Name("pkv_router_worker_placements_total")
                              .Help("Placements per worker (label: the worker's address)")
                              .Register(registry)),
+      auth_failures_(AddCounter(registry, "pkv_router_auth_failures_total",
+                                "Calls refused for a missing or invalid API key")),
+      slow_client_cancels_(AddCounter(registry, "pkv_router_slow_client_cancels_total",
+                                      "Streams cancelled because the client stopped reading")),
       workers_healthy_(WorkersFamily(registry).Add({{"state", "healthy"}})),
       workers_unhealthy_(WorkersFamily(registry).Add({{"state", "unhealthy"}})),
       inflight_(AddGauge(registry, "pkv_router_inflight", "Generate streams holding a slot")),

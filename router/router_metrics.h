@@ -45,6 +45,10 @@ class RouterMetrics {
   prometheus::Counter* AddWorkerPlacementCounter(const std::string& address);
   void RemoveWorkerPlacementCounter(prometheus::Counter* counter);
   void RecordRejection(Rejection reason);
+  // A call refused for a missing or invalid API key (any method).
+  void RecordAuthFailure() { auth_failures_.Increment(); }
+  // A stream cancelled because its client left a write unread for client_write_timeout_ms.
+  void RecordSlowClientCancel() { slow_client_cancels_.Increment(); }
   void SetWorkers(int healthy, int unhealthy);
   void SetInflight(int inflight) { inflight_.Set(inflight); }
   void SetQueueDepth(int depth) { queue_depth_.Set(depth); }
@@ -61,6 +65,8 @@ class RouterMetrics {
   std::array<prometheus::Counter*, 2> migrations_{};
   prometheus::Counter& ejections_;
   prometheus::Family<prometheus::Counter>& worker_placements_;
+  prometheus::Counter& auth_failures_;
+  prometheus::Counter& slow_client_cancels_;
   prometheus::Gauge& workers_healthy_;
   prometheus::Gauge& workers_unhealthy_;
   prometheus::Gauge& inflight_;

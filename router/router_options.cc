@@ -14,6 +14,27 @@ absl::Status CheckAtLeast(const char* flag, int value, int min) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be >= ", min, ", got ", value));
 }
 
+absl::Status ValidateTlsOptions(const RouterOptions& o) {
+  const TlsFiles& c = o.client_tls;
+  if (c.cert_file.empty() != c.key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+  }
+  if (!c.ca_file.empty() && c.cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_ca (require client certificates) needs --tls_cert and --tls_key");
+  }
+  const TlsFiles& w = o.worker_tls;
+  if (w.any() && (w.cert_file.empty() || w.key_file.empty() || w.ca_file.empty())) {
+    return absl::InvalidArgumentError(
+        "mutual TLS to workers needs all of --worker_tls_cert, --worker_tls_key and "
+        "--worker_tls_ca");
+  }
+  if (!o.worker_tls_server_name.empty() && !w.any()) {
+    return absl::InvalidArgumentError("--worker_tls_server_name needs --worker_tls_*");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list) {
@@ -67,12 +88,14 @@ absl::Status ValidateRouterOptions(const RouterOptions& o) {
       {"max_sessions", {o.max_sessions, 1}},
       {"max_request_bytes", {o.max_request_bytes, 1024}},
       {"max_concurrent_streams", {o.max_concurrent_streams, 1}},
+      {"max_metadata_bytes", {o.max_metadata_bytes, 1024}},
+      {"client_write_timeout_ms", {o.client_write_timeout_ms, 0}},
   };
   for (const auto& [flag, value_min] : checks) {
     absl::Status s = CheckAtLeast(flag, value_min.first, value_min.second);
     if (!s.ok()) return s;
   }
-  return absl::OkStatus();
+  return ValidateTlsOptions(o);
 }
 
 }  // namespace pkv::router

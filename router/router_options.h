@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "api/request_validation.h"
+#include "common/tls.h"
 
 namespace pkv::router {
 
@@ -64,9 +65,22 @@ struct RouterOptions {
   // Session affinity map bound (LRU eviction beyond it).
   int max_sessions = 100000;
 
-  // Client-facing server limits (RELIABILITY.md P1/S5).
+  // Client-facing server limits (RELIABILITY.md P1/P4/S3/S5).
   int max_request_bytes = 1 << 20;
   int max_concurrent_streams = 100;
+  int max_metadata_bytes = 8 << 10;  // request headers (incl. the API key) per call
+  // A client that leaves one write (or the final status) unread this long is cancelled, which
+  // frees its admission slot and the worker's KV pages (0 = never).
+  int client_write_timeout_ms = 30000;
+
+  // Security. An empty TlsFiles means plaintext (the binary demands --insecure for that).
+  TlsFiles client_tls;  // --tls_cert/--tls_key; --tls_ca: require client certificates from it
+  TlsFiles worker_tls;  // --worker_tls_cert/key/ca: mutual TLS to the workers (all three)
+  // Name checked against the workers' certificates instead of each address's host (for workers
+  // reached by IP whose certificates carry DNS names). Empty = the address's host.
+  std::string worker_tls_server_name;
+  // One API key per line (router/api_key_auth.h); empty = no API-key authentication.
+  std::string api_keys_file;
 
   api::RequestLimits limits;
 };

@@ -8,6 +8,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "router/router_tls.h"
 
 namespace pkv::router {
 namespace {
@@ -41,8 +42,12 @@ RouterServer::~RouterServer() { Shutdown(); }
 absl::Status RouterServer::Start() {
   absl::Status valid = ValidateRouterOptions(options_);
   if (!valid.ok()) return valid;
+  absl::StatusOr<RouterCredentials> credentials = LoadRouterCredentials(options_);
+  if (!credentials.ok()) return credentials.status();
+  auth_ = std::move(credentials->api_keys);
   registry_ = std::make_unique<WorkerRegistry>(
-      options_, [this](int healthy, int unhealthy) { OnWorkersChanged(healthy, unhealthy); });
+      options_, [this](int healthy, int unhealthy) { OnWorkersChanged(healthy, unhealthy); },
+      credentials->worker_channel);
   RouterContext rc;
   rc.options = &options_;
   rc.registry = registry_.get();
@@ -54,15 +59,17 @@ absl::Status RouterServer::Start() {
   rc.ids = &ids_;
   rc.streams = &streams_;
   rc.draining = &draining_;
+  rc.auth = auth_.get();
   service_ = std::make_unique<GenerationService>(rc);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(options_.listen, credentials->client_port, &port_);
   builder.RegisterService(service_.get());
   // Client-facing limits set explicitly rather than left to version defaults (RELIABILITY P1, S5).
   builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options_.max_metadata_bytes);
   {
     absl::MutexLock lock(&health_mu_);
     server_ = builder.BuildAndStart();
@@ -90,7 +97,7 @@ absl::Status RouterServer::Start() {
   }
   registry_->Start();
   PKV_LOG(INFO) << "router listening on " << options_.listen << " (port " << port_ << "), "
-                << registry_->size() << " worker(s)";
+                << registry_->size() << " worker(s); " << SecuritySummary(options_);
   return absl::OkStatus();
 }
 

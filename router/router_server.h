@@ -25,6 +25,7 @@
 #include "prometheus/registry.h"
 #include "router/admission.h"
 #include "router/dns_discovery.h"
+#include "router/api_key_auth.h"
 #include "router/generation_service.h"
 #include "router/placement.h"
 #include "router/request_table.h"
@@ -43,7 +44,8 @@ class RouterServer {
   RouterServer(const RouterServer&) = delete;
   RouterServer& operator=(const RouterServer&) = delete;
 
-  // Binds options.listen and starts polling workers. Errors: INVALID_ARGUMENT for bad options,
+  // Binds options.listen and starts polling workers. Errors: INVALID_ARGUMENT for bad options
+  // (including unusable TLS files or API-key file; NOT_FOUND when one cannot be read),
   // UNAVAILABLE when the address cannot be bound.
   absl::Status Start();
   // The bound port (useful with listen port 0).
@@ -70,6 +72,7 @@ class RouterServer {
   IdSource ids_;
   LiveCounter streams_;
   std::atomic<bool> draining_{false};
+  std::unique_ptr<ApiKeyAuthenticator> auth_;  // null: no API keys configured
   std::unique_ptr<WorkerRegistry> registry_;
   std::unique_ptr<DnsDiscovery> discovery_;  // with options.workers_dns
   std::unique_ptr<GenerationService> service_;

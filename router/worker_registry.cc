@@ -12,8 +12,9 @@
 namespace pkv::router {
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeWorkerChannel(const std::string& address,
-                                                 const RouterOptions& options) {
+std::shared_ptr<grpc::Channel> MakeWorkerChannel(
+    const std::string& address, const RouterOptions& options,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // Keepalive as a hang detector only works if pings continue while the worker sends nothing:
   // permit pings without calls and lift core's "2 pings without data" cap (RELIABILITY.md 3.0).
@@ -28,13 +29,20 @@ std::shared_ptr<grpc::Channel> MakeWorkerChannel(const std::string& address,
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // A private subchannel per worker: never share a connection with another channel's settings.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!options.worker_tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.worker_tls_server_name);
+  }
+  return grpc::CreateCustomChannel(address, credentials, args);
 }
 
 }  // namespace
 
-WorkerRegistry::WorkerRegistry(const RouterOptions& options, ChangeListener on_change)
-    : options_(options), on_change_(std::move(on_change)), rng_(std::random_device()()) {
+WorkerRegistry::WorkerRegistry(const RouterOptions& options, ChangeListener on_change,
+                               std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : options_(options),
+      on_change_(std::move(on_change)),
+      credentials_(std::move(credentials)),
+      rng_(std::random_device()()) {
   absl::MutexLock lock(&mu_);
   for (const std::string& address : options_.workers) AddWorkerLocked(address, /*is_static=*/true);
 }
@@ -53,7 +61,7 @@ void WorkerRegistry::SetMetrics(RouterMetrics* metrics) {
 }
 
 void WorkerRegistry::ConnectLocked(Worker& worker) {
-  worker.channel = MakeWorkerChannel(worker.address, options_);
+  worker.channel = MakeWorkerChannel(worker.address, options_, credentials_);
   worker.stub = pkv::v1::Worker::NewStub(worker.channel);
   worker.health = grpc::health::v1::Health::NewStub(worker.channel);
   ++worker.generation;

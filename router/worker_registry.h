@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/security/credentials.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "prometheus/counter.h"
 #include "router/circuit_breaker.h"
@@ -67,7 +68,9 @@ class WorkerRegistry {
   // A retired slot is reused for a new address only after this long (no stale index survives it).
   static constexpr absl::Duration kSlotReuseGrace = absl::Seconds(60);
 
-  WorkerRegistry(const RouterOptions& options, ChangeListener on_change);
+  // `credentials` secure every worker channel (router_tls.h: mutual TLS, or plaintext).
+  WorkerRegistry(const RouterOptions& options, ChangeListener on_change,
+                 std::shared_ptr<grpc::ChannelCredentials> credentials);
   // Stops polling, cancels outstanding probes and waits for their callbacks.
   ~WorkerRegistry();
   WorkerRegistry(const WorkerRegistry&) = delete;
@@ -168,6 +171,7 @@ class WorkerRegistry {
 
   const RouterOptions options_;
   const ChangeListener on_change_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // every worker channel's
   RouterMetrics* metrics_ = nullptr;                             // set before Start
 
   mutable absl::Mutex mu_;

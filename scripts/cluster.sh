@@ -37,13 +37,13 @@ workers=()
 for i in "${!WORKER_PORTS[@]}"; do
   port=${WORKER_PORTS[$i]}
   "$BIN/pkv-worker" --listen="127.0.0.1:$port" --metrics_listen="127.0.0.1:$((METRICS_BASE + 1 + i))" \
-    --worker_id="worker-$i" --model="$MODEL" --backend="${PKV_BACKEND:-auto}" \
+    --worker_id="worker-$i" --model="$MODEL" --backend="${PKV_BACKEND:-auto}" --insecure \
     >"$LOGS/worker-$i.log" 2>&1 &
   pids+=($!)
   workers+=("127.0.0.1:$port")
 done
 "$BIN/pkv-router" --listen="127.0.0.1:$ROUTER_PORT" --metrics_listen="127.0.0.1:$METRICS_BASE" \
-  --workers="$(IFS=,; echo "${workers[*]}")" >"$LOGS/router.log" 2>&1 &
+  --workers="$(IFS=,; echo "${workers[*]}")" --insecure >"$LOGS/router.log" 2>&1 &
 pids+=($!)
 
 echo "waiting for router and ${#workers[@]} workers to become healthy (logs in $LOGS/)"

@@ -23,6 +23,11 @@ struct ClusterOptions {
   std::vector<std::string> worker_args;  // extra flags for every worker
   std::vector<std::string> router_args;  // extra flags for the router
   std::string model_dir;                 // default TinyModelDir()
+  // Plaintext everywhere (--insecure on every process). A test of TLS sets this false, passes
+  // the TLS flags in worker_args/router_args and the credentials the harness's own clients use.
+  bool insecure = true;
+  std::shared_ptr<grpc::ChannelCredentials> router_credentials;  // null: plaintext
+  std::shared_ptr<grpc::ChannelCredentials> worker_credentials;  // null: plaintext
 };
 
 struct WorkerProc {
@@ -69,9 +74,11 @@ class Cluster {
   int router_metrics_port_ = 0;
 };
 
-// Polls grpc.health.v1 Check(service) at `address` until SERVING or the timeout.
+// Polls grpc.health.v1 Check(service) at `address` until SERVING or the timeout. `credentials`
+// null = plaintext.
 absl::Status WaitServing(const std::string& address, absl::Duration timeout,
-                         const std::string& service = "");
+                         const std::string& service = "",
+                         std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // The outcome of one streamed generation as a client saw it.
 struct StreamResult {

@@ -1,5 +1,6 @@
 // pkv-worker: one serving worker (one per GPU, or the CPU backend). See worker_server.h.
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -26,6 +27,14 @@ ABSL_FLAG(double, drain_timeout_s, 30, "On SIGTERM/Drain: time in-flight request
 ABSL_FLAG(double, engine_stall_timeout_s, 60, "Readiness NOT_SERVING while requests are in "
           "flight and no engine step finished for this long (a hung GPU); 0 = off");
 ABSL_FLAG(int64_t, max_message_bytes, 4 << 20, "Largest accepted request message");
+ABSL_FLAG(bool, insecure, false, "Serve plaintext when no --tls_cert is given (local use only)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the worker port (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA bundle; clients (the router) must show a certificate "
+          "it signed");
+ABSL_FLAG(std::vector<std::string>, tls_client_names, {}, "With mTLS: certificate identities "
+          "(DNS SAN, or CN) allowed to call pkv.v1.Worker; empty = any the CA signed");
+ABSL_FLAG(int32_t, max_metadata_bytes, 8 << 10, "Largest accepted request metadata per call");
 ABSL_FLAG(bool, enable_test_faults, false, "Allow --test_fault (tests only)");
 ABSL_FLAG(std::string, test_fault, "", "Fault hooks for tests, e.g. fail_forward_after:10");
 
@@ -49,6 +58,11 @@ int main(int argc, char** argv) {
   o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
   o.engine_stall_timeout_s = absl::GetFlag(FLAGS_engine_stall_timeout_s);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  o.security.insecure = absl::GetFlag(FLAGS_insecure);
+  o.security.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                    absl::GetFlag(FLAGS_tls_ca)};
+  o.security.client_names = absl::GetFlag(FLAGS_tls_client_names);
+  o.max_metadata_bytes = absl::GetFlag(FLAGS_max_metadata_bytes);
   o.enable_test_faults = absl::GetFlag(FLAGS_enable_test_faults);
   o.test_fault = absl::GetFlag(FLAGS_test_fault);
   return pkv::RunWorker(o);

@@ -94,17 +94,26 @@ int RunWorker(const WorkerOptions& o) {
   if (exposer == nullptr) return 1;
   exposer->RegisterCollectable(registry);
 
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      WorkerServerCredentials(o.security);
+  if (!credentials.ok()) {
+    PKV_LOG(ERROR) << credentials.status().message();
+    return 2;
+  }
+
   std::atomic<double> drain_timeout_s{o.drain_timeout_s};
   WorkerService service(worker_id, [&](double timeout_s) {
     if (timeout_s > 0) drain_timeout_s.store(timeout_s);
     shutdown.Request("Drain RPC");
   });
+  service.SetPeerPolicy(PeerPolicy(o.security));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(o.listen, *credentials, &bound_port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_bytes));
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, o.max_metadata_bytes);
   // Let the router's keepalive pings (1 s, also without calls) through: RELIABILITY.md 3.0.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
@@ -162,7 +171,8 @@ int RunWorker(const WorkerOptions& o) {
   engine.Start();
   service.SetEngine(&engine);
   SetWorkerReadiness(server.get(), true);
-  PKV_LOG(INFO) << "ready on " << o.listen << " (metrics " << o.metrics_listen << ", backend "
+  PKV_LOG(INFO) << "ready on " << o.listen << " (" << WorkerSecuritySummary(o.security)
+                << ", metrics " << o.metrics_listen << ", backend "
                 << engine.backend().backend_name() << ", " << engine.backend().num_kv_pages()
                 << " KV pages, max context " << max_context << ")";
 

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "worker/service/worker_security.h"
+
 namespace pkv {
 
 struct WorkerOptions {
@@ -34,6 +36,8 @@ struct WorkerOptions {
   // (a hung GPU); <= 0 turns the watchdog off.
   double engine_stall_timeout_s = 60;
   int64_t max_message_bytes = 4 << 20;
+  WorkerSecurity security;  // mTLS or --insecure plaintext (worker_security.h)
+  int32_t max_metadata_bytes = 8 << 10;
   bool enable_test_faults = false;
   std::string test_fault;
 };

@@ -48,6 +48,8 @@ WorkerService::WorkerService(std::string worker_id,
 
 grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Generate(
     grpc::CallbackServerContext* context, const pkv::v1::WorkerGenerateRequest* request) {
+  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
+  if (!allowed.ok()) return new RejectedStream(std::move(allowed));
   Engine* engine = engine_.load();
   if (engine == nullptr) return new RejectedStream(context, NotReady());
   auto outbox = std::make_shared<StreamOutbox>(worker_id_);
@@ -65,6 +67,11 @@ grpc::ServerUnaryReactor* WorkerService::Abort(grpc::CallbackServerContext* cont
                                                const pkv::v1::AbortRequest* request,
                                                pkv::v1::AbortResponse* response) {
   auto* reactor = context->DefaultReactor();
+  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
+  if (!allowed.ok()) {
+    reactor->Finish(std::move(allowed));
+    return reactor;
+  }
   Engine* engine = engine_.load();
   if (engine == nullptr) {
     reactor->Finish(NotReady());
@@ -79,6 +86,11 @@ grpc::ServerUnaryReactor* WorkerService::GetLoad(grpc::CallbackServerContext* co
                                                  const pkv::v1::GetLoadRequest* request,
                                                  pkv::v1::Load* response) {
   auto* reactor = context->DefaultReactor();
+  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
+  if (!allowed.ok()) {
+    reactor->Finish(std::move(allowed));
+    return reactor;
+  }
   Engine* engine = engine_.load();
   if (engine == nullptr) {
     reactor->Finish(NotReady());
@@ -101,6 +113,11 @@ grpc::ServerUnaryReactor* WorkerService::Drain(grpc::CallbackServerContext* cont
                                                const pkv::v1::DrainRequest* request,
                                                pkv::v1::DrainResponse* response) {
   auto* reactor = context->DefaultReactor();
+  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/true);
+  if (!allowed.ok()) {
+    reactor->Finish(std::move(allowed));
+    return reactor;
+  }
   Engine* engine = engine_.load();
   if (engine != nullptr) {
     const EngineLoad load = engine->GetLoad();
@@ -115,6 +132,11 @@ grpc::ServerUnaryReactor* WorkerService::GetModelInfo(grpc::CallbackServerContex
                                                       const pkv::v1::GetModelInfoRequest* request,
                                                       pkv::v1::ModelInfo* response) {
   auto* reactor = context->DefaultReactor();
+  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
+  if (!allowed.ok()) {
+    reactor->Finish(std::move(allowed));
+    return reactor;
+  }
   Engine* engine = engine_.load();
   if (engine == nullptr) {
     reactor->Finish(NotReady());

@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "worker/service/engine.h"
+#include "worker/service/worker_security.h"
 
 namespace pkv {
 
@@ -18,6 +19,9 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
  public:
   // `on_drain` is called (on a gRPC thread; it must not block) when a Drain RPC arrives.
   WorkerService(std::string worker_id, std::function<void(double timeout_seconds)> on_drain);
+
+  // Who may call (worker_security.h). Set before the server starts; default: plaintext rules.
+  void SetPeerPolicy(PeerPolicy policy) { policy_ = std::move(policy); }
 
   // Makes the service ready. The engine must outlive the server.
   void SetEngine(Engine* engine) { engine_.store(engine); }
@@ -40,6 +44,7 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
  private:
   const std::string worker_id_;
   std::function<void(double)> on_drain_;
+  PeerPolicy policy_;
   std::atomic<Engine*> engine_{nullptr};
 };
 
