@@ -44,8 +44,8 @@ absl::StatusOr<double> MeasureGemmTflops(int64_t n, cudaStream_t stream) {
   std::vector<double> ms;
   for (int i = 0; i < 13; ++i) {
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(e0, stream));
-    PKV_RETURN_IF_ERROR(gemm->Linear(decode::DType::kBFloat16, a.get(), n, n, b.get(), n,
-                                     c.get(), false, stream));
+    PKV_RETURN_IF_ERROR(
+        gemm->Linear(decode::DType::kBFloat16, a.get(), n, n, b.get(), n, c.get(), false, stream));
     PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(e1, stream));
     PKV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(e1));
     float t = 0;
@@ -88,8 +88,8 @@ absl::StatusOr<std::vector<BenchSeq>> MakeSeqs(const std::vector<int32_t>& final
 
 double PrefillFlops(const ModelConfig& c, int32_t tokens) {
   const double h = c.hidden_size, d = c.head_dim, inter = c.intermediate_size;
-  const double per_layer_params = h * (c.num_q_heads + 2.0 * c.num_kv_heads) * d +
-                                  c.num_q_heads * d * h + 3.0 * h * inter;
+  const double per_layer_params =
+      h * (c.num_q_heads + 2.0 * c.num_kv_heads) * d + c.num_q_heads * d * h + 3.0 * h * inter;
   const prefill::PrefillRow row{0, tokens, 0, 0};
   const double attention =
       prefill::PrefillAttentionFlops({&row, 1}, c.num_q_heads, c.head_dim) * c.num_layers;

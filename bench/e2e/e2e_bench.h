@@ -25,8 +25,8 @@
 namespace pkv::bench {
 
 struct Ceilings {
-  double stream_gbps = 0;   // streaming read, 1e9 B/s
-  double gemm_tflops = 0;   // cuBLAS bf16 8192^3, fp32 accumulation
+  double stream_gbps = 0;  // streaming read, 1e9 B/s
+  double gemm_tflops = 0;  // cuBLAS bf16 8192^3, fp32 accumulation
 };
 
 struct DecodeResult {
@@ -36,17 +36,17 @@ struct DecodeResult {
   bool graphs = false;
   bool skinny = false;  // projections through the skinny GEMM kernel
   int32_t steps = 0;
-  double step_ms = 0;         // median wall time of Step()
+  double step_ms = 0;  // median wall time of Step()
   double tokens_per_s = 0;
-  double host_us = 0;         // median backend host time per step (prep + launch + post)
-  double floor_ms = 0;        // byte floor at the measured bandwidth (median step)
-  double floor_frac = 0;      // floor_ms / step_ms
+  double host_us = 0;     // median backend host time per step (prep + launch + post)
+  double floor_ms = 0;    // byte floor at the measured bandwidth (median step)
+  double floor_frac = 0;  // floor_ms / step_ms
   int64_t weight_bytes = 0;
-  int64_t kv_bytes = 0;       // K/V bytes of the median step
+  int64_t kv_bytes = 0;               // K/V bytes of the median step
   std::map<std::string, int> routes;  // route -> steps
-  int32_t launches = 0;       // decode-attention launches per layer (last step)
-  double occupancy = 0;       // split occupancy (last step)
-  std::string skipped;        // non-empty: why this line did not run
+  int32_t launches = 0;               // decode-attention launches per layer (last step)
+  double occupancy = 0;               // split occupancy (last step)
+  std::string skipped;                // non-empty: why this line did not run
 };
 
 struct PrefillResult {

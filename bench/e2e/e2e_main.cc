@@ -24,7 +24,8 @@ namespace {
 
 std::string Routes(const DecodeResult& r) {
   std::string out;
-  for (const auto& [route, n] : r.routes) absl::StrAppend(&out, out.empty() ? "" : ";", route, ":", n);
+  for (const auto& [route, n] : r.routes)
+    absl::StrAppend(&out, out.empty() ? "" : ";", route, ":", n);
   return out;
 }
 
@@ -32,20 +33,27 @@ std::string Routes(const DecodeResult& r) {
 class Report {
  public:
   explicit Report(const std::string& path) : tsv_(path) {
-    for (size_t i = 0; i < kColumns.size(); ++i) tsv_ << kColumns[i] << (i + 1 < kColumns.size() ? "\t" : "\n");
+    for (size_t i = 0; i < kColumns.size(); ++i)
+      tsv_ << kColumns[i] << (i + 1 < kColumns.size() ? "\t" : "\n");
   }
   void Ceiling(const Ceilings& c) {
     std::printf("ceilings: streaming read %.0f GB/s, cuBLAS bf16 GEMM 8192^3 %.1f TFLOP/s\n",
                 c.stream_gbps, c.gemm_tflops);
-    Row({{"model", "-"}, {"kind", "ceiling"}, {"name", "stream_read_gbps"},
+    Row({{"model", "-"},
+         {"kind", "ceiling"},
+         {"name", "stream_read_gbps"},
          {"note", absl::StrFormat("%.1f", c.stream_gbps)}});
-    Row({{"model", "-"}, {"kind", "ceiling"}, {"name", "gemm_bf16_tflops"},
+    Row({{"model", "-"},
+         {"kind", "ceiling"},
+         {"name", "gemm_bf16_tflops"},
          {"tflops", absl::StrFormat("%.1f", c.gemm_tflops)}});
   }
   void Decode(const std::string& model, const DecodeResult& r, double sched_us) {
-    std::map<std::string, std::string> row = {
-        {"model", model}, {"kind", "decode"}, {"name", r.trace},
-        {"batch", absl::StrCat(r.batch)}, {"mean_len", absl::StrFormat("%.1f", r.mean_len)}};
+    std::map<std::string, std::string> row = {{"model", model},
+                                              {"kind", "decode"},
+                                              {"name", r.trace},
+                                              {"batch", absl::StrCat(r.batch)},
+                                              {"mean_len", absl::StrFormat("%.1f", r.mean_len)}};
     if (!r.skipped.empty()) {
       std::printf("%-10s %-22s B=%-3d skipped: %s\n", model.c_str(), r.trace.c_str(), r.batch,
                   r.skipped.c_str());
@@ -55,12 +63,12 @@ class Report {
     }
     const double host_frac = (r.host_us + sched_us) / (r.step_ms * 1e3);
     std::printf(
-        "%-10s %-22s B=%-3d len=%-7.0f graphs=%d skinny=%d step %8.3f ms  %9.1f tok/s  floor %7.3f ms "
+        "%-10s %-22s B=%-3d len=%-7.0f graphs=%d skinny=%d step %8.3f ms  %9.1f tok/s  floor %7.3f "
+        "ms "
         "(%5.1f%%)  host %6.1f us + sched %5.1f us (%4.2f%%)  %s\n",
         model.c_str(), r.trace.c_str(), r.batch, r.mean_len, r.graphs ? 1 : 0, r.skinny ? 1 : 0,
-        r.step_ms,
-        r.tokens_per_s, r.floor_ms, 100 * r.floor_frac, r.host_us, sched_us, 100 * host_frac,
-        Routes(r).c_str());
+        r.step_ms, r.tokens_per_s, r.floor_ms, 100 * r.floor_frac, r.host_us, sched_us,
+        100 * host_frac, Routes(r).c_str());
     row["graphs"] = r.graphs ? "1" : "0";
     row["skinny"] = r.skinny ? "1" : "0";
     row["step_ms"] = absl::StrFormat("%.4f", r.step_ms);
@@ -80,24 +88,30 @@ class Report {
   void Prefill(const std::string& model, const PrefillResult& r) {
     std::printf("%-10s prefill %6d tokens: TTFT %9.2f ms  %7.1f TFLOP/s  (%5.1f%% of cuBLAS)\n",
                 model.c_str(), r.tokens, r.ttft_ms, r.tflops, 100 * r.gemm_frac);
-    Row({{"model", model}, {"kind", "prefill"}, {"name", absl::StrCat("prompt-", r.tokens)},
-         {"batch", "1"}, {"mean_len", absl::StrCat(r.tokens)},
+    Row({{"model", model},
+         {"kind", "prefill"},
+         {"name", absl::StrCat("prompt-", r.tokens)},
+         {"batch", "1"},
+         {"mean_len", absl::StrCat(r.tokens)},
          {"ttft_ms", absl::StrFormat("%.3f", r.ttft_ms)},
          {"tflops", absl::StrFormat("%.1f", r.tflops)},
          {"gemm_frac", absl::StrFormat("%.4f", r.gemm_frac)}});
   }
   void Host(int32_t batch, double sched_us) {
     std::printf("scheduler host time per decode step at B=%d: %.1f us\n", batch, sched_us);
-    Row({{"model", "-"}, {"kind", "host"}, {"name", "scheduler_step"},
-         {"batch", absl::StrCat(batch)}, {"sched_us", absl::StrFormat("%.2f", sched_us)}});
+    Row({{"model", "-"},
+         {"kind", "host"},
+         {"name", "scheduler_step"},
+         {"batch", absl::StrCat(batch)},
+         {"sched_us", absl::StrFormat("%.2f", sched_us)}});
   }
 
  private:
   static inline const std::vector<std::string> kColumns = {
-      "model",     "kind",       "name",     "batch",    "mean_len",     "graphs",   "skinny",
-      "step_ms",   "tokens_per_s", "host_us", "sched_us", "host_frac",   "floor_ms",
-      "floor_frac", "weight_bytes", "kv_bytes", "routes", "launches",     "occupancy",
-      "ttft_ms",   "tflops",     "gemm_frac", "note"};
+      "model",     "kind",       "name",         "batch",     "mean_len", "graphs",
+      "skinny",    "step_ms",    "tokens_per_s", "host_us",   "sched_us", "host_frac",
+      "floor_ms",  "floor_frac", "weight_bytes", "kv_bytes",  "routes",   "launches",
+      "occupancy", "ttft_ms",    "tflops",       "gemm_frac", "note"};
   void Row(const std::map<std::string, std::string>& cols) {
     for (size_t i = 0; i < kColumns.size(); ++i) {
       auto it = cols.find(kColumns[i]);
@@ -132,7 +146,8 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
   }
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
   const std::string model = f.Str("model_dir").empty() ? shape : f.Str("model_dir");
-  const std::vector<std::string> lines = absl::StrSplit(f.Str("decode_lines"), ',', absl::SkipEmpty());
+  const std::vector<std::string> lines =
+      absl::StrSplit(f.Str("decode_lines"), ',', absl::SkipEmpty());
   for (const std::string& name : lines) {
     const TraceLine* line = nullptr;
     for (const TraceLine& t : trace) line = t.name == name ? &t : line;

@@ -34,8 +34,8 @@ absl::Status LaunchSiluMul(DType dtype, const void* gate_up, int64_t num_tokens,
                   static_cast<unsigned>(std::min<int64_t>(num_tokens, 65535)));
   return DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    SiluMulKernel<T><<<grid, kSiluThreads, 0, stream>>>(
-        static_cast<const T*>(gate_up), num_tokens, inter, static_cast<T*>(out));
+    SiluMulKernel<T><<<grid, kSiluThreads, 0, stream>>>(static_cast<const T*>(gate_up), num_tokens,
+                                                        inter, static_cast<T*>(out));
     return CheckLaunch("SiluMulKernel");
   });
 }

@@ -36,18 +36,18 @@ __global__ void FillRandomKernel(T* dst, int64_t n, uint64_t seed, float lo, flo
 absl::Status LaunchFillRandom(void* dst, int64_t n, bool f32, DType dtype, uint64_t seed,
                               float center, float half_width, cudaStream_t stream) {
   if (n <= 0) return absl::OkStatus();
-  const int blocks = static_cast<int>(std::min<int64_t>((n + kFillThreads - 1) / kFillThreads,
-                                                        int64_t{1} << 16));
+  const int blocks =
+      static_cast<int>(std::min<int64_t>((n + kFillThreads - 1) / kFillThreads, int64_t{1} << 16));
   const float lo = center - half_width, width = 2.f * half_width;
   if (f32) {
-    FillRandomKernel<float><<<blocks, kFillThreads, 0, stream>>>(static_cast<float*>(dst), n,
-                                                                 seed, lo, width);
+    FillRandomKernel<float>
+        <<<blocks, kFillThreads, 0, stream>>>(static_cast<float*>(dst), n, seed, lo, width);
     return CheckLaunch("FillRandomKernel");
   }
   return DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    FillRandomKernel<T><<<blocks, kFillThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, lo,
-                                                             width);
+    FillRandomKernel<T>
+        <<<blocks, kFillThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, lo, width);
     return CheckLaunch("FillRandomKernel");
   });
 }

@@ -24,7 +24,8 @@ __device__ const T* KvRow(const GenericAttentionArgs& a, const void* cache, int 
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kGenericThreads) GenericAttentionKernel(const GenericAttentionArgs a) {
+__global__ void __launch_bounds__(kGenericThreads)
+    GenericAttentionKernel(const GenericAttentionArgs a) {
   extern __shared__ float smem[];  // q [head_dim] (pre-scaled), p [kGenericThreads]
   __shared__ float scratch[kGenericThreads / 32];
   float* qs = smem;

@@ -62,8 +62,10 @@ namespace pkv::gpu {
 template <typename Fn>
 absl::Status DispatchDType(decode::DType dtype, Fn&& fn) {
   switch (dtype) {
-    case decode::DType::kFloat16: return fn(__half{});
-    case decode::DType::kBFloat16: return fn(__nv_bfloat16{});
+    case decode::DType::kFloat16:
+      return fn(__half{});
+    case decode::DType::kBFloat16:
+      return fn(__nv_bfloat16{});
   }
   return absl::InvalidArgumentError("model kernels: unsupported dtype; supported: fp16, bf16");
 }

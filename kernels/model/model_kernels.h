@@ -28,27 +28,28 @@ using DType = decode::DType;  // kFloat16 | kBFloat16: the weights' and activati
 // x = embed[token]; xn = RMSNorm(x) * norm_weight, for every token.
 struct EmbedNormArgs {
   DType dtype = DType::kBFloat16;
-  const void* embed = nullptr;        // [vocab][hidden] dtype
-  const int32_t* token_ids = nullptr; // [num_tokens], each in [0, vocab)
+  const void* embed = nullptr;         // [vocab][hidden] dtype
+  const int32_t* token_ids = nullptr;  // [num_tokens], each in [0, vocab)
   int32_t num_tokens = 0;
   int32_t hidden = 0;
   const float* norm_weight = nullptr;  // [hidden]
   float eps = 1e-5f;
-  float* x = nullptr;                  // [num_tokens][hidden] residual stream, written
-  void* xn = nullptr;                  // [num_tokens][hidden] dtype, written
+  float* x = nullptr;  // [num_tokens][hidden] residual stream, written
+  void* xn = nullptr;  // [num_tokens][hidden] dtype, written
 };
 absl::Status LaunchEmbedRmsNorm(const EmbedNormArgs& a, cudaStream_t stream);
 
 // For each output row r with source token t = rows ? rows[r] : r:
 //   v = x[t] + delta[t] (+ bias);  if write_x: x[t] = v;  xn[r] = RMSNorm(v) * norm_weight.
 // The layer form (rows == nullptr, write_x) closes a residual block and norms the next block's
-// input; the gather form (rows = the sampled tokens, !write_x) is the final norm before the LM head.
+// input; the gather form (rows = the sampled tokens, !write_x) is the final norm before the LM
+// head.
 struct AddNormArgs {
   DType dtype = DType::kBFloat16;
-  float* x = nullptr;            // [tokens][hidden] residual stream (fp32)
-  const void* delta = nullptr;   // [tokens][hidden] dtype: the block's output projection
-  const float* bias = nullptr;   // [hidden] added with delta (o_proj bias), or nullptr
-  const int32_t* rows = nullptr; // [num_out] source token of each output row, or nullptr
+  float* x = nullptr;             // [tokens][hidden] residual stream (fp32)
+  const void* delta = nullptr;    // [tokens][hidden] dtype: the block's output projection
+  const float* bias = nullptr;    // [hidden] added with delta (o_proj bias), or nullptr
+  const int32_t* rows = nullptr;  // [num_out] source token of each output row, or nullptr
   int32_t num_out = 0;
   int32_t hidden = 0;
   const float* norm_weight = nullptr;  // [hidden]
@@ -65,10 +66,10 @@ absl::Status LaunchAddRmsNorm(const AddNormArgs& a, cudaStream_t stream);
 // slot (graph padding) writes no K/V.
 struct QkvRopeArgs {
   DType dtype = DType::kBFloat16;
-  const float* qkv = nullptr;      // [num_tokens][(H_q + 2 H_kv) * D] fp32: q heads, k heads, v heads
-  const float* bias = nullptr;     // [(H_q + 2 H_kv) * D] or nullptr
-  const float* q_norm = nullptr;   // [D] or nullptr (then k_norm is nullptr too)
-  const float* k_norm = nullptr;   // [D] or nullptr
+  const float* qkv = nullptr;   // [num_tokens][(H_q + 2 H_kv) * D] fp32: q heads, k heads, v heads
+  const float* bias = nullptr;  // [(H_q + 2 H_kv) * D] or nullptr
+  const float* q_norm = nullptr;  // [D] or nullptr (then k_norm is nullptr too)
+  const float* k_norm = nullptr;  // [D] or nullptr
   float eps = 1e-6f;
   const int32_t* positions = nullptr;  // [num_tokens]
   const int32_t* kv_slots = nullptr;   // [num_tokens]
@@ -96,8 +97,8 @@ absl::Status LaunchSiluMul(DType dtype, const void* gate_up, int64_t num_tokens,
 // writes a zero output.
 struct GenericAttentionArgs {
   DType dtype = DType::kBFloat16;
-  const void* q = nullptr;             // [num_tokens][H_q][D]
-  const void* k_cache = nullptr;       // [num_pages][H_kv][page_size][D]
+  const void* q = nullptr;        // [num_tokens][H_q][D]
+  const void* k_cache = nullptr;  // [num_pages][H_kv][page_size][D]
   const void* v_cache = nullptr;
   const int32_t* page_ids = nullptr;   // block-table entries
   const int32_t* positions = nullptr;  // [num_tokens]
@@ -124,7 +125,7 @@ struct SkinnyGemmArgs {
   int32_t in = 0;           // multiple of 8
   const void* w = nullptr;  // [out][in] dtype, 16-byte aligned
   int32_t out = 0;
-  void* y = nullptr;        // [num_tokens][out], dtype or float32
+  void* y = nullptr;  // [num_tokens][out], dtype or float32
   bool y_f32 = false;
 };
 inline constexpr int32_t kSkinnyGemmMaxTokens = 4;

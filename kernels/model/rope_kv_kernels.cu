@@ -76,8 +76,8 @@ __global__ void __launch_bounds__(kRopeThreads) QkvRopeKvWriteKernel(const QkvRo
 
 absl::Status LaunchQkvRopeKvWrite(const QkvRopeArgs& a, cudaStream_t stream) {
   if (a.head_dim <= 0 || a.head_dim % 2 != 0 || a.head_dim > kMaxHeadDim) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: head_dim ", a.head_dim,
-                                                   " must be even and at most ", kMaxHeadDim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rope: head_dim ", a.head_dim, " must be even and at most ", kMaxHeadDim));
   }
   if ((a.q_norm == nullptr) != (a.k_norm == nullptr)) {
     return absl::InvalidArgumentError("rope: q_norm and k_norm must be given together");

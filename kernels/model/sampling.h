@@ -29,13 +29,13 @@
 namespace pkv::gpu {
 
 struct SampleArgs {
-  const float* logits = nullptr;          // [max_rows][vocab]
+  const float* logits = nullptr;  // [max_rows][vocab]
   int32_t vocab = 0;
   const SampleRowParams* params = nullptr;  // [max_rows]
-  const int32_t* num_rows = nullptr;      // device scalar: rows to sample, <= max_rows
-  int32_t max_rows = 0;                   // grid size (CTAs beyond *num_rows exit)
-  SampleRowResult* results = nullptr;     // [max_rows]
-  TopLogprob* top = nullptr;              // [max_rows][kMaxTopLogprobs]
+  const int32_t* num_rows = nullptr;        // device scalar: rows to sample, <= max_rows
+  int32_t max_rows = 0;                     // grid size (CTAs beyond *num_rows exit)
+  SampleRowResult* results = nullptr;       // [max_rows]
+  TopLogprob* top = nullptr;                // [max_rows][kMaxTopLogprobs]
 };
 
 absl::Status LaunchSample(const SampleArgs& args, cudaStream_t stream);

@@ -38,8 +38,12 @@ struct RowView {
     const float x = logits[i];
     return isnan(x) ? -INFINITY : x;
   }
+  // z = x * inv_t rounded to double, as the CPU stores it, then z - zmax: the explicit-rounding
+  // intrinsics keep the compiler from fusing them into one FMA, which would skip the product's
+  // rounding and make p(max) = exp(+-1 ulp) instead of exactly 1 (min_p = 1 then keeps nothing).
+  __device__ double Z(float x) const { return __dmul_rn(static_cast<double>(x), inv_t); }
   __device__ double Prob(float x) const {
-    return x == -INFINITY ? 0.0 : exp(static_cast<double>(x) * inv_t - zmax);
+    return x == -INFINITY ? 0.0 : exp(__dsub_rn(Z(x), zmax));
   }
 };
 
@@ -66,16 +70,20 @@ __device__ T BlockReduce(T v, Op op, T* scratch) {
   return r;
 }
 __device__ __forceinline__ double BlockSumD(double v, SampleSmem& sm) {
-  return BlockReduce(v, [](double a, double b) { return a + b; }, sm.dred);
+  return BlockReduce(
+      v, [](double a, double b) { return a + b; }, sm.dred);
 }
 __device__ __forceinline__ float BlockMinF(float v, SampleSmem& sm) {
-  return BlockReduce(v, [](float a, float b) { return fminf(a, b); }, sm.fred);
+  return BlockReduce(
+      v, [](float a, float b) { return fminf(a, b); }, sm.fred);
 }
 __device__ __forceinline__ float BlockMaxF(float v, SampleSmem& sm) {
-  return BlockReduce(v, [](float a, float b) { return fmaxf(a, b); }, sm.fred);
+  return BlockReduce(
+      v, [](float a, float b) { return fmaxf(a, b); }, sm.fred);
 }
 __device__ __forceinline__ int BlockMaxI(int v, SampleSmem& sm) {
-  return BlockReduce(v, [](int a, int b) { return a > b ? a : b; }, sm.ired);
+  return BlockReduce(
+      v, [](int a, int b) { return a > b ? a : b; }, sm.ired);
 }
 
 // Arg max with ties to the lower id. (v, id) in, the block's best out in both.

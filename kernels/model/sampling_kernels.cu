@@ -146,8 +146,7 @@ __device__ double CountIf(const RowView& r, Pred pred, SampleSmem& sm) {
 }
 
 // Steps 2-5 of sampler.h: the kept prefix, then the id-ordered draw.
-__device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mass,
-                    SampleSmem& sm) {
+__device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mass, SampleSmem& sm) {
   Cut cut{-INFINITY, r.vocab - 1};
   double n = r.vocab, mass = total_mass;
   if (p.top_k > 0 && p.top_k < r.vocab) {
@@ -157,7 +156,8 @@ __device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mas
   }
   if (p.top_p < 1.f) {
     const Cut cp = SelectCut<true>(r, static_cast<double>(p.top_p) * mass, sm);
-    const double np = CountIf(r, [&](float x, int i) { return cp.Keeps(x, i); }, sm);
+    const double np = CountIf(
+        r, [&](float x, int i) { return cp.Keeps(x, i); }, sm);
     if (np < n) {
       n = np;
       cut = cp;
@@ -165,11 +165,12 @@ __device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mas
   }
   if (p.min_p > 0.f) {
     const double min_p = p.min_p;
-    const double c = fmax(1.0, CountIf(r, [&](float x, int) { return r.Prob(x) >= min_p; }, sm));
+    const double c = fmax(1.0, CountIf(
+                                   r, [&](float x, int) { return r.Prob(x) >= min_p; }, sm));
     if (c < n) cut = SelectCut<false>(r, c, sm);
   }
-  const double target = CounterUniform(p.seed, static_cast<uint64_t>(p.sample_index)) *
-                        MassKept(r, cut, sm);
+  const double target =
+      CounterUniform(p.seed, static_cast<uint64_t>(p.sample_index)) * MassKept(r, cut, sm);
   int b, e;
   ChunkRange(r.vocab, &b, &e);
   double s = 0.0;
@@ -234,8 +235,8 @@ __device__ int TopLogprobs(const RowView& r, int n, double log_z, SampleSmem& sm
     }
     for (int j = 0; j < count; ++j) {
       const float v = sm.top_vals[j];
-      const double z = v == -INFINITY ? -INFINITY : static_cast<double>(v) * r.inv_t;
-      out[j] = TopLogprob{sm.top_ids[j], static_cast<float>(z - log_z)};
+      const double lp = v == -INFINITY ? -INFINITY : __dsub_rn(r.Z(v), log_z);
+      out[j] = TopLogprob{sm.top_ids[j], static_cast<float>(lp)};
     }
   }
   return count;
@@ -264,7 +265,7 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs 
     if (threadIdx.x == 0) *res = SampleRowResult{-1, 0.f, kSampleBadLogits, 0};
     return;
   }
-  r.zmax = static_cast<double>(best) * r.inv_t;
+  r.zmax = r.Z(best);
   double log_z = 0.0, total = 0.0;
   if (!greedy || p.logprobs) {
     for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) total += r.Prob(r.Val(i));
@@ -278,9 +279,7 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs 
     num_top = TopLogprobs(r, n, log_z, sm, a.top + static_cast<int64_t>(row) * kMaxTopLogprobs);
   }
   if (threadIdx.x == 0) {
-    const float lp =
-        p.logprobs ? static_cast<float>(static_cast<double>(r.Val(chosen)) * r.inv_t - log_z)
-                   : 0.f;
+    const float lp = p.logprobs ? static_cast<float>(__dsub_rn(r.Z(r.Val(chosen)), log_z)) : 0.f;
     *res = SampleRowResult{chosen, lp, kSampleOk, num_top};
   }
 }

@@ -94,18 +94,21 @@ bool SkinnyGemmSupported(int64_t num_tokens, int64_t in, const void* x, const vo
 
 absl::Status LaunchSkinnyGemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   if (!SkinnyGemmSupported(a.num_tokens, a.in, a.x, a.w) || a.out <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("skinny gemm: ", a.num_tokens, " tokens x in ", a.in,
-                     " is not supported (1..", kSkinnyGemmMaxTokens,
-                     " tokens, in a multiple of 8, 16-byte aligned operands)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "skinny gemm: ", a.num_tokens, " tokens x in ", a.in, " is not supported (1..",
+        kSkinnyGemmMaxTokens, " tokens, in a multiple of 8, 16-byte aligned operands)"));
   }
   return DispatchDType(a.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     switch (a.num_tokens) {
-      case 1: return Launch<T, 1>(a, stream);
-      case 2: return Launch<T, 2>(a, stream);
-      case 3: return Launch<T, 3>(a, stream);
-      default: return Launch<T, 4>(a, stream);
+      case 1:
+        return Launch<T, 1>(a, stream);
+      case 2:
+        return Launch<T, 2>(a, stream);
+      case 3:
+        return Launch<T, 3>(a, stream);
+      default:
+        return Launch<T, 4>(a, stream);
     }
   });
 }

@@ -223,8 +223,8 @@ template <typename T, int kD>
 __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const PrefillParams p) {
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sq = reinterpret_cast<T*>(smem_raw);
-  T* sk = sq + kBlockM * kD;       // [2][kBlockN][kD]
-  T* sv = sk + 2 * kBlockN * kD;   // [2][kBlockN][kD]
+  T* sk = sq + kBlockM * kD;      // [2][kBlockN][kD]
+  T* sv = sk + 2 * kBlockN * kD;  // [2][kBlockN][kD]
   const PrefillTile tile = p.tiles[blockIdx.y];
   const int h = blockIdx.x;
   const int kvh = h / p.group;

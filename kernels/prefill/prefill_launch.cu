@@ -1,6 +1,4 @@
 // Launcher of the prefill-attention kernel and its one run-time -> compile-time dispatch.
-#include "kernels/prefill/prefill_launch.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +6,7 @@
 #include "common/status_macros.h"
 #include "kernels/prefill/prefill_attention.cuh"
 #include "kernels/prefill/prefill_kernel_table.h"
+#include "kernels/prefill/prefill_launch.h"
 
 namespace pkv::prefill {
 namespace {
@@ -20,9 +19,12 @@ absl::StatusOr<const void*> SelectKernel(int32_t head_dim, DType dtype) {
     return absl::InvalidArgumentError("prefill: unsupported dtype; supported: fp16, bf16");
   }
   switch (head_dim) {
-    case 64: return internal::PrefillKernelD64(dtype);
-    case 128: return internal::PrefillKernelD128(dtype);
-    default: break;
+    case 64:
+      return internal::PrefillKernelD64(dtype);
+    case 128:
+      return internal::PrefillKernelD128(dtype);
+    default:
+      break;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("prefill: head_dim ", head_dim, " is not compiled; supported: 64, 128"));
@@ -40,8 +42,8 @@ absl::Status ConfigurePrefillKernels() {
   for (int d : kHeadDims) {
     for (DType t : kDTypes) {
       PKV_ASSIGN_OR_RETURN(const void* k, SelectKernel(d, t));
-      PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-          k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrefillSmemBytes(d))));
+      PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(PrefillSmemBytes(d))));
     }
   }
   return absl::OkStatus();
@@ -82,8 +84,8 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   // x = q head (the G heads sharing a KV head run side by side and share its tiles in L2),
   // y = tile (heaviest first).
   PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, dim3(a.num_q_heads, a.num_tiles),
-                                            dim3(dev::kThreads), args,
-                                            PrefillSmemBytes(a.head_dim), stream));
+                                            dim3(dev::kThreads), args, PrefillSmemBytes(a.head_dim),
+                                            stream));
   return absl::OkStatus();
 }
 

@@ -26,11 +26,11 @@ using DType = decode::DType;
 
 struct PrefillArgs {
   DType dtype = DType::kBFloat16;
-  const void* q = nullptr;            // [tokens][H_q][D]
-  const void* k_cache = nullptr;      // [num_pages][H_kv][page_size][D], this layer
-  const void* v_cache = nullptr;      // [num_pages][H_kv][page_size][D]
-  const int32_t* page_ids = nullptr;  // block-table entries; a tile's row starts at page_base
-  const PrefillTile* tiles = nullptr; // [num_tiles], device memory
+  const void* q = nullptr;             // [tokens][H_q][D]
+  const void* k_cache = nullptr;       // [num_pages][H_kv][page_size][D], this layer
+  const void* v_cache = nullptr;       // [num_pages][H_kv][page_size][D]
+  const int32_t* page_ids = nullptr;   // block-table entries; a tile's row starts at page_base
+  const PrefillTile* tiles = nullptr;  // [num_tiles], device memory
   int32_t num_tiles = 0;
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;

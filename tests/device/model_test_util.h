@@ -27,9 +27,9 @@ absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config,
 std::vector<int32_t> ShuffledPages(int32_t count, int32_t pool, std::mt19937* rng);
 
 struct LogitError {
-  double max_abs = 0;     // max |got - ref|
-  double max_ref = 0;     // max |ref|
-  double rel_l2 = 0;      // ||got - ref|| / ||ref||
+  double max_abs = 0;  // max |got - ref|
+  double max_ref = 0;  // max |ref|
+  double rel_l2 = 0;   // ||got - ref|| / ||ref||
   int64_t non_finite = 0;
 };
 LogitError CompareLogits(const float* got, const float* ref, int64_t n);

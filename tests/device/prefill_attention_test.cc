@@ -73,8 +73,10 @@ void RunCase(const PrefillCase& c, std::mt19937* rng) {
   const int64_t kv_elems = int64_t{pool} * shape.page_elems();
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   auto make = [&](float x) {
-    if constexpr (std::is_same_v<T, BFloat16>) return ToBFloat16(x);
-    else return ToHalf(x);
+    if constexpr (std::is_same_v<T, BFloat16>)
+      return ToBFloat16(x);
+    else
+      return ToHalf(x);
   };
   std::vector<T> q(q_elems), k(kv_elems), v(kv_elems);
   for (T& x : q) x = make(3.f * u(*rng));  // peaky softmax: a wrong key shows
@@ -185,16 +187,18 @@ TEST_P(PrefillAttentionTest, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kernels, PrefillAttentionTest,
-    ::testing::Values(PrefillCase{64, true, 4, 2, 16, false}, PrefillCase{64, false, 4, 2, 16, false},
-                      PrefillCase{128, true, 8, 2, 16, false},
-                      PrefillCase{128, false, 32, 8, 16, false},
-                      PrefillCase{128, true, 7, 1, 5, false}, PrefillCase{64, true, 2, 2, 1, false},
-                      PrefillCase{128, true, 4, 1, 128, false},
-                      PrefillCase{16, true, 4, 2, 16, true}, PrefillCase{64, false, 6, 2, 7, true},
-                      PrefillCase{128, true, 4, 4, 16, true}),
-    Name);
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionTest,
+                         ::testing::Values(PrefillCase{64, true, 4, 2, 16, false},
+                                           PrefillCase{64, false, 4, 2, 16, false},
+                                           PrefillCase{128, true, 8, 2, 16, false},
+                                           PrefillCase{128, false, 32, 8, 16, false},
+                                           PrefillCase{128, true, 7, 1, 5, false},
+                                           PrefillCase{64, true, 2, 2, 1, false},
+                                           PrefillCase{128, true, 4, 1, 128, false},
+                                           PrefillCase{16, true, 4, 2, 16, true},
+                                           PrefillCase{64, false, 6, 2, 7, true},
+                                           PrefillCase{128, true, 4, 4, 16, true}),
+                         Name);
 
 }  // namespace
 }  // namespace pkv

@@ -105,9 +105,8 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng) {
   for (int32_t r = 0; r < rows; ++r) {
     const SamplingParams& p = params[r];
     SampleResult want;
-    const absl::Status st =
-        SampleToken(absl::MakeConstSpan(&logits[int64_t{r} * vocab], vocab), p,
-                    dev_params[r].sample_index, &want);
+    const absl::Status st = SampleToken(absl::MakeConstSpan(&logits[int64_t{r} * vocab], vocab), p,
+                                        dev_params[r].sample_index, &want);
     const std::string what = absl::StrCat("vocab ", vocab, " row ", r, " T=", p.temperature,
                                           " k=", p.top_k, " p=", p.top_p, " min_p=", p.min_p);
     if (!st.ok()) {
@@ -139,6 +138,63 @@ TEST(SamplingKernelTest, MatchesCpuSampler) {
   RunBatch(128256, 12, &rng);
 }
 
+// Regression (H200, 2026-11-29): with temperature != 1 a fused multiply-add made p(max) differ
+// from exactly 1, so min_p = 1 kept nothing but the first of several tied maxima.
+TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
+  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) + 1);
+  const int32_t vocab = 512, rows = 16;
+  std::vector<float> logits;
+  std::vector<SamplingParams> params;
+  for (int32_t r = 0; r < rows; ++r) {
+    std::normal_distribution<float> n(0.f, 3.f);
+    std::vector<float> l(vocab);
+    for (float& x : l) x = n(rng);
+    const float top = 20.f + static_cast<float>(r) * 0.37f;
+    for (int k = 0; k < 2 + r % 3; ++k) l[rng() % vocab] = top;  // 2-4 tied maxima
+    logits.insert(logits.end(), l.begin(), l.end());
+    SamplingParams p;
+    p.temperature = std::uniform_real_distribution<float>(0.3f, 2.f)(rng);
+    p.min_p = 1.f;
+    p.seed = rng();
+    params.push_back(p);
+  }
+  std::vector<gpu::SampleRowParams> dev_params;
+  for (int32_t r = 0; r < rows; ++r) {
+    gpu::SampleRowParams d;
+    d.temperature = params[r].temperature;
+    d.min_p = 1.f;
+    d.seed = params[r].seed;
+    d.sample_index = r;
+    dev_params.push_back(d);
+  }
+  auto dev = [](int64_t bytes) { return *DeviceBuffer::Allocate(bytes); };
+  DeviceBuffer dl = dev(logits.size() * 4), dp = dev(rows * sizeof(gpu::SampleRowParams)),
+               dn = dev(4), dres = dev(rows * sizeof(gpu::SampleRowResult)),
+               dtop = dev(rows * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob));
+  cudaMemcpy(dl.get(), logits.data(), logits.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dp.get(), dev_params.data(), rows * sizeof(gpu::SampleRowParams),
+             cudaMemcpyHostToDevice);
+  cudaMemcpy(dn.get(), &rows, 4, cudaMemcpyHostToDevice);
+  gpu::SampleArgs a{static_cast<const float*>(dl.get()),
+                    vocab,
+                    static_cast<const gpu::SampleRowParams*>(dp.get()),
+                    static_cast<const int32_t*>(dn.get()),
+                    rows,
+                    static_cast<gpu::SampleRowResult*>(dres.get()),
+                    static_cast<gpu::TopLogprob*>(dtop.get())};
+  ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
+  std::vector<gpu::SampleRowResult> res(rows);
+  ASSERT_EQ(cudaMemcpy(res.data(), dres.get(), rows * sizeof(res[0]), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int32_t r = 0; r < rows; ++r) {
+    SampleResult want;
+    ASSERT_TRUE(
+        SampleToken(absl::MakeConstSpan(&logits[int64_t{r} * vocab], vocab), params[r], r, &want)
+            .ok());
+    EXPECT_EQ(res[r].token_id, want.token_id) << "row " << r << " T=" << params[r].temperature;
+  }
+}
+
 TEST(SamplingKernelTest, AllInfiniteRowIsReported) {
   const int32_t vocab = 300;
   std::vector<float> logits(vocab, -INFINITY);
@@ -152,9 +208,11 @@ TEST(SamplingKernelTest, AllInfiniteRowIsReported) {
   cudaMemcpy(dl.get(), logits.data(), vocab * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), &p, sizeof(p), cudaMemcpyHostToDevice);
   cudaMemcpy(dn.get(), &one, 4, cudaMemcpyHostToDevice);
-  gpu::SampleArgs a{static_cast<const float*>(dl.get()), vocab,
+  gpu::SampleArgs a{static_cast<const float*>(dl.get()),
+                    vocab,
                     static_cast<const gpu::SampleRowParams*>(dp.get()),
-                    static_cast<const int32_t*>(dn.get()), 1,
+                    static_cast<const int32_t*>(dn.get()),
+                    1,
                     static_cast<gpu::SampleRowResult*>(dres.get()),
                     static_cast<gpu::TopLogprob*>(dtop.get())};
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());

@@ -23,8 +23,8 @@ uint16_t To16(float v, bool bf16) { return bf16 ? ToBFloat16(v).bits : ToHalf(v)
 float From16(uint16_t b, bool bf16) { return bf16 ? ToFloat(BFloat16{b}) : ToFloat(Half{b}); }
 
 void Check(int32_t tokens, int32_t out, int32_t in, bool bf16, bool y_f32, std::mt19937* rng) {
-  const std::string what = absl::StrCat("T=", tokens, " N=", out, " K=", in, bf16 ? " bf16" : " fp16",
-                                        y_f32 ? " f32-out" : " 16-out");
+  const std::string what = absl::StrCat("T=", tokens, " N=", out, " K=", in,
+                                        bf16 ? " bf16" : " fp16", y_f32 ? " f32-out" : " 16-out");
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<uint16_t> x(int64_t{tokens} * in), w(int64_t{out} * in);
   for (uint16_t& v : x) v = To16(u(*rng), bf16);
@@ -49,8 +49,8 @@ void Check(int32_t tokens, int32_t out, int32_t in, bool bf16, bool y_f32, std::
   ASSERT_TRUE(gpu::LaunchSkinnyGemm(a, nullptr).ok()) << what;
   auto gemm = cuda_backend::Gemm::Create(int64_t{4} << 20);
   ASSERT_TRUE(gemm.ok());
-  ASSERT_TRUE((*gemm)->Linear(a.dtype, dx.get(), tokens, in, dw.get(), out, dc.get(), true, nullptr)
-                  .ok());
+  ASSERT_TRUE(
+      (*gemm)->Linear(a.dtype, dx.get(), tokens, in, dw.get(), out, dc.get(), true, nullptr).ok());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
   std::vector<uint8_t> y(y_bytes + 64);
   std::vector<float> c(y_elems);
@@ -62,7 +62,8 @@ void Check(int32_t tokens, int32_t out, int32_t in, bool bf16, bool y_f32, std::
     for (int32_t n = 0; n < out; ++n) {
       double ref = 0, mag = 0;
       for (int32_t k = 0; k < in; ++k) {
-        const double p = double(From16(x[int64_t{t} * in + k], bf16)) * From16(w[int64_t{n} * in + k], bf16);
+        const double p =
+            double(From16(x[int64_t{t} * in + k], bf16)) * From16(w[int64_t{n} * in + k], bf16);
         ref += p;
         mag += std::abs(p);
       }
@@ -75,10 +76,12 @@ void Check(int32_t tokens, int32_t out, int32_t in, bool bf16, bool y_f32, std::
         std::memcpy(&b, &y[2 * i], 2);
         got = From16(b, bf16);
       }
-      const double tol = y_f32 ? 1e-4 * mag + 1e-6 : (bf16 ? 8e-3 : 1e-3) * std::abs(ref) + 1e-5 * mag;
+      const double tol =
+          y_f32 ? 1e-4 * mag + 1e-6 : (bf16 ? 8e-3 : 1e-3) * std::abs(ref) + 1e-5 * mag;
       if (!(std::abs(got - ref) <= tol) || !(std::abs(c[i] - ref) <= 1e-4 * mag + 1e-6)) {
-        if (bad++ < 3) ADD_FAILURE() << what << " t=" << t << " n=" << n << " skinny " << got
-                                     << " cublas " << c[i] << " ref " << ref;
+        if (bad++ < 3)
+          ADD_FAILURE() << what << " t=" << t << " n=" << n << " skinny " << got << " cublas "
+                        << c[i] << " ref " << ref;
       }
     }
   }
@@ -87,8 +90,8 @@ void Check(int32_t tokens, int32_t out, int32_t in, bool bf16, bool y_f32, std::
 
 TEST(SkinnyGemmTest, MatchesReferenceAndCublas) {
   std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()));
-  const std::vector<std::pair<int32_t, int32_t>> shapes = {
-      {1, 8}, {7, 64}, {33, 136}, {4097, 256}, {6144, 4096}, {512, 14336}};
+  const std::vector<std::pair<int32_t, int32_t>> shapes = {{1, 8},      {7, 64},      {33, 136},
+                                                           {4097, 256}, {6144, 4096}, {512, 14336}};
   for (auto [out, in] : shapes) {
     for (int32_t tokens = 1; tokens <= gpu::kSkinnyGemmMaxTokens; ++tokens) {
       for (bool bf16 : {true, false}) {

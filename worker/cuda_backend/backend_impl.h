@@ -27,10 +27,10 @@ namespace pkv {
 
 // Device pointers into the staging buffer for one step, and the step's launch dimensions.
 struct DeviceStep {
-  int32_t tokens = 0;         // T rows of every activation (padded to the bucket for graphs)
-  int32_t decode_tokens = 0;  // tokens [0, decode_tokens) belong to decode rows
-  int32_t logit_rows = 0;     // rows of the final norm, LM head and sampling grid
-  int32_t num_tiles = 0;      // prefill-kernel tiles
+  int32_t tokens = 0;               // T rows of every activation (padded to the bucket for graphs)
+  int32_t decode_tokens = 0;        // tokens [0, decode_tokens) belong to decode rows
+  int32_t logit_rows = 0;           // rows of the final norm, LM head and sampling grid
+  int32_t num_tiles = 0;            // prefill-kernel tiles
   const int32_t* header = nullptr;  // [kHeaderInts]; header[2] = rows to sample
   const int32_t* token_ids = nullptr;
   const int32_t* positions = nullptr;
@@ -67,7 +67,8 @@ class CudaModelBackend::Impl {
   cudaStream_t stream = nullptr;
   cuda_backend::DeviceWeights weights;
   std::unique_ptr<cuda_backend::Gemm> gemm;
-  std::unique_ptr<cuda_backend::DecodeAttention> decode;  // null: decode rows use the generic kernel
+  std::unique_ptr<cuda_backend::DecodeAttention>
+      decode;                         // null: decode rows use the generic kernel
   bool prefill_tensor_cores = false;  // prefill rows use the mma.sync kernel
   float softmax_scale = 1.f;
 

@@ -28,8 +28,8 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
         absl::StrCat("page_size ", o.page_size, " is not in [1, 1024]"));
   }
   if (!(o.kv_memory_fraction > 0.0 && o.kv_memory_fraction <= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("kv_memory_fraction ", o.kv_memory_fraction,
-                                                   " is not in (0, 1]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv_memory_fraction ", o.kv_memory_fraction, " is not in (0, 1]"));
   }
   if (o.max_step_tokens < 1 || o.max_rows < 1 || o.num_kv_pages < 0) {
     return absl::InvalidArgumentError("max_step_tokens and max_rows must be positive");
@@ -144,8 +144,8 @@ absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
   const KvShape shape{c.num_q_heads, c.num_kv_heads, c.head_dim, m->options.page_size};
   const bool tensor_cores = m->options.attention == "auto";
   if (tensor_cores && cuda_backend::DecodeAttention::Supports(shape)) {
-    PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(
-                                        shape, m->weights.dtype, m->buckets, m->device));
+    PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(shape, m->weights.dtype,
+                                                                          m->buckets, m->device));
   }
   m->prefill_tensor_cores = tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
   if (m->prefill_tensor_cores) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());

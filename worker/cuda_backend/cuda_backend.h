@@ -47,7 +47,7 @@ struct CudaBackendOptions {
   // Steps of 1..4 tokens run their projections through the skinny GEMM kernel instead of cuBLAS.
   bool skinny_gemm = false;
   int device = 0;
-  std::string dtype = "auto";       // auto | bfloat16 | float16
+  std::string dtype = "auto";  // auto | bfloat16 | float16
   // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
   // generic: the generic kernel for every row (a debugging and testing aid).
   std::string attention = "auto";

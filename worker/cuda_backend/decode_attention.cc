@@ -77,8 +77,7 @@ absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const v
   t.page_ids = page_ids;
   t.out = out;
   t.lse = nullptr;
-  return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), config_, scale,
-                              stream);
+  return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), config_, scale, stream);
 }
 
 uint64_t DecodeAttention::LaunchSignature() const {

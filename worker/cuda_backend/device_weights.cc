@@ -187,9 +187,8 @@ absl::Status AllocateArena(const std::vector<Piece>& pieces, const ModelConfig& 
 
 }  // namespace
 
-absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
-                                            const Checkpoint& checkpoint, decode::DType dtype,
-                                            cudaStream_t stream) {
+absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
+                                            decode::DType dtype, cudaStream_t stream) {
   PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, checkpoint));
   DeviceWeights w;
   w.dtype = dtype;
@@ -224,8 +223,8 @@ absl::StatusOr<DeviceWeights> RandomDeviceWeights(const ModelConfig& config, dec
     const float center = norm ? 1.f : 0.f, half = norm || p.f32 ? 0.02f : 0.035f;
     const int64_t n = p.bytes / (p.f32 ? 4 : 2);
     key = key * 6364136223846793005ull + 1442695040888963407ull;
-    PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(w.arena.bytes_ptr() + p.offset, n, p.f32, dtype,
-                                              key, center, half, stream));
+    PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(w.arena.bytes_ptr() + p.offset, n, p.f32, dtype, key,
+                                              center, half, stream));
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return w;

@@ -25,24 +25,24 @@
 namespace pkv::cuda_backend {
 
 struct LayerWeights {
-  const void* qkv = nullptr;         // [(H_q + 2 H_kv) * D][hidden] dtype
-  const float* qkv_bias = nullptr;   // [(H_q + 2 H_kv) * D] or nullptr
-  const void* o = nullptr;           // [hidden][H_q * D] dtype
-  const float* o_bias = nullptr;     // [hidden] or nullptr
-  const void* gate_up = nullptr;     // [2 I][hidden] dtype
-  const void* down = nullptr;        // [hidden][I] dtype
-  const float* input_norm = nullptr; // [hidden]
-  const float* post_norm = nullptr;  // [hidden]
-  const float* q_norm = nullptr;     // [D] or nullptr (Qwen3)
-  const float* k_norm = nullptr;     // [D] or nullptr
+  const void* qkv = nullptr;          // [(H_q + 2 H_kv) * D][hidden] dtype
+  const float* qkv_bias = nullptr;    // [(H_q + 2 H_kv) * D] or nullptr
+  const void* o = nullptr;            // [hidden][H_q * D] dtype
+  const float* o_bias = nullptr;      // [hidden] or nullptr
+  const void* gate_up = nullptr;      // [2 I][hidden] dtype
+  const void* down = nullptr;         // [hidden][I] dtype
+  const float* input_norm = nullptr;  // [hidden]
+  const float* post_norm = nullptr;   // [hidden]
+  const float* q_norm = nullptr;      // [D] or nullptr (Qwen3)
+  const float* k_norm = nullptr;      // [D] or nullptr
 };
 
 struct DeviceWeights {
   DeviceBuffer arena;
   decode::DType dtype = decode::DType::kBFloat16;
-  const void* embed = nullptr;       // [V][hidden] dtype
-  const void* lm_head = nullptr;     // [V][hidden] dtype (== embed when tied)
-  const float* final_norm = nullptr; // [hidden]
+  const void* embed = nullptr;        // [V][hidden] dtype
+  const void* lm_head = nullptr;      // [V][hidden] dtype (== embed when tied)
+  const float* final_norm = nullptr;  // [hidden]
   std::vector<LayerWeights> layers;
   int64_t arena_bytes = 0;
   // Bytes one decode step must read: every layer's tensors, the final norm and the LM head
@@ -57,9 +57,8 @@ absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
 
 // Validates the checkpoint against the config (ValidateLlamaCheckpoint) and uploads it.
 // RESOURCE_EXHAUSTED when the weights do not fit the GPU.
-absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config,
-                                            const Checkpoint& checkpoint, decode::DType dtype,
-                                            cudaStream_t stream);
+absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
+                                            decode::DType dtype, cudaStream_t stream);
 
 // Random weights with the config's shapes, generated on the GPU from `seed` (benchmarks of real
 // model shapes without writing or reading a checkpoint).

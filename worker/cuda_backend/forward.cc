@@ -126,8 +126,8 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
     PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
     PKV_RETURN_IF_ERROR(
         gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream));
-    PKV_RETURN_IF_ERROR(gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(),
-                                           stream));
+    PKV_RETURN_IF_ERROR(
+        gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream));
     PKV_RETURN_IF_ERROR(
         gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
 

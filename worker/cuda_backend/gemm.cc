@@ -10,8 +10,8 @@ namespace pkv::cuda_backend {
 
 absl::Status CublasStatus(cublasStatus_t st, const char* what) {
   if (st == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cublasGetStatusName(st), " (",
-                                          cublasGetStatusString(st), ")"));
+  return absl::InternalError(
+      absl::StrCat(what, ": ", cublasGetStatusName(st), " (", cublasGetStatusString(st), ")"));
 }
 
 absl::StatusOr<std::unique_ptr<Gemm>> Gemm::Create(int64_t workspace_bytes) {
@@ -48,8 +48,7 @@ absl::Status Gemm::Linear(decode::DType dtype, const void* x, int64_t num_tokens
     a.y_f32 = y_f32;
     return gpu::LaunchSkinnyGemm(a, stream);
   }
-  const cudaDataType_t ab =
-      dtype == decode::DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t ab = dtype == decode::DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
   const cudaDataType_t c = y_f32 ? CUDA_R_32F : ab;
   const float alpha = 1.f, beta = 0.f;
   PKV_RETURN_IF_ERROR(CublasStatus(cublasSetStream(handle_, stream), "cublasSetStream"));

@@ -123,8 +123,8 @@ absl::Status StepBuilder::ValidateRow(const BatchRow& row, size_t r, bool need_p
   }
   for (int64_t p = 0; p < needed; ++p) {
     if (row.pages[p] < 0 || row.pages[p] >= shape_.num_kv_pages) {
-      return bad(
-          absl::StrCat("page id ", row.pages[p], " is out of range [0, ", shape_.num_kv_pages, ")"));
+      return bad(absl::StrCat("page id ", row.pages[p], " is out of range [0, ",
+                              shape_.num_kv_pages, ")"));
     }
   }
   for (int32_t i = 0; i < row.num_tokens; ++i) {
@@ -147,8 +147,8 @@ absl::Status StepBuilder::Build(absl::Span<const BatchRow> rows, bool need_param
   for (size_t r = 0; r < rows.size(); ++r) {
     PKV_RETURN_IF_ERROR(ValidateRow(rows[r], r, need_params));
     total_tokens += rows[r].num_tokens;
-    total_pages += (int64_t{rows[r].start_pos} + rows[r].num_tokens + shape_.page_size - 1) /
-                   shape_.page_size;
+    total_pages +=
+        (int64_t{rows[r].start_pos} + rows[r].num_tokens + shape_.page_size - 1) / shape_.page_size;
   }
   if (static_cast<int64_t>(rows.size()) > limits_.max_rows) {
     return absl::InvalidArgumentError(absl::StrCat("batch has ", rows.size(),
@@ -239,9 +239,14 @@ void StepBuilder::PadForGraph(int32_t bucket, StepHost* h) {
 }
 
 int64_t StepBuilder::FillStaging(const StepHost& h, const StagingLayout& l, uint8_t* image) {
-  const int32_t header[kHeaderInts] = {
-      h.num_tokens, h.num_decode_rows, h.num_sampled, static_cast<int32_t>(h.tiles.size()),
-      h.padded_tokens, 0, 0, 0};
+  const int32_t header[kHeaderInts] = {h.num_tokens,
+                                       h.num_decode_rows,
+                                       h.num_sampled,
+                                       static_cast<int32_t>(h.tiles.size()),
+                                       h.padded_tokens,
+                                       0,
+                                       0,
+                                       0};
   std::memcpy(image + l.header, header, sizeof(header));
   Put(image, l.token_ids, h.token_ids);
   Put(image, l.positions, h.positions);

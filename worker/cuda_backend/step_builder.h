@@ -72,8 +72,8 @@ inline constexpr int32_t kHeaderInts = 8;
 StagingLayout LayoutStaging(const StagingCaps& caps);
 
 struct StepLimits {
-  int32_t max_tokens = 0;  // tokens one step may feed
-  int32_t max_rows = 0;    // rows one step may hold
+  int32_t max_tokens = 0;    // tokens one step may feed
+  int32_t max_rows = 0;      // rows one step may hold
   int64_t max_page_ids = 0;  // block-table entries one step may reference
 };
 
@@ -98,11 +98,11 @@ struct StepHost {
   std::vector<prefill::PrefillRow> prefill_rows;
   std::vector<prefill::PrefillTile> tiles;
   std::vector<int32_t> page_ids;
-  std::vector<int32_t> sample_token;             // [S] in batch row order
+  std::vector<int32_t> sample_token;                // [S] in batch row order
   std::vector<gpu::SampleRowParams> sample_params;  // [S]
-  std::vector<int32_t> sample_top_logprobs;      // [S] entries the caller wants back
+  std::vector<int32_t> sample_top_logprobs;         // [S] entries the caller wants back
   bool any_logprobs = false;
-  bool decode_only = false;  // every row feeds one token
+  bool decode_only = false;          // every row feeds one token
   std::vector<int32_t> row_q_begin;  // [batch rows] scratch: each row's first token index
 
   StagingCaps Caps() const;  // exact caps of this step (eager layout)

@@ -42,14 +42,13 @@ absl::Status CudaModelBackend::Impl::Prepare(absl::Span<const BatchRow> rows, bo
   }
   const int64_t used =
       cuda_backend::StepBuilder::FillStaging(host, layout, staging_host.bytes_ptr());
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging.get(), staging_host.get(), used,
-                                           cudaMemcpyHostToDevice, stream));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(staging.get(), staging_host.get(), used, cudaMemcpyHostToDevice, stream));
   if (decode != nullptr && host.num_decode_rows > 0) {
     const int32_t decode_bucket =
         bucket > 0 ? bucket : cuda_backend::GraphBucketFor(host.num_decode_rows, options.max_rows);
-    PKV_RETURN_IF_ERROR(decode->Prepare(host.decode_lengths.data(),
-                                        host.decode_page_indptr.data(), host.num_decode_rows,
-                                        decode_bucket, stream));
+    PKV_RETURN_IF_ERROR(decode->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
+                                        host.num_decode_rows, decode_bucket, stream));
   }
   const uint8_t* base = staging.bytes_ptr();
   s->tokens = host.padded_tokens;
@@ -83,8 +82,8 @@ absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
   if (current_bucket > 0 && sample) {
     // The key names everything a capture bakes in: the bucket, the decode launches and which
     // GEMM path the projections took.
-    const uint64_t signature = (decode ? decode->LaunchSignature() : 0) ^
-                               (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0);
+    const uint64_t signature =
+        (decode ? decode->LaunchSignature() : 0) ^ (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0);
     key = cuda_backend::GraphCache::Key(current_bucket, signature);
     exec = graphs.Find(key);
     // A bucket runs eagerly once first, so lazy module loading and cuBLAS's first-call set-up

@@ -24,7 +24,7 @@ TEST(GraphBucketsTest, SmallestBucketThatFits) {
   EXPECT_EQ(GraphBucketFor(256, 256), 256);
   EXPECT_EQ(GraphBucketFor(257, 256), 0);
   EXPECT_EQ(GraphBucketFor(50, 48), 0);
-  EXPECT_EQ(GraphBucketFor(40, 48), 48);   // max_rows is the last bucket
+  EXPECT_EQ(GraphBucketFor(40, 48), 48);  // max_rows is the last bucket
   EXPECT_EQ(GraphBucketFor(300, 512), 512);
   EXPECT_EQ(GraphBuckets(48), (std::vector<int32_t>{1, 2, 4, 8, 16, 32, 48}));
   EXPECT_EQ(GraphBuckets(64), (std::vector<int32_t>{1, 2, 4, 8, 16, 32, 64}));
@@ -45,9 +45,9 @@ TEST(StagingLayoutTest, RegionsAlignedDisjointAndPageIdsLast) {
     StagingCaps c{static_cast<int32_t>(rng() % 5000), static_cast<int32_t>(rng() % 300),
                   static_cast<int32_t>(rng() % 100), static_cast<int64_t>(rng() % 100000)};
     const StagingLayout l = LayoutStaging(c);
-    const int64_t starts[] = {l.header,       l.token_ids,    l.positions,
-                              l.kv_slots,     l.token_page_base, l.sample_token,
-                              l.sample_params, l.prefill_tiles, l.page_ids};
+    const int64_t starts[] = {l.header,        l.token_ids,       l.positions,
+                              l.kv_slots,      l.token_page_base, l.sample_token,
+                              l.sample_params, l.prefill_tiles,   l.page_ids};
     const int64_t sizes[] = {kHeaderInts * 4,
                              c.tokens * 4,
                              c.tokens * 4,
