@@ -130,17 +130,20 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     return absl::InvalidArgumentError(absl::StrCat("TLS needs ", Flag(prefix, "cert"), " and ",
                                                    Flag(prefix, "key")));
   }
-  if (policy == ClientCertPolicy::kRequireAndVerify && files.ca_file.empty()) {
+  if (policy != ClientCertPolicy::kNone && files.ca_file.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("mutual TLS needs ", Flag(prefix, "ca"), " to verify client certificates"));
+        absl::StrCat("client certificates need ", Flag(prefix, "ca"), " to verify them"));
   }
   absl::StatusOr<TlsMaterial> m = LoadTlsMaterial(files, prefix);
   if (!m.ok()) return m.status();
-  grpc::SslServerCredentialsOptions options(
-      policy == ClientCertPolicy::kRequireAndVerify
-          ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-          : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  if (policy == ClientCertPolicy::kRequireAndVerify) options.pem_root_certs = m->ca_pem;
+  grpc_ssl_client_certificate_request_type request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  if (policy == ClientCertPolicy::kVerifyIfPresented) {
+    request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  } else if (policy == ClientCertPolicy::kRequireAndVerify) {
+    request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  grpc::SslServerCredentialsOptions options(request);
+  if (policy != ClientCertPolicy::kNone) options.pem_root_certs = m->ca_pem;
   options.pem_key_cert_pairs.push_back({m->key_pem, m->cert_pem});
   return grpc::SslServerCredentials(options);
 }

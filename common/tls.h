@@ -34,8 +34,9 @@ struct TlsFiles {
 
 // What a TLS server asks of its clients.
 enum class ClientCertPolicy {
-  kNone,              // server-side TLS only
-  kRequireAndVerify,  // mutual TLS: a certificate signed by ca_file, or the handshake fails
+  kNone,               // server-side TLS only
+  kVerifyIfPresented,  // a client may show no certificate; one not signed by ca_file fails
+  kRequireAndVerify,   // mutual TLS: a certificate signed by ca_file, or the handshake fails
 };
 
 // The contents of a TlsFiles, checked.
@@ -52,7 +53,7 @@ struct TlsMaterial {
 // PEM, expired or not-yet-valid certificate), NOT_FOUND (unreadable file).
 absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files, absl::string_view flag_prefix);
 
-// Server credentials: cert + key required; with kRequireAndVerify the CA is required too.
+// Server credentials: cert + key required; with a policy other than kNone the CA is required too.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TlsFiles& files, ClientCertPolicy policy, absl::string_view flag_prefix);
 

@@ -53,7 +53,10 @@ ABSL_FLAG(bool, insecure, false,
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the client-facing port");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_ca, "",
-          "PEM CA bundle; when given, clients must present a certificate it signed (mTLS)");
+          "PEM CA bundle that verifies client certificates (a client showing one it did not sign "
+          "is refused)");
+ABSL_FLAG(bool, tls_require_client_cert, false,
+          "with --tls_ca: every client must show a certificate (mutual TLS)");
 ABSL_FLAG(std::string, worker_tls_cert, "", "PEM client certificate the router shows workers");
 ABSL_FLAG(std::string, worker_tls_key, "", "PEM private key of --worker_tls_cert");
 ABSL_FLAG(std::string, worker_tls_ca, "", "PEM CA bundle that verifies the workers' certificates");
@@ -71,6 +74,7 @@ absl::Status SecurityFromFlags(RouterOptions& o) {
                   absl::GetFlag(FLAGS_tls_ca)};
   o.worker_tls = {absl::GetFlag(FLAGS_worker_tls_cert), absl::GetFlag(FLAGS_worker_tls_key),
                   absl::GetFlag(FLAGS_worker_tls_ca)};
+  o.require_client_cert = absl::GetFlag(FLAGS_tls_require_client_cert);
   o.worker_tls_server_name = absl::GetFlag(FLAGS_worker_tls_server_name);
   o.api_keys_file = absl::GetFlag(FLAGS_api_keys_file);
   if (absl::GetFlag(FLAGS_insecure)) return absl::OkStatus();

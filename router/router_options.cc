@@ -21,7 +21,10 @@ absl::Status ValidateTlsOptions(const RouterOptions& o) {
   }
   if (!c.ca_file.empty() && c.cert_file.empty()) {
     return absl::InvalidArgumentError(
-        "--tls_ca (require client certificates) needs --tls_cert and --tls_key");
+        "--tls_ca (verify client certificates) needs --tls_cert and --tls_key");
+  }
+  if (o.require_client_cert && c.ca_file.empty()) {
+    return absl::InvalidArgumentError("--tls_require_client_cert needs --tls_ca");
   }
   const TlsFiles& w = o.worker_tls;
   if (w.any() && (w.cert_file.empty() || w.key_file.empty() || w.ca_file.empty())) {

@@ -74,7 +74,10 @@ struct RouterOptions {
   int client_write_timeout_ms = 30000;
 
   // Security. An empty TlsFiles means plaintext (the binary demands --insecure for that).
-  TlsFiles client_tls;  // --tls_cert/--tls_key; --tls_ca: require client certificates from it
+  TlsFiles client_tls;  // --tls_cert/--tls_key; --tls_ca: verifies client certificates
+  // With client_tls.ca_file: every client must show a certificate (else: only when it shows one
+  // is it verified, and API keys authenticate the rest).
+  bool require_client_cert = false;
   TlsFiles worker_tls;  // --worker_tls_cert/key/ca: mutual TLS to the workers (all three)
   // Name checked against the workers' certificates instead of each address's host (for workers
   // reached by IP whose certificates carry DNS names). Empty = the address's host.

@@ -11,10 +11,13 @@ absl::StatusOr<RouterCredentials> LoadRouterCredentials(const RouterOptions& o) 
   if (o.client_tls.cert_file.empty()) {
     c.client_port = grpc::InsecureServerCredentials();
   } else {
-    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server = MakeServerCredentials(
-        o.client_tls,
-        o.client_tls.ca_file.empty() ? ClientCertPolicy::kNone : ClientCertPolicy::kRequireAndVerify,
-        "tls");
+    ClientCertPolicy policy = ClientCertPolicy::kNone;
+    if (!o.client_tls.ca_file.empty()) {
+      policy = o.require_client_cert ? ClientCertPolicy::kRequireAndVerify
+                                     : ClientCertPolicy::kVerifyIfPresented;
+    }
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server =
+        MakeServerCredentials(o.client_tls, policy, "tls");
     if (!server.ok()) return server.status();
     c.client_port = *std::move(server);
   }
@@ -39,9 +42,10 @@ std::string SecuritySummary(const RouterOptions& o) {
   std::string client =
       o.client_tls.cert_file.empty()
           ? "client port PLAINTEXT"
-          : absl::StrCat("client port TLS", o.client_tls.ca_file.empty()
-                                                ? ""
-                                                : " (client certificates required)");
+          : absl::StrCat("client port TLS",
+                         o.client_tls.ca_file.empty() ? ""
+                         : o.require_client_cert      ? " (client certificates required)"
+                                                      : " (client certificates verified if shown)");
   const char* workers = o.worker_tls.any() ? "workers mTLS" : "workers PLAINTEXT";
   const char* keys = o.api_keys_file.empty() ? "no API keys (every client accepted)" : "API keys";
   return absl::StrCat(client, ", ", workers, ", ", keys);
