@@ -121,9 +121,11 @@ absl::Status CheckLlamaWeightSizes(const LlamaWeights& w) {
 }
 
 void ConvertToFloat32(const TensorView& view, float* out) {
-  const uint8_t* src = view.bytes.data();
-  const int64_t n = view.numel();
-  switch (view.dtype()) {
+  ConvertElementsToFloat32(view.dtype(), view.bytes.data(), view.numel(), out);
+}
+
+void ConvertElementsToFloat32(DType dtype, const uint8_t* src, int64_t n, float* out) {
+  switch (dtype) {
     case DType::kF32:
       std::memcpy(out, src, static_cast<size_t>(n) * 4);  // little-endian host
       return;

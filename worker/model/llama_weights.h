@@ -85,6 +85,9 @@ absl::Status CheckLlamaWeightSizes(const LlamaWeights& w);
 
 // Converts a tensor's F32/F16/BF16 little-endian bytes to float32. REQUIRES: out has numel slots.
 void ConvertToFloat32(const TensorView& view, float* out);
+// The same for n elements of `dtype` at src (a slice of a tensor: tensor-parallel loading).
+//   src [n * DTypeSize(dtype)] bytes, out [n]
+void ConvertElementsToFloat32(DType dtype, const uint8_t* src, int64_t n, float* out);
 
 // Validates the checkpoint and copies every tensor to float32.
 absl::StatusOr<LlamaWeights> LoadLlamaWeightsF32(const ModelConfig& config,
