@@ -39,20 +39,6 @@ void ExpectSameAsReference(const Outcome& got, const Outcome& reference, const s
   EXPECT_EQ(got.complete.completion_tokens(), reference.complete.completion_tokens()) << what;
 }
 
-// A session id that the router pins to worker `w` (affinity), found by asking.
-std::string SessionOn(Cluster& cluster, int w) {
-  auto stub = cluster.RouterStub();
-  for (int i = 0; i < 64; ++i) {
-    const std::string session = absl::StrCat("pin-", w, "-", i);
-    pkv::v1::GenerateRequest request = GreedyRequest(i, 4, 1);
-    request.set_session_id(session);
-    const Outcome o = Stream(stub.get(), request, kStreamDeadline);
-    if (o.status.ok() && o.complete.worker_id() == cluster.worker(w).id) return session;
-  }
-  ADD_FAILURE() << "no session landed on worker " << w;
-  return "";
-}
-
 // F1 with migration: greedy and seeded streams interrupted by kill -9 of their worker continue on
 // the other worker; the output equals an uninterrupted run; the mid-stream migration counter
 // equals the number of streams that were on the killed worker.

@@ -198,6 +198,19 @@ double RouterSample(Cluster& cluster, const std::string& sample) {
   return MetricsSnapshot(cluster.router_metrics_address()).Value(sample);
 }
 
+std::string SessionOn(Cluster& cluster, int w) {
+  auto stub = NewRouterStub(cluster);
+  for (int i = 0; i < 64; ++i) {
+    const std::string session = absl::StrCat("pin-", w, "-", i);
+    pkv::v1::GenerateRequest request = GreedyRequest(i, 4, 1);
+    request.set_session_id(session);
+    const Outcome o = Stream(stub.get(), request, absl::Seconds(60));
+    if (o.status.ok() && o.complete.worker_id() == cluster.worker(w).id) return session;
+  }
+  ADD_FAILURE() << "no session landed on worker " << w;
+  return "";
+}
+
 bool WaitRouterHealthy(Cluster& cluster, int healthy, absl::Duration timeout) {
   return WaitFor(
       [&] { return RouterSample(cluster, "pkv_router_workers{state=\"healthy\"}") == healthy; },

@@ -96,6 +96,10 @@ std::vector<Outcome> RunConcurrently(const Cluster& cluster,
 double SumOverWorkers(Cluster& cluster, const std::vector<int>& which, const std::string& sample);
 double RouterSample(Cluster& cluster, const std::string& sample);
 
+// A session id that the router pins to worker `w` (session affinity), found by asking: the
+// tool for putting chosen requests on a chosen worker. Empty (and a test failure) if none lands.
+std::string SessionOn(Cluster& cluster, int w);
+
 // Waits until the router reports `healthy` healthy workers.
 bool WaitRouterHealthy(Cluster& cluster, int healthy, absl::Duration timeout);
 

@@ -128,14 +128,13 @@ void Engine::RunStep() {
     HandleSample(item.seq, samples[k++], done);  // may finish (and free) item.seq
   }
   // A consumer that stopped reading is cut loose here, within one step (RELIABILITY S3).
-  std::vector<uint64_t> broken;
+  std::vector<std::pair<uint64_t, AbortReason>> broken;
   for (const auto& [id, a] : active_) {
-    if (!a->sink->Healthy()) broken.push_back(id);
+    if (!a->sink->Healthy()) broken.emplace_back(id, a->sink->BrokenReason());
   }
-  for (uint64_t id : broken) {
+  for (const auto& [id, reason] : broken) {
     if (scheduler_.Abort(id) != nullptr) {
-      FailRequest(id, absl::CancelledError("stream closed by the client"),
-                  AbortReason::kClientCancel);
+      FailRequest(id, absl::CancelledError("stream closed by the client"), reason);
     }
   }
 }

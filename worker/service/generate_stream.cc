@@ -42,14 +42,28 @@ bool StreamOutbox::Healthy() const {
   return !broken_;
 }
 
+AbortReason StreamOutbox::BrokenReason() const {
+  absl::MutexLock lock(&mu_);
+  return broken_reason_;
+}
+
+void StreamOutbox::BreakLocked(AbortReason reason) {
+  if (!broken_) {
+    broken_reason_ = reason == AbortReason::kClientCancel && absl::Now() + kDeadlineSlack >= deadline_
+                         ? AbortReason::kDeadline
+                         : reason;
+  }
+  broken_ = true;
+  queue_.clear();
+}
+
 void StreamOutbox::Push(pkv::v1::WorkerGenerateResponse msg, bool terminal,
                         grpc::Status final_status) {
   absl::MutexLock lock(&mu_);
   if (terminal_queued_ || broken_) return;
   if (queue_.size() >= kMaxQueuedMessages) {
     // The client is not reading: stop buffering, let the engine abort the request.
-    broken_ = true;
-    queue_.clear();
+    BreakLocked(AbortReason::kSlowClient);
     terminal_queued_ = true;
     final_status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                  "client is not reading the stream; request aborted");
@@ -83,24 +97,20 @@ void StreamOutbox::WriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
   write_in_flight_ = false;
   if (!queue_.empty()) queue_.pop_front();
-  if (!ok) {
-    broken_ = true;
-    queue_.clear();
-  }
+  if (!ok) BreakLocked(AbortReason::kClientCancel);
   MaybeStartWriteLocked();
 }
 
 void StreamOutbox::Cancelled() {
   absl::MutexLock lock(&mu_);
-  broken_ = true;
-  queue_.clear();
+  BreakLocked(AbortReason::kClientCancel);
   MaybeStartWriteLocked();
 }
 
 void StreamOutbox::Detach() {
   absl::MutexLock lock(&mu_);
   reactor_ = nullptr;
-  broken_ = true;
+  BreakLocked(AbortReason::kClientCancel);
 }
 
 GenerateStream::GenerateStream(grpc::CallbackServerContext* context,

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "worker/service/request_sink.h"
@@ -31,25 +32,36 @@ class StreamOutbox : public RequestSink {
  public:
   static constexpr size_t kMaxQueuedMessages = 4096;
 
-  explicit StreamOutbox(std::string worker_id) : worker_id_(std::move(worker_id)) {}
+  // `deadline`: the call's (InfiniteFuture when none); a transport cancel within
+  // kDeadlineSlack of it is reported as the deadline, not as a client cancel.
+  StreamOutbox(std::string worker_id, absl::Time deadline)
+      : worker_id_(std::move(worker_id)), deadline_(deadline) {}
+
+  // The router's cancel at the client's deadline can overtake the worker's own deadline timer by
+  // the request's transit time; a cancel this close to the deadline is the deadline
+  // (RELIABILITY C3: pkv_seq_aborts_total{reason} must tell the two apart exactly).
+  static constexpr absl::Duration kDeadlineSlack = absl::Milliseconds(100);
 
   void OnAccepted(const std::vector<int32_t>& prompt_token_ids) override;
   void OnChunk(pkv::v1::Chunk chunk) override;
   void OnComplete(pkv::v1::Complete complete) override;
   void OnError(const absl::Status& status) override;
   bool Healthy() const override;
+  AbortReason BrokenReason() const override;
 
  private:
   friend class GenerateStream;
   // Queues a message (terminal ones carry the final status) and starts a write if none is in flight.
   void Push(pkv::v1::WorkerGenerateResponse msg, bool terminal, grpc::Status final_status);
   void MaybeStartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void BreakLocked(AbortReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reactor callbacks.
   void WriteDone(bool ok);
   void Cancelled();
   void Detach();
 
   const std::string worker_id_;
+  const absl::Time deadline_;
   mutable absl::Mutex mu_;
   GenerateStream* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::deque<pkv::v1::WorkerGenerateResponse> queue_ ABSL_GUARDED_BY(mu_);
@@ -57,6 +69,7 @@ class StreamOutbox : public RequestSink {
   bool terminal_queued_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish() called on the reactor
   bool broken_ ABSL_GUARDED_BY(mu_) = false;    // cancelled, write failed or client too slow
+  AbortReason broken_reason_ ABSL_GUARDED_BY(mu_) = AbortReason::kClientCancel;
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
 

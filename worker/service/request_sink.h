@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "pkv/v1/worker.pb.h"
+#include "worker/service/worker_metrics.h"
 
 namespace pkv {
 
@@ -25,6 +26,9 @@ class RequestSink {
   virtual void OnError(const absl::Status& status) = 0;
   // False once the consumer is gone or cannot keep up (then the engine aborts the request).
   virtual bool Healthy() const = 0;
+  // Why an unhealthy sink broke, for pkv_seq_aborts_total{reason}: the client cancelled, its
+  // deadline passed, or it stopped reading.
+  virtual AbortReason BrokenReason() const { return AbortReason::kClientCancel; }
 };
 
 }  // namespace pkv

@@ -25,11 +25,6 @@ class RejectedStream : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateRe
   void OnDone() override { delete this; }
 };
 
-// A transport cancel this close to the deadline is the deadline (the router's cancel at the
-// client's deadline can overtake the worker's own timer by the request's transit time), so
-// pkv_seq_aborts_total{reason} tells expired requests from cancelled ones (RELIABILITY C3).
-constexpr absl::Duration kDeadlineSlack = absl::Milliseconds(100);
-
 grpc::Status NotReady() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is loading its model; retry shortly");
 }
@@ -52,14 +47,14 @@ grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Genera
   if (!allowed.ok()) return new RejectedStream(std::move(allowed));
   Engine* engine = engine_.load();
   if (engine == nullptr) return new RejectedStream(context, NotReady());
-  auto outbox = std::make_shared<StreamOutbox>(worker_id_);
   const absl::Time deadline = DeadlineOf(context);
+  auto outbox = std::make_shared<StreamOutbox>(worker_id_, deadline);
   absl::StatusOr<uint64_t> id = engine->Submit(*request, deadline, outbox);
   if (!id.ok()) return new RejectedStream(context, ToGrpcStatus(id.status()));
   const uint64_t seq_id = *id;
-  return new GenerateStream(context, std::move(outbox), [engine, seq_id, deadline] {
-    const bool expired = absl::Now() + kDeadlineSlack >= deadline;
-    engine->Cancel(seq_id, expired ? AbortReason::kDeadline : AbortReason::kClientCancel);
+  StreamOutbox* sink = outbox.get();  // the reactor owns a reference until OnDone
+  return new GenerateStream(context, std::move(outbox), [engine, seq_id, sink] {
+    engine->Cancel(seq_id, sink->BrokenReason());  // OnCancel broke the outbox first
   });
 }
 
