@@ -8,6 +8,7 @@
 #include "api/request_validation.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace pkv::router {
 namespace {
@@ -221,15 +222,25 @@ void GenerateStream::Flush() {
     case Kind::kNone:
       break;
     case Kind::kWrite:
-      StartWrite(action.message);
+      Serialize(*action.message);
+      StartWrite(&wire_);
       break;
     case Kind::kWriteAndFinish:
-      StartWriteAndFinish(action.message, grpc::WriteOptions(), action.status);
+      Serialize(*action.message);
+      StartWriteAndFinish(&wire_, grpc::WriteOptions(), action.status);
       break;
     case Kind::kFinish:
       Finish(action.status);
       break;
   }
+}
+
+void GenerateStream::Serialize(const pkv::v1::GenerateResponse& message) {
+  bool own_buffer = false;
+  wire_.Clear();  // the previous message's write is done (one write in flight)
+  // Serializing a message we built cannot fail short of memory exhaustion.
+  (void)grpc::SerializationTraits<pkv::v1::GenerateResponse>::Serialize(message, &wire_,
+                                                                       &own_buffer);
 }
 
 void GenerateStream::OnWriteDone(bool ok) {

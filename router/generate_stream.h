@@ -48,6 +48,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "pkv/v1/generation.pb.h"
 #include "router/client_write_watchdog.h"
@@ -57,7 +58,10 @@
 
 namespace pkv::router {
 
-class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateResponse>,
+// The reactor writes serialized responses (grpc::ByteBuffer): GenerationService registers Generate
+// as a raw method so that it can answer an unparsable request with INVALID_ARGUMENT itself
+// (gRPC 1.51 would answer UNIMPLEMENTED with no message).
+class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                              public WorkerCallObserver {
  public:
   GenerateStream(const RouterContext& rc, grpc::CallbackServerContext* ctx,
@@ -109,6 +113,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateRe
   void AddPushbackLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Performs the queue's next action after the caller unlocked.
   void Flush();
+  void Serialize(const pkv::v1::GenerateResponse& message);  // into wire_
   void Perform(ResponseQueue::Action action);
 
   void Ref() { refs_.fetch_add(1); }
@@ -133,6 +138,9 @@ class GenerateStream final : public grpc::ServerWriteReactor<pkv::v1::GenerateRe
   uint64_t stall_timer_ ABSL_GUARDED_BY(mu_) = 0;
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
   ResponseQueue out_ ABSL_GUARDED_BY(mu_);
+  // The message being written, serialized; touched only by the thread that received the write
+  // action from out_ (one write in flight), stable until OnWriteDone.
+  grpc::ByteBuffer wire_;
   std::vector<std::pair<std::string, std::string>> trailers_ ABSL_GUARDED_BY(mu_);
   absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnknown;
 

@@ -89,17 +89,17 @@ int RunWorker(const WorkerOptions& o) {
     return 2;
   }
 
-  auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer = StartExposer(o.metrics_listen);
-  if (exposer == nullptr) return 1;
-  exposer->RegisterCollectable(registry);
-
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       WorkerServerCredentials(o.security);
   if (!credentials.ok()) {
     PKV_LOG(ERROR) << credentials.status().message();
     return 2;
   }
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer = StartExposer(o.metrics_listen);
+  if (exposer == nullptr) return 1;
+  exposer->RegisterCollectable(registry);
 
   std::atomic<double> drain_timeout_s{o.drain_timeout_s};
   WorkerService service(worker_id, [&](double timeout_s) {
