@@ -183,6 +183,7 @@ pkv::v1::WorkerGenerateRequest GenerateStream::BuildWorkerRequestLocked() const 
   pkv::v1::WorkerGenerateRequest worker_request;
   *worker_request.mutable_request() = request_;
   worker_request.set_migrations(migrations_);
+  worker_request.set_max_prompt_tokens(rc_.options->limits.max_prompt_tokens);
   if (migrations_ > 0) {
     // Replay: the prompt as the token ids the first worker reported, plus everything the client
     // already has; the new worker streams only what comes after.

@@ -147,6 +147,12 @@ std::vector<Case> ProtocolCases() {
                      r.set_text(std::string(kMaxRequestBytes + 10, 'a'));
                    }),
                    grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max"});
+  // A text prompt is tokenized by the worker, which applies the router's cap (no pages, no tokens).
+  std::string long_text;
+  for (int i = 0; i < 200; ++i) absl::StrAppend(&long_text, "word", i, " and more ");
+  cases.push_back({"text prompt over --max_prompt_tokens",
+                   With([&](pkv::v1::GenerateRequest& r) { r.set_text(long_text); }),
+                   grpc::StatusCode::INVALID_ARGUMENT, "more than the limit of 256 prompt tokens"});
   cases.push_back({"unknown method", Valid().SerializeAsString(), grpc::StatusCode::UNIMPLEMENTED,
                    "", "/pkv.v1.Generation/Nope"});
   cases.push_back({"unknown service", Valid().SerializeAsString(), grpc::StatusCode::UNIMPLEMENTED,

@@ -33,6 +33,11 @@ absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
                                     const pkv::v1::WorkerGenerateRequest& request,
                                     const pkv::v1::ModelInfo& info) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
+  if (request.max_prompt_tokens() > 0 && prompt.size() > request.max_prompt_tokens()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text prompt has ", prompt.size(), " tokens, more than the limit of ",
+                     request.max_prompt_tokens(), " prompt tokens"));
+  }
   const int64_t vocab = info.vocab_size();
   for (int32_t id : request.resume_token_ids()) {
     if (id < 0 || id >= vocab) {
