@@ -8,6 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libicu-dev
+  libssl-dev openssl clang libclang-rt-14-dev
   prometheus nodejs npm
 )
 
