@@ -23,6 +23,25 @@ std::string TestBackend() {
   return b != nullptr && *b != '\0' ? b : "cpu";
 }
 
+// Like WaitServing (60 s), but gives up at once with ABORTED when `process` exits first, e.g.
+// because another process took its port between PickFreePort() and its bind (tests of several
+// helpers share this machine), so the caller can retry on fresh ports instead of waiting 60 s.
+absl::Status WaitServingWhileRunning(Process& process, const std::string& address,
+                                     const std::string& service,
+                                     const std::shared_ptr<grpc::ChannelCredentials>& creds) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (true) {
+    absl::Status st = WaitServing(address, absl::Milliseconds(500), service, creds);
+    if (st.ok()) return st;
+    if (!process.Running()) {
+      return absl::AbortedError(absl::StrCat(address, " exited before SERVING"));
+    }
+    if (absl::Now() >= deadline) return st;
+  }
+}
+
+constexpr int kStartAttempts = 3;  // spawns per process when it loses its port
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& options) {
@@ -39,30 +58,43 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
     if (!st.ok()) return st;
   }
   for (int i = 0; i < options.num_workers; ++i) {
-    absl::Status st = WaitServing(c->workers_[i].address(), absl::Seconds(60),
-                                  "pkv.v1.Worker", c->options_.worker_credentials);
+    absl::Status st;
+    for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+      if (attempt > 0) {  // it exited (a port taken meanwhile): fresh ports, spawn again
+        c->workers_[i].port = PickFreePort();
+        c->workers_[i].metrics_port = PickFreePort();
+        st = c->SpawnWorker(i, {});
+        if (!st.ok()) return st;
+      }
+      st = WaitServingWhileRunning(*c->workers_[i].process, c->workers_[i].address(),
+                                   "pkv.v1.Worker", c->options_.worker_credentials);
+      if (st.code() != absl::StatusCode::kAborted) break;
+    }
     if (!st.ok()) {
       return absl::Status(st.code(), absl::StrCat(st.message(), "\n",
                                                   c->workers_[i].process->LogTail()));
     }
   }
   if (!options.start_router) return c;
-  c->router_port_ = PickFreePort();
-  c->router_metrics_port_ = PickFreePort();
   std::vector<std::string> worker_list;
   for (const WorkerProc& w : c->workers_) worker_list.push_back(w.address());
-  std::vector<std::string> args = {
-      absl::StrCat("--listen=127.0.0.1:", c->router_port_),
-      absl::StrCat("--metrics_listen=127.0.0.1:", c->router_metrics_port_),
-      absl::StrCat("--workers=", absl::StrJoin(worker_list, ","))};
-  if (options.insecure) args.push_back("--insecure");
-  args.insert(args.end(), options.router_args.begin(), options.router_args.end());
-  auto router = Process::Spawn(BinDir() + "/pkv-router", args, c->log_dir_ + "/router.log");
-  if (!router.ok()) return router.status();
-  c->router_ = std::move(*router);
-  absl::Status st =
-      WaitServing(c->router_address(), absl::Seconds(60), "pkv.v1.Generation",
-                  options.router_credentials);
+  absl::Status st;
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    c->router_port_ = PickFreePort();
+    c->router_metrics_port_ = PickFreePort();
+    std::vector<std::string> args = {
+        absl::StrCat("--listen=127.0.0.1:", c->router_port_),
+        absl::StrCat("--metrics_listen=127.0.0.1:", c->router_metrics_port_),
+        absl::StrCat("--workers=", absl::StrJoin(worker_list, ","))};
+    if (options.insecure) args.push_back("--insecure");
+    args.insert(args.end(), options.router_args.begin(), options.router_args.end());
+    auto router = Process::Spawn(BinDir() + "/pkv-router", args, c->log_dir_ + "/router.log");
+    if (!router.ok()) return router.status();
+    c->router_ = std::move(*router);
+    st = WaitServingWhileRunning(*c->router_, c->router_address(), "pkv.v1.Generation",
+                                 options.router_credentials);
+    if (st.code() != absl::StatusCode::kAborted) break;
+  }
   if (!st.ok()) return absl::Status(st.code(), absl::StrCat(st.message(), "\n", c->Logs()));
   return c;
 }
