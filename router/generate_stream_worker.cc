@@ -147,6 +147,21 @@ void GenerateStream::FailBeforeFirstTokenLocked(const grpc::Status& status, bool
 }
 
 void GenerateStream::WorkerLostAfterTokensLocked() {
+  if (emitted_token_ids_.size() >= request_.sampling().max_tokens()) {
+    // Lost between its last token and its Complete: nothing is left to generate, so the router
+    // completes the stream itself (finish reason LENGTH, as the worker would have).
+    pkv::v1::Complete complete;
+    complete.set_finish_reason(pkv::v1::FINISH_REASON_LENGTH);
+    complete.set_prompt_tokens(static_cast<uint32_t>(prompt_token_ids_.size()));
+    complete.set_completion_tokens(static_cast<uint32_t>(emitted_token_ids_.size()));
+    complete.set_worker_id(worker_id_);
+    complete.set_migrations(migrations_);
+    complete.set_request_id(request_.request_id());
+    completed_ = true;
+    final_code_ = absl::StatusCode::kOk;
+    out_.PushComplete(std::move(complete));
+    return;
+  }
   if (migrations_ < rc_.options->max_migrations && !prompt_token_ids_.empty()) {
     ++migrations_;
     migration_placements_ = 1;

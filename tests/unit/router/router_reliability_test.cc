@@ -54,6 +54,28 @@ TEST(RouterReliabilityTest, MigrationsAreBoundedThenAborted) {
   EXPECT_EQ(h.Metric("pkv_router_worker_ejections_total"), 3);
 }
 
+// A worker lost after its last token but before its Complete: the router completes the stream
+// (nothing is left to generate, so no replay).
+TEST(RouterReliabilityTest, LossAfterTheLastTokenCompletesWithoutReplay) {
+  FakeWorker a("a"), b("b");
+  a.Start();
+  b.Start();
+  a.SetScript([](int) { return DiesAfter(5); });
+  b.SetScript([](int) { return DiesAfter(5); });
+  RouterHarness h(FastOptions({&a, &b}));
+  h.Start(2);
+  const StreamResult r = h.Run(TokenRequest({1, 2, 3}, 5));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_TRUE(r.complete.has_value());
+  EXPECT_EQ(r.complete->finish_reason(), pkv::v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(r.complete->completion_tokens(), 5u);
+  EXPECT_EQ(r.complete->prompt_tokens(), 3u);
+  EXPECT_EQ(r.complete->migrations(), 0u);
+  EXPECT_EQ(r.tokens.size(), 5u);
+  EXPECT_EQ(a.generate_calls() + b.generate_calls(), 1);
+  EXPECT_EQ(h.Metric("pkv_router_migrations_total", {{"phase", "mid_stream"}}), 0);
+}
+
 // A replay refused by a full worker is placed again (not counted as another migration).
 TEST(RouterReliabilityTest, RefusedReplayIsRePlacedNotCountedAsMigration) {
   FakeWorker first("first"), second("second");
