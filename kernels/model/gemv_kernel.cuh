@@ -1,0 +1,373 @@
+// The fused few-token projection kernel of gemv.h, included only by the per-dtype instantiation
+// files (gemv_bf16.cu, gemv_fp16.cu). Decomposition and operand layout: gemv_plan.h.
+//
+// Per item a warp streams its run of K steps kBatch steps at a time: the 2 * kBatch 16-byte
+// weight loads of a batch are issued before the first MMA that needs them, so each lane keeps
+// 128 bytes (a warp 4 KB, a CTA 32 KB) in flight; with 3 CTAs per SM that is ~3x what the
+// H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us = 35 KB per SM).
+// Weights are read with the streaming hint (evict first); activations through L1 (each SM reads
+// the few KB of x once from L2, then every tile's steps hit L1).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/decode/device_util.cuh"
+#include "kernels/model/gemv.h"
+#include "kernels/model/gemv_plan.h"
+#include "kernels/model/model_device.cuh"
+#include "kernels/model/pdl.cuh"
+
+namespace pkv::gpu::gemv {
+
+constexpr int kThreads = kGemvWarps * 32;
+constexpr int kBatch = 4;  // K steps whose weight loads a warp keeps in flight together
+constexpr int kMinCtasPerSm = 3;
+
+struct Smem {
+  float4 red[kGemvWarps][32];               // each warp's C fragments
+  float y[kGemvTileRows][kGemvMaxTokens];   // the tile's sums (slot, token)
+  float sq[kGemvTileRows][kGemvMaxTokens];  // kResidual: the new residual, squared
+  float inv[kGemvMaxTokens];                // kRmsNorm: 1 / rms of each token
+  int last;                                 // split tiles: this CTA finishes the tile
+};
+
+// One item as a lane sees it.
+struct Item {
+  int32_t tile = 0;
+  int32_t part = 0;
+  GemvStepRange steps;        // this warp's K steps
+  const uint4* wa = nullptr;  // weight row of slot g (clamped into [0, n): masked rows load row
+  const uint4* wb = nullptr;  // n - 1 and are never stored); slot g + 8
+};
+
+__device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int warp, int g) {
+  const GemvPlan& p = a.plan;
+  Item it;
+  it.tile = item / p.parts;
+  it.part = item - it.tile * p.parts;
+  it.steps = GemvWarpSteps(p.k / kGemvStepK, p.parts, it.part, warp);
+  const int64_t row_vecs = p.k / 8;
+  const int64_t ra = min(GemvRow(p.group_rows, it.tile, g), p.n - 1);
+  const int64_t rb = min(GemvRow(p.group_rows, it.tile, g + 8), p.n - 1);
+  it.wa = static_cast<const uint4*>(a.w) + ra * row_vecs;
+  it.wb = static_cast<const uint4*>(a.w) + rb * row_vecs;
+  return it;
+}
+
+// Weight loads of steps [s, s + kBatch) ∩ the warp's run: lane c reads 16 bytes at k 32 s + 8 c.
+__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, uint4 (&va)[kBatch],
+                                          uint4 (&vb)[kBatch]) {
+#pragma unroll
+  for (int u = 0; u < kBatch; ++u) {
+    if (s + u < it.steps.end) {
+      va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
+      vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
+    }
+  }
+}
+
+__device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
+  const int32_t to = min(it.steps.end, from + count);
+  for (int32_t s = from; s < to; ++s) {
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wa + int64_t{s} * 4 + c));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wb + int64_t{s} * 4 + c));
+  }
+}
+
+// Token g's 8 inputs at k .. k + 7 as MMA operand words. REQUIRES: g < a.tokens.
+template <typename T, GemvInput kIn>
+__device__ __forceinline__ uint4 LoadX(const GemvArgs& a, int g, int32_t k, float inv) {
+  if constexpr (kIn == GemvInput::kPlain) {
+    const T* x = static_cast<const T*>(a.x) + int64_t{g} * a.plan.k + k;
+    return __ldg(reinterpret_cast<const uint4*>(x));
+  } else {
+    // RMSNorm(x) * w rounded to T, as LaunchAddRmsNorm writes it: (x * inv) * w per element.
+    const float* xr = static_cast<const float*>(a.x) + int64_t{g} * a.plan.k + k;
+    const float4 x0 = __ldg(reinterpret_cast<const float4*>(xr));
+    const float4 x1 = __ldg(reinterpret_cast<const float4*>(xr) + 1);
+    const float4 w0 = __ldg(reinterpret_cast<const float4*>(a.norm_weight + k));
+    const float4 w1 = __ldg(reinterpret_cast<const float4*>(a.norm_weight + k) + 1);
+    uint4 r;
+    r.x = decode::dev::PackPair<T>(x0.x * inv * w0.x, x0.y * inv * w0.y);
+    r.y = decode::dev::PackPair<T>(x0.z * inv * w0.z, x0.w * inv * w0.w);
+    r.z = decode::dev::PackPair<T>(x1.x * inv * w1.x, x1.y * inv * w1.y);
+    r.w = decode::dev::PackPair<T>(x1.z * inv * w1.z, x1.w * inv * w1.w);
+    return r;
+  }
+}
+
+// The two MMAs of one step (gemv_plan.h: GemvFragA / GemvFragB).
+template <typename T>
+__device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const uint4& wb,
+                                        const uint4& xv) {
+  const uint32_t a4[4] = {wa.x, wa.y, wa.z, wa.w};
+  const uint32_t b4[4] = {wb.x, wb.y, wb.z, wb.w};
+  const uint32_t x4[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint32_t fa[4], fb[2];
+    GemvFragA(a4, b4, h, fa);
+    GemvFragB(x4, h, fb);
+    decode::dev::Mma16816<T>(acc, fa, fb[0], fb[1]);
+  }
+}
+
+// kRmsNorm: 1 / rms of each token from the partial sums of squares, added in a fixed order.
+__device__ __forceinline__ void ComputeInv(const GemvArgs& a, Smem& sm) {
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    for (int t = 0; t < a.tokens; ++t) {
+      float s = 0.f;
+      for (int32_t j = lane; j < a.num_sum_sq_parts; j += 32) {
+        s += __ldcg(a.sum_sq_parts + int64_t{j} * kGemvMaxTokens + t);
+      }
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) sm.inv[t] = rsqrtf(s / static_cast<float>(a.plan.k) + a.eps);
+    }
+  }
+  __syncthreads();
+}
+
+// Split tiles: leaves this CTA's sums in the tile's workspace slot; the CTA that arrives last
+// gets the sum over all parts in part order (true) and resets the ticket. Uniform over the CTA.
+__device__ __forceinline__ bool CombineParts(const GemvArgs& a, Smem& sm, const Item& it,
+                                             float* sum) {
+  const int tid = threadIdx.x;
+  float* slots = a.partials + int64_t{it.tile} * a.plan.parts * kGemvTileOutputs;
+  if (tid < kGemvTileOutputs) {
+    slots[it.part * kGemvTileOutputs + tid] = *sum;
+    __threadfence();
+  }
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    const int prev = atomicAdd(a.tickets + it.tile, 1);
+    sm.last = prev == a.plan.parts - 1;
+    if (sm.last) a.tickets[it.tile] = 0;  // every part has arrived: ready for the next launch
+  }
+  __syncthreads();
+  if (!sm.last) return false;
+  __threadfence();
+  if (tid < kGemvTileOutputs) {
+    float s = 0.f;
+    for (int32_t q = 0; q < a.plan.parts; ++q) s += __ldcg(slots + q * kGemvTileOutputs + tid);
+    *sum = s;
+  }
+  return true;
+}
+
+template <typename T>
+__device__ __forceinline__ void StoreEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {
+  const int tid = threadIdx.x, slot = tid >> 3, t = tid & 7;
+  if (tid >= kGemvTileOutputs || t >= a.tokens) return;
+  const int32_t row = GemvRow(a.plan.group_rows, tile, slot);
+  if (row >= a.plan.n) return;
+  const int64_t idx = int64_t{t} * a.plan.n + row;
+  if (a.y_f32) {
+    static_cast<float*>(a.y)[idx] = sm.y[slot][t];
+  } else {
+    static_cast<T*>(a.y)[idx] = dev::FromF<T>(sm.y[slot][t]);
+  }
+}
+
+// REQUIRES: called by every thread (it synchronises).
+template <typename T>
+__device__ __forceinline__ void ResidualEpilogue(const GemvArgs& a, Smem& sm, int32_t tile) {
+  const int tid = threadIdx.x, slot = tid >> 3, t = tid & 7;
+  if (tid < kGemvTileOutputs) {
+    float v = 0.f;
+    if (t < a.tokens) {
+      const int32_t row = tile * kGemvTileRows + slot;
+      float* xp = a.residual + int64_t{t} * a.plan.n + row;
+      v = *xp + dev::ToF(dev::FromF<T>(sm.y[slot][t]));
+      if (a.bias != nullptr) v += a.bias[row];
+      *xp = v;
+    }
+    sm.sq[slot][t] = v * v;
+  }
+  __syncthreads();
+  if (tid < a.tokens) {
+    float s = 0.f;
+    for (int r = 0; r < kGemvTileRows; ++r) s += sm.sq[r][tid];
+    a.sum_sq_out[int64_t{tile} * kGemvMaxTokens + tid] = s;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void RopeKvEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {
+  const int tid = threadIdx.x, p = tid >> 3, t = tid & 7;
+  if (tid >= kGemvTileOutputs / 2 || t >= a.tokens) return;
+  const int d = a.head_dim, half = d / 2, tiles_per_head = d / kGemvTileRows;
+  const int h = tile / tiles_per_head, i = (tile - h * tiles_per_head) * 8 + p;
+  const int32_t row1 = h * d + i, row2 = row1 + half;  // GemvRow(d, tile, p), (.., p + 8)
+  float y1 = sm.y[p][t], y2 = sm.y[p + 8][t];
+  if (a.bias != nullptr) {
+    y1 += a.bias[row1];
+    y2 += a.bias[row2];
+  }
+  const int hq = a.num_q_heads, hkv = a.num_kv_heads;
+  if (h < hq + hkv) {  // q and k heads rotate (rotate-half; the angle in double)
+    double s, c;
+    sincos(static_cast<double>(a.positions[t]) * a.inv_freq[i], &s, &c);
+    const float cf = static_cast<float>(c), sf = static_cast<float>(s);
+    const float r1 = y1 * cf - y2 * sf, r2 = y2 * cf + y1 * sf;
+    y1 = r1;
+    y2 = r2;
+  }
+  T* dst;
+  if (h < hq) {
+    dst = static_cast<T*>(a.q_out) + (int64_t{t} * hq + h) * d;
+  } else {
+    const int32_t slot = a.kv_slots[t];
+    if (slot < 0) return;  // graph padding: no KV slot
+    const bool is_k = h < hq + hkv;
+    const int64_t kvh = is_k ? h - hq : h - hq - hkv;
+    const int64_t page = slot / a.page_size, off = slot % a.page_size;
+    T* cache = static_cast<T*>(is_k ? a.k_cache : a.v_cache);
+    dst = cache + ((page * hkv + kvh) * a.page_size + off) * d;
+  }
+  dst[i] = dev::FromF<T>(y1);
+  dst[i + half] = dev::FromF<T>(y2);
+}
+
+template <typename T>
+__device__ __forceinline__ void SiluMulEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {
+  const int tid = threadIdx.x, p = tid >> 3, t = tid & 7;
+  if (tid >= kGemvTileOutputs / 2 || t >= a.tokens) return;
+  const int32_t inter = a.plan.n / 2, j = tile * 8 + p;  // gate row j, up row inter + j
+  // The gate/up outputs rounded to T first, as the unfused path stores them.
+  const float g = dev::ToF(dev::FromF<T>(sm.y[p][t]));
+  const float u = dev::ToF(dev::FromF<T>(sm.y[p + 8][t]));
+  static_cast<T*>(a.act)[int64_t{t} * inter + j] = dev::FromF<T>(g / (1.f + expf(-g)) * u);
+}
+
+// Sums the warps' fragments (warp order), combines split parts, runs the epilogue.
+// REQUIRES: called by every thread.
+template <typename T, GemvEpilogue kEp>
+__device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const Item& it,
+                                           const float (&acc)[4]) {
+  const int tid = threadIdx.x, slot = tid >> 3, tok = tid & 7;
+  sm.red[tid >> 5][tid & 31] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  __syncthreads();
+  float sum = 0.f;
+  if (tid < kGemvTileOutputs) {
+    const float* r =
+        reinterpret_cast<const float*>(&sm.red[0][GemvAccLane(slot, tok)]) + GemvAccElem(slot, tok);
+#pragma unroll
+    for (int w = 0; w < kGemvWarps; ++w) sum += r[w * 32 * 4];
+  }
+  if (a.plan.parts > 1 && !CombineParts(a, sm, it, &sum)) return;
+  if (tid < kGemvTileOutputs) sm.y[slot][tok] = sum;
+  __syncthreads();
+  if constexpr (kEp == GemvEpilogue::kStore) {
+    StoreEpilogue<T>(a, sm, it.tile);
+  } else if constexpr (kEp == GemvEpilogue::kResidual) {
+    ResidualEpilogue<T>(a, sm, it.tile);
+  } else if constexpr (kEp == GemvEpilogue::kRopeKv) {
+    RopeKvEpilogue<T>(a, sm, it.tile);
+  } else {
+    SiluMulEpilogue<T>(a, sm, it.tile);
+  }
+  // The next item writes sm.red, then (after a barrier every thread reaches only once done
+  // here) sm.y: no barrier needed at the end.
+}
+
+template <typename T, GemvInput kIn, GemvEpilogue kEp>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
+  __shared__ Smem sm;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+  uint4 va[kBatch], vb[kBatch];
+  int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
+  // Before the dependency wait: weights never depend on earlier kernels, so the first batch of
+  // the first item is in flight while the previous kernel drains.
+  bool preloaded = false;
+  {
+    const Item it = MakeItem(a, item, warp, g);
+    if (it.steps.begin < it.steps.end) {
+      LoadBatch(it, it.steps.begin, c, va, vb);
+      preloaded = true;
+    }
+    if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
+  }
+  PdlWait();
+  PdlTrigger();
+  float inv = 0.f;
+  if constexpr (kIn == GemvInput::kRmsNorm) {
+    ComputeInv(a, sm);
+    if (g < a.tokens) inv = sm.inv[g];
+  }
+  for (; item < a.plan.items; item += gridDim.x) {
+    const Item it = MakeItem(a, item, warp, g);
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
+      if (!preloaded) LoadBatch(it, s, c, va, vb);
+      preloaded = false;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (s + u < it.steps.end) {
+          uint4 xv = make_uint4(0u, 0u, 0u, 0u);
+          if (g < a.tokens) xv = LoadX<T, kIn>(a, g, (s + u) * kGemvStepK + 8 * c, inv);
+          MmaStep<T>(acc, va[u], vb[u], xv);
+        }
+      }
+    }
+    FinishItem<T, kEp>(a, sm, it, acc);
+  }
+}
+
+// Launches the instantiation for (a.input, a.epilogue); INVALID_ARGUMENT for a combination the
+// model does not use. Instantiated once per dtype by gemv_fp16.cu and gemv_bf16.cu.
+template <typename T>
+absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
+  const dim3 grid(a.plan.grid), block(kThreads);
+  auto launch = [&](auto kernel) {
+    return CudaStatus(LaunchMaybePdl(kernel, grid, block, 0, stream, a.pdl, a), "GemvKernel");
+  };
+  using In = GemvInput;
+  using Ep = GemvEpilogue;
+  if (a.input == In::kPlain && a.epilogue == Ep::kStore) {
+    return launch(GemvKernel<T, In::kPlain, Ep::kStore>);
+  }
+  if (a.input == In::kRmsNorm && a.epilogue == Ep::kStore) {
+    return launch(GemvKernel<T, In::kRmsNorm, Ep::kStore>);
+  }
+  if (a.input == In::kPlain && a.epilogue == Ep::kResidual) {
+    return launch(GemvKernel<T, In::kPlain, Ep::kResidual>);
+  }
+  if (a.input == In::kRmsNorm && a.epilogue == Ep::kRopeKv) {
+    return launch(GemvKernel<T, In::kRmsNorm, Ep::kRopeKv>);
+  }
+  if (a.input == In::kRmsNorm && a.epilogue == Ep::kSiluMul) {
+    return launch(GemvKernel<T, In::kRmsNorm, Ep::kSiluMul>);
+  }
+  return absl::InvalidArgumentError(
+      "gemv: supported (input, epilogue) pairs: (plain, store), (rmsnorm, store), (plain, "
+      "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
+}
+
+// The least resident-CTAs-per-SM over the instantiations of T (they differ in registers).
+template <typename T>
+absl::Status GemvCtasPerSm(int* ctas) {
+  int least = 1 << 30;
+  auto query = [&](auto kernel) -> absl::Status {
+    int n = 0;
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, 0));
+    least = n < least ? n : least;
+    return absl::OkStatus();
+  };
+  using In = GemvInput;
+  using Ep = GemvEpilogue;
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kPlain, Ep::kStore>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kRmsNorm, Ep::kStore>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kPlain, Ep::kResidual>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kRmsNorm, Ep::kRopeKv>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kRmsNorm, Ep::kSiluMul>));
+  *ctas = least;
+  return absl::OkStatus();
+}
+
+}  // namespace pkv::gpu::gemv

@@ -1,0 +1,137 @@
+// Argument checks and dtype dispatch of the fused GEMV (gemv.h); the kernels themselves are
+// compiled in gemv_bf16.cu / gemv_fp16.cu.
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/model/gemv.h"
+#include "kernels/model/model_device.cuh"
+
+namespace pkv::gpu {
+namespace gemv {
+
+template <typename T>
+absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream);
+template <typename T>
+absl::Status GemvCtasPerSm(int* ctas);
+extern template absl::Status LaunchGemvTyped<__half>(const GemvArgs&, cudaStream_t);
+extern template absl::Status LaunchGemvTyped<__nv_bfloat16>(const GemvArgs&, cudaStream_t);
+extern template absl::Status GemvCtasPerSm<__half>(int*);
+extern template absl::Status GemvCtasPerSm<__nv_bfloat16>(int*);
+
+}  // namespace gemv
+
+namespace {
+
+__global__ void PdlProbeKernel() {}
+
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+absl::Status Invalid(absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("gemv: ", what));
+}
+
+absl::Status CheckInput(const GemvArgs& a) {
+  const GemvPlan& p = a.plan;
+  if (a.tokens < 1 || a.tokens > kGemvMaxTokens) {
+    return Invalid(absl::StrCat(a.tokens, " tokens; supported: 1..", kGemvMaxTokens));
+  }
+  if (p.n <= 0 || p.k <= 0 || p.k % kGemvStepK != 0 || p.parts < 1 || p.parts > kGemvMaxParts ||
+      p.tiles != (p.n + kGemvTileRows - 1) / kGemvTileRows || p.items != p.tiles * p.parts ||
+      p.grid < 1 || p.grid > p.items || p.group_rows % kGemvTileRows != 0 ||
+      (p.group_rows > kGemvTileRows && p.n % p.group_rows != 0)) {
+    return Invalid("the plan does not come from PlanGemv");
+  }
+  if (a.w == nullptr || a.x == nullptr || !Aligned16(a.w) || !Aligned16(a.x)) {
+    return Invalid("w and x must be non-null and 16-byte aligned");
+  }
+  if (a.input == GemvInput::kRmsNorm && (a.norm_weight == nullptr || !Aligned16(a.norm_weight) ||
+                                         a.sum_sq_parts == nullptr || a.num_sum_sq_parts < 1)) {
+    return Invalid("rmsnorm input needs a 16-byte aligned norm weight and sum-of-squares parts");
+  }
+  if (p.parts > 1 && (a.partials == nullptr || a.tickets == nullptr)) {
+    return Invalid("a split plan needs the partials and tickets workspace");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEpilogue(const GemvArgs& a) {
+  const GemvPlan& p = a.plan;
+  switch (a.epilogue) {
+    case GemvEpilogue::kStore:
+      if (a.y == nullptr) return Invalid("store epilogue needs y");
+      return absl::OkStatus();
+    case GemvEpilogue::kResidual:
+      if (a.residual == nullptr || a.sum_sq_out == nullptr || p.group_rows != kGemvTileRows ||
+          p.n % kGemvTileRows != 0) {
+        return Invalid(
+            absl::StrCat("residual epilogue needs residual, sum_sq_out, contiguous rows "
+                         "and n a multiple of 16 (n = ",
+                         p.n, ")"));
+      }
+      return absl::OkStatus();
+    case GemvEpilogue::kRopeKv:
+      if (a.head_dim <= 0 || a.head_dim % kGemvTileRows != 0 || p.group_rows != a.head_dim ||
+          a.num_q_heads <= 0 || a.num_kv_heads <= 0 ||
+          p.n != (a.num_q_heads + 2 * a.num_kv_heads) * a.head_dim || a.page_size <= 0 ||
+          a.positions == nullptr || a.kv_slots == nullptr || a.inv_freq == nullptr ||
+          a.q_out == nullptr || a.k_cache == nullptr || a.v_cache == nullptr) {
+        return Invalid(absl::StrCat("rope epilogue: head_dim ", a.head_dim,
+                                    " must be a multiple of 16 equal to the row group, n = "
+                                    "(H_q + 2 H_kv) * head_dim, and every RoPE/KV pointer set"));
+      }
+      return absl::OkStatus();
+    case GemvEpilogue::kSiluMul:
+      if (a.act == nullptr || p.group_rows != p.n) {
+        return Invalid("silu epilogue needs act and one row group of 2 * intermediate rows");
+      }
+      return absl::OkStatus();
+  }
+  return Invalid("unknown epilogue");
+}
+
+}  // namespace
+
+absl::Status LaunchGemv(const GemvArgs& a, cudaStream_t stream) {
+  PKV_RETURN_IF_ERROR(CheckInput(a));
+  PKV_RETURN_IF_ERROR(CheckEpilogue(a));
+  if (a.prefetch_steps < 0) return Invalid("prefetch_steps must be >= 0");
+  switch (a.dtype) {
+    case DType::kFloat16:
+      return gemv::LaunchGemvTyped<__half>(a, stream);
+    case DType::kBFloat16:
+      return gemv::LaunchGemvTyped<__nv_bfloat16>(a, stream);
+  }
+  return Invalid("unsupported dtype; supported: fp16, bf16");
+}
+
+absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype) {
+  GemvDevice d;
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device));
+  int ctas = 0;
+  if (dtype == DType::kFloat16) {
+    PKV_RETURN_IF_ERROR(gemv::GemvCtasPerSm<__half>(&ctas));
+  } else {
+    PKV_RETURN_IF_ERROR(gemv::GemvCtasPerSm<__nv_bfloat16>(&ctas));
+  }
+  d.ctas_per_sm = ctas;
+  if (d.num_sms < 1 || d.ctas_per_sm < 1) {
+    return absl::InternalError(
+        absl::StrCat("gemv: ", d.num_sms, " SMs, ", d.ctas_per_sm, " resident CTAs per SM"));
+  }
+  return d;
+}
+
+absl::StatusOr<bool> PdlUsable(int device) {
+  int major = 0;
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 9) return false;
+  cudaFuncAttributes attr;
+  PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, PdlProbeKernel));
+  // The probe shares this library's -gencode list: ptxVersion < 90 means the device runs code
+  // JIT-compiled from sm_80 PTX, where PdlWait is empty.
+  return attr.ptxVersion >= 90;
+}
+
+}  // namespace pkv::gpu

@@ -1,0 +1,135 @@
+// The few-token projection ("GEMV") of the fused small-batch path: its work decomposition, shared
+// by the host planner, the CUDA kernel (gemv_kernel.cuh) and the host tests. Plain C++.
+//
+// y[t][n] = sum_k x[t][k] * w[n][k] for t < tokens <= 8 runs on m16n8k16 tensor-core MMAs with
+// the weight as the A operand (16 rows) and the tokens as the B operand (8 columns; columns past
+// `tokens` are zero), so the arithmetic is free next to the weight stream, for 1 token as for 8.
+//
+// Decomposition:
+//   step : 32 consecutive k. Lane (g, c) of a warp (g = lane / 4, c = lane % 4) loads 16 bytes
+//          (8 k at 32 s + 8 c) of the tile's rows g and g + 8 and of token g's input; the two
+//          halves of those 8 k feed two MMAs (GemvFragA / GemvFragB below).
+//   tile : 16 output rows; GemvRow maps a tile's 16 slots onto weight rows.
+//   part : 1 / parts of the K steps; an item is one (tile, part): items = tiles * parts.
+//   CTA  : kGemvWarps warps, persistent: CTA b takes items b, b + grid, b + 2 grid, ...
+//   warp : a contiguous run of its item's steps (GemvWarpSteps).
+// The warps' partial 16x8 results are summed through shared memory in warp order; with parts > 1
+// each CTA leaves its sum in a workspace slot and the last CTA of the tile (a ticket) adds the
+// slots in part order. Every output is summed in the same order on every run.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+
+#ifndef PKV_HOST_DEVICE
+#if defined(__CUDACC__)
+#define PKV_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define PKV_HOST_DEVICE inline
+#endif
+#endif
+
+namespace pkv::gpu {
+
+inline constexpr int32_t kGemvWarps = 8;      // warps per CTA
+inline constexpr int32_t kGemvTileRows = 16;  // output rows per tile (the MMA's M)
+inline constexpr int32_t kGemvMaxTokens = 8;  // the MMA's N
+inline constexpr int32_t kGemvStepK = 32;     // k per warp step
+inline constexpr int32_t kGemvMaxParts = 4;   // split-K factor limit
+inline constexpr int32_t kGemvTileOutputs = kGemvTileRows * kGemvMaxTokens;  // 128 floats
+
+// Weight row of slot `slot` (0..15) of tile `tile`. Slots 0..7 and 8..15 are two runs of 8 rows
+// half a group apart, so the pairs an epilogue combines meet in one CTA:
+//   group_rows = 16    : tile t covers rows 16 t .. 16 t + 15 (contiguous);
+//   group_rows = D     : the q/k/v projection, head t / (D / 16), RoPE pairs (i, i + D / 2);
+//   group_rows = 2 I   : the fused gate/up projection, gate row j with up row I + j.
+// REQUIRES: group_rows % 16 == 0.
+PKV_HOST_DEVICE int32_t GemvRow(int32_t group_rows, int32_t tile, int32_t slot) {
+  const int32_t tiles_per_group = group_rows / kGemvTileRows;
+  const int32_t group = tile / tiles_per_group;
+  const int32_t first = (tile - group * tiles_per_group) * 8;
+  return group * group_rows + first + (slot & 7) + (slot >> 3) * (group_rows / 2);
+}
+
+struct GemvStepRange {
+  int32_t begin = 0;
+  int32_t end = 0;  // exclusive
+};
+
+// The K steps warp `warp` of a CTA handles for part `part` of `parts`: the part's steps split
+// into kGemvWarps contiguous runs (some empty when the part has fewer steps than warps).
+PKV_HOST_DEVICE GemvStepRange GemvWarpSteps(int32_t steps, int32_t parts, int32_t part,
+                                            int32_t warp) {
+  const int64_t lo = int64_t{part} * steps / parts, hi = int64_t{part + 1} * steps / parts;
+  const int64_t len = hi - lo;
+  return {static_cast<int32_t>(lo + warp * len / kGemvWarps),
+          static_cast<int32_t>(lo + (warp + 1) * len / kGemvWarps)};
+}
+
+// MMA operands from the lane's loads. wa / wb: the 4 32-bit words of the 16 bytes the lane (g, c)
+// loaded from rows g and g + 8 at k = 32 s + 8 c; xv: token g's 16 bytes at the same k. MMA h
+// (0 or 1) of the step uses words 2h and 2h + 1 (k 32 s + 8 c + 4 h .. + 3).
+// PTX m16n8k16 (.row.col, 16-bit inputs), lane (g, c):
+//   A: a0 = (row g, k 2c..2c+1), a1 = (g + 8, 2c..), a2 = (g, 2c+8..2c+9), a3 = (g + 8, 2c+8..)
+//   B: b0 = (k 2c..2c+1, column g), b1 = (k 2c+8..2c+9, column g)
+// Each lane holds the same four logical k in A and B, so mapping logical k {2c, 2c+1, 2c+8,
+// 2c+9} of MMA h onto physical k 32 s + 8 c + 4 h + {0, 1, 2, 3} is one bijection for both
+// operands, and the MMA sums exactly the products of those 16 physical k.
+PKV_HOST_DEVICE void GemvFragA(const uint32_t (&wa)[4], const uint32_t (&wb)[4], int h,
+                               uint32_t (&a)[4]) {
+  a[0] = wa[2 * h];
+  a[1] = wb[2 * h];
+  a[2] = wa[2 * h + 1];
+  a[3] = wb[2 * h + 1];
+}
+PKV_HOST_DEVICE void GemvFragB(const uint32_t (&xv)[4], int h, uint32_t (&b)[2]) {
+  b[0] = xv[2 * h];
+  b[1] = xv[2 * h + 1];
+}
+// Where the accumulator of (slot, token) lives: C fragment c0 = (row g, column 2c),
+// c1 = (g, 2c + 1), c2 = (g + 8, 2c), c3 = (g + 8, 2c + 1).
+PKV_HOST_DEVICE int32_t GemvAccLane(int32_t slot, int32_t token) {
+  return (slot & 7) * 4 + (token >> 1);
+}
+PKV_HOST_DEVICE int32_t GemvAccElem(int32_t slot, int32_t token) {
+  return (slot >> 3) * 2 + (token & 1);
+}
+
+// The device as the planner sees it (queried once by the caller: the planner is pure).
+struct GemvDevice {
+  int32_t num_sms = 0;
+  int32_t ctas_per_sm = 0;  // resident GEMV CTAs per SM (occupancy of the kernels)
+};
+
+struct GemvPlan {
+  int32_t n = 0;  // output rows
+  int32_t k = 0;  // input length, a multiple of kGemvStepK
+  int32_t group_rows = 16;
+  int32_t tiles = 0;  // ceil(n / 16)
+  int32_t parts = 1;  // split-K factor
+  int32_t items = 0;  // tiles * parts
+  int32_t grid = 0;   // CTAs: min(items, num_sms * ctas_per_sm)
+  // Workspace of a split launch: one 16x8 float slot per item and one ticket per tile.
+  int64_t partial_floats() const { return parts > 1 ? int64_t{items} * kGemvTileOutputs : 0; }
+  int32_t num_tickets() const { return parts > 1 ? tiles : 0; }
+};
+
+// The split-K factor for `tiles` tiles of `steps` K steps on `num_sms` SMs. Rule: the smallest
+// parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and (b) the
+// fullest SM holding at most 1 / 0.9 of the mean (items / (num_sms * ceil(items / num_sms)) >=
+// 0.9); a part keeps >= 2 steps per warp (parts <= steps / 16) so the split does not turn the
+// stream into ticket traffic. When no factor meets (a) and (b), the best balance wins, smaller
+// factors on ties. Worked examples on 132 SMs (H200):
+//   8B o_proj   (256 tiles, 128 steps): 1 part = 256 items < 264; 2 parts = 512, balance 0.97 -> 2
+//   8B qkv      (384 tiles, 128 steps): 384 items >= 264, balance 384 / 396 = 0.97 -> 1
+//   1B o_proj   (128 tiles, 64 steps):  2 parts = 256 < 264; 3 parts = 384, balance 0.97 -> 3
+//   8B gate/up  (1792 tiles): balance 1792 / (132 * 14) = 0.97 -> 1
+//   tiny model  (8 tiles, 2 steps): parts <= 2 / 16 -> 1
+int32_t ChooseGemvParts(int32_t tiles, int32_t steps, int32_t num_sms);
+
+// The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of 32, n is not
+// positive, group_rows is not a multiple of 16, or a paired group_rows (> 16) does not divide n.
+absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d);
+
+}  // namespace pkv::gpu

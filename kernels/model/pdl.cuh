@@ -1,0 +1,52 @@
+// Programmatic dependent launch (PDL, sm_90+) for the model kernels.
+//
+// A kernel launched with LaunchMaybePdl(pdl = true) may start while the previous kernel on the
+// stream is still running (once all of that kernel's CTAs have called PdlTrigger or exited).
+// Contract for every kernel launched this way:
+//   - before PdlWait, touch only memory no earlier kernel of the step writes (weights, norm
+//     weights, RoPE frequencies);
+//   - every CTA calls PdlWait before any other read or any write, so a kernel completes only
+//     after its predecessor did, and "complete" stays transitive along the chain;
+//   - PdlTrigger after PdlWait lets the next kernel launch early; it never affects correctness
+//     (the next kernel's PdlWait waits for this grid's completion and memory flush).
+// Without the launch attribute both calls return at once, and on code compiled below sm_90 they
+// are empty, so the same kernels serve every target; PdlUsable (gemv.h) keeps the attribute off
+// where the wait would be missing.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace pkv::gpu {
+
+__device__ __forceinline__ void PdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void PdlTrigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Launches `kernel` on `stream`, with programmatic stream serialization when `pdl`.
+template <typename... KernelArgs, typename... Args>
+cudaError_t LaunchMaybePdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
+                           cudaStream_t stream, bool pdl, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace pkv::gpu
