@@ -25,7 +25,9 @@ using ::testing::HasSubstr;
 constexpr int kMaxRequestBytes = 64 << 10;
 constexpr int kMaxPromptTokens = 256;
 constexpr int kMaxStopStrings = 4;
-constexpr int kWriteTimeoutMs = 1500;
+constexpr int kWriteTimeoutMs = 3000;
+constexpr int kMaxStreamsPerConnection = 2;
+constexpr absl::Duration kCallDeadline = absl::Seconds(30);
 constexpr char kGenerate[] = "/pkv.v1.Generation/Generate";
 // The router parses requests itself (router/generation_service.h), so unparsable bytes get a clear
 // INVALID_ARGUMENT rather than gRPC 1.51's UNIMPLEMENTED with no message.
@@ -43,6 +45,7 @@ struct Case {
   // The server answers while the client is still sending (oversized headers): the client may see
   // the connection close (UNAVAILABLE) instead of the status. Retried until the status shows.
   bool send_race = false;
+  bool gzip = false;  // sent compressed
 };
 
 pkv::v1::GenerateRequest Valid() {
@@ -147,6 +150,12 @@ std::vector<Case> ProtocolCases() {
                      r.set_text(std::string(kMaxRequestBytes + 10, 'a'));
                    }),
                    grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max"});
+  // RELIABILITY P2: 2 MiB of text compresses to a few KiB; the limit applies to the inflated size.
+  Case bomb{"gzip inflating past --max_request_bytes",
+            With([](pkv::v1::GenerateRequest& r) { r.set_text(std::string(2 << 20, 'a')); }),
+            grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max"};
+  bomb.gzip = true;
+  cases.push_back(std::move(bomb));
   // A text prompt is tokenized by the worker, which applies the router's cap (no pages, no tokens).
   std::string long_text;
   for (int i = 0; i < 200; ++i) absl::StrAppend(&long_text, "word", i, " and more ");
@@ -187,6 +196,7 @@ class BadInputTest : public ::testing::Test {
                            absl::StrCat("--max_prompt_tokens=", kMaxPromptTokens),
                            absl::StrCat("--max_stop_strings=", kMaxStopStrings),
                            "--max_metadata_bytes=8192",
+                           absl::StrCat("--max_concurrent_streams=", kMaxStreamsPerConnection),
                            absl::StrCat("--client_write_timeout_ms=", kWriteTimeoutMs)};
     auto c = Cluster::Start(options);
     ASSERT_TRUE(c.ok()) << c.status();
@@ -232,10 +242,10 @@ TEST_F(BadInputTest, EveryCaseGetsItsStatusAndMessageAndServersStayUp) {
   int invalid_generate = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    RawResult r = RawCall(RouterChannel(), c.method, c.request, c.metadata);
+    RawResult r = RawCall(RouterChannel(), c.method, c.request, c.metadata, kCallDeadline, c.gzip);
     for (int retry = 0; c.send_race && retry < 10 && r.status.error_code() != c.code; ++retry) {
       EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
-      r = RawCall(RouterChannel(), c.method, c.request, c.metadata);
+      r = RawCall(RouterChannel(), c.method, c.request, c.metadata, kCallDeadline, c.gzip);
     }
     EXPECT_EQ(r.status.error_code(), c.code) << r.status.error_message();
     EXPECT_THAT(r.status.error_message(), HasSubstr(c.message));
@@ -257,23 +267,43 @@ TEST_F(BadInputTest, EveryCaseGetsItsStatusAndMessageAndServersStayUp) {
   EXPECT_FALSE(ok.responses.empty());
 }
 
-// RELIABILITY S3: a client that never reads is cancelled after the write timeout; streams of
-// other clients run to completion meanwhile; the worker frees the slow stream's pages.
-TEST_F(BadInputTest, SlowReaderIsCancelledWhileOthersFinish) {
-  const double cancels_before = RouterSample(*cluster_, "pkv_router_slow_client_cancels_total");
-  // A small stream window and no BDP growth, so a few messages fill what the client accepts.
+// A stream whose client never reads: a generation with big messages (20 logprob alternatives per
+// token) on a connection whose stream window is small and never grows.
+struct HeldStream {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<pkv::v1::GenerateResponse>> reader;
+
+  HeldStream(pkv::v1::Generation::Stub* stub, int key) {
+    pkv::v1::GenerateRequest request = GreedyRequest(key, 4, 1000);
+    request.mutable_sampling()->set_logprobs(true);
+    request.mutable_sampling()->set_top_logprobs(20);
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
+    reader = stub->Generate(&ctx, request);
+  }
+  // Reads what arrived before the router cancelled the stream; the final status and token count.
+  std::pair<grpc::Status, int> Drain() {
+    pkv::v1::GenerateResponse response;
+    int tokens = 0;
+    while (reader->Read(&response)) tokens += response.chunk().token_ids_size();
+    return {reader->Finish(), tokens};
+  }
+};
+
+std::unique_ptr<pkv::v1::Generation::Stub> SmallWindowStub(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
-  auto slow_stub = pkv::v1::Generation::NewStub(grpc::CreateCustomChannel(
-      cluster_->router_address(), grpc::InsecureChannelCredentials(), args));
-  pkv::v1::GenerateRequest slow = GreedyRequest(1, 4, 1000);
-  slow.mutable_sampling()->set_logprobs(true);  // ~20 alternatives per token: big messages
-  slow.mutable_sampling()->set_top_logprobs(20);
-  grpc::ClientContext slow_ctx;
-  slow_ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
-  auto slow_reader = slow_stub->Generate(&slow_ctx, slow);  // never read until the end
+  return pkv::v1::Generation::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
+// RELIABILITY S3: a client that never reads is cancelled after the write timeout; streams of
+// other clients run to completion meanwhile; the worker frees the slow stream's pages.
+TEST_F(BadInputTest, SlowReaderIsCancelledWhileOthersFinish) {
+  const double cancels_before = RouterSample(*cluster_, "pkv_router_slow_client_cancels_total");
+  auto slow_stub = SmallWindowStub(cluster_->router_address());
+  HeldStream slow(slow_stub.get(), 1);  // never read until the end
 
   std::vector<pkv::v1::GenerateRequest> others;
   for (int i = 0; i < 3; ++i) others.push_back(GreedyRequest(10 + i, 8, 64));
@@ -290,13 +320,49 @@ TEST_F(BadInputTest, SlowReaderIsCancelledWhileOthersFinish) {
       absl::Milliseconds(kWriteTimeoutMs) + absl::Seconds(20));
   EXPECT_TRUE(cancelled) << cluster_->Logs();
   // The client now reads what reached it before the cancel, then the CANCELLED status.
-  pkv::v1::GenerateResponse response;
-  int received = 0;
-  while (slow_reader->Read(&response)) received += response.chunk().token_ids_size();
-  const grpc::Status status = slow_reader->Finish();
+  const auto [status, received] = slow.Drain();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
   EXPECT_LT(received, 1000);
   EXPECT_EQ(RouterSample(*cluster_, "pkv_router_inflight"), 0);
+  ExpectAllServingAndQuiescent();
+}
+
+// Issue 7 item 7 / RELIABILITY S5: one connection runs at most --max_concurrent_streams streams;
+// the client holds a further one back (HTTP/2 SETTINGS), so it never reaches the router, while
+// other connections are served. Once the held streams end, the connection serves again.
+TEST_F(BadInputTest, StreamsBeyondThePerConnectionLimitWait) {
+  const double cancels_before = RouterSample(*cluster_, "pkv_router_slow_client_cancels_total");
+  const double requests_before = RouterSample(*cluster_, "pkv_router_request_duration_seconds_count");
+  auto stub = SmallWindowStub(cluster_->router_address());
+  std::vector<std::unique_ptr<HeldStream>> held;
+  for (int i = 0; i < kMaxStreamsPerConnection; ++i) {
+    held.push_back(std::make_unique<HeldStream>(stub.get(), 20 + i));
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] { return RouterSample(*cluster_, "pkv_router_inflight") == kMaxStreamsPerConnection; },
+      absl::Seconds(10)));
+  // Its deadline (0.5 s) passes long before the write timeout (3 s) frees a stream.
+  const pkv::v1::GenerateRequest small = GreedyRequest(30, 4, 4);
+  const Outcome waited = Stream(stub.get(), small, absl::Milliseconds(500));
+  EXPECT_EQ(waited.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << waited.status.error_message();
+  EXPECT_TRUE(waited.tokens.empty());
+  auto other = NewRouterStub(*cluster_);
+  const Outcome elsewhere = Stream(other.get(), small, absl::Seconds(30));
+  EXPECT_TRUE(elsewhere.status.ok()) << elsewhere.status.error_message();
+
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return RouterSample(*cluster_, "pkv_router_slow_client_cancels_total") ==
+               cancels_before + kMaxStreamsPerConnection;
+      },
+      absl::Milliseconds(kWriteTimeoutMs) + absl::Seconds(20)));
+  const Outcome after = Stream(stub.get(), small, absl::Seconds(30));
+  EXPECT_TRUE(after.status.ok()) << after.status.error_message();
+  for (auto& h : held) EXPECT_EQ(h->Drain().first.error_code(), grpc::StatusCode::CANCELLED);
+  // The router saw the two held streams and the two served ones, never the one that waited.
+  EXPECT_EQ(RouterSample(*cluster_, "pkv_router_request_duration_seconds_count"),
+            requests_before + kMaxStreamsPerConnection + 2);
   ExpectAllServingAndQuiescent();
 }
 

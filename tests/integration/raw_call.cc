@@ -15,12 +15,14 @@ bool Await(grpc::CompletionQueue& cq) {
 }  // namespace
 
 RawResult RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                  const std::string& request, const Metadata& metadata, absl::Duration deadline) {
+                  const std::string& request, const Metadata& metadata, absl::Duration deadline,
+                  bool gzip) {
   RawResult result;
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   for (const auto& [key, value] : metadata) ctx.AddMetadata(key, value);
+  if (gzip) ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
   grpc::CompletionQueue cq;
   int tag = 0;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call = stub.PrepareCall(&ctx, method, &cq);

@@ -22,8 +22,9 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;
 
 // Sends `request` (serialized bytes) to `method` ("/package.Service/Method"), half-closes, reads
 // every response and returns them with the final status.
+// With `gzip` the message is sent compressed (grpc-encoding: gzip).
 RawResult RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
                   const std::string& request, const Metadata& metadata = {},
-                  absl::Duration deadline = absl::Seconds(30));
+                  absl::Duration deadline = absl::Seconds(30), bool gzip = false);
 
 }  // namespace pkv::testing
