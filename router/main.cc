@@ -9,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/log.h"
+#include "google/protobuf/stubs/logging.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "router/router_flags.h"
@@ -44,6 +45,14 @@ std::unique_ptr<prometheus::Exposer> StartMetrics(const std::string& address,
   }
 }
 
+// libprotobuf logs an ERROR line for every request string field that is not UTF-8, so a client
+// could flood the log. Such requests already get INVALID_ARGUMENT (generation_service.h): keep
+// protobuf's own messages at debug level (FATAL still aborts inside protobuf).
+void ProtobufLogAtDebug(google::protobuf::LogLevel /*level*/, const char* file, int line,
+                        const std::string& message) {
+  PKV_LOG(DEBUG) << "libprotobuf " << file << ":" << line << ": " << message;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,6 +61,7 @@ int main(int argc, char** argv) {
       "[--metrics_listen=127.0.0.1:9100]");
   absl::ParseCommandLine(argc, argv);
   pkv::SetLogTag("router");
+  google::protobuf::SetLogHandler(&ProtobufLogAtDebug);
   absl::StatusOr<pkv::router::RouterProcessOptions> options =
       pkv::router::RouterProcessOptionsFromFlags();
   if (!options.ok()) {
