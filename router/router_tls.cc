@@ -47,7 +47,9 @@ std::string SecuritySummary(const RouterOptions& o) {
                          : o.require_client_cert      ? " (client certificates required)"
                                                       : " (client certificates verified if shown)");
   const char* workers = o.worker_tls.any() ? "workers mTLS" : "workers PLAINTEXT";
-  const char* keys = o.api_keys_file.empty() ? "no API keys (every client accepted)" : "API keys";
+  const char* keys = o.api_keys_file.empty()        ? "no API keys (every client accepted)"
+                     : o.client_tls.cert_file.empty() ? "API keys (sent in the clear: local use only)"
+                                                      : "API keys";
   return absl::StrCat(client, ", ", workers, ", ", keys);
 }
 
