@@ -157,9 +157,9 @@ absl::Status TpCpuBackend::Forward(absl::Span<const BatchRow> rows, std::vector<
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(const std::string& model_dir, int tp,
-                                                               int32_t page_size,
-                                                               int64_t num_kv_pages) {
+absl::StatusOr<std::unique_ptr<TpCpuBackend>> TpCpuBackend::Load(const std::string& model_dir,
+                                                                 int tp, int32_t page_size,
+                                                                 int64_t num_kv_pages) {
   PKV_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(model_dir));
   PKV_RETURN_IF_ERROR(ValidateTensorParallel(config, tp));
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
@@ -176,6 +176,14 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(const std::string
                 << " KV heads, " << backend->rank_weight_bytes() / double(1 << 20)
                 << " MiB weights, " << backend->rank_kv_bytes() / double(1 << 20) << " MiB KV ("
                 << num_kv_pages << " pages of " << page_size << " tokens)";
+  return backend;
+}
+
+absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(const std::string& model_dir, int tp,
+                                                               int32_t page_size,
+                                                               int64_t num_kv_pages) {
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<TpCpuBackend> backend,
+                       TpCpuBackend::Load(model_dir, tp, page_size, num_kv_pages));
   return std::unique_ptr<ModelBackend>(std::move(backend));
 }
 

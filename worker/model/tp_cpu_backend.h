@@ -46,6 +46,12 @@ class TpCpuBackend : public ModelBackend {
                                                               std::vector<LlamaWeights> shards,
                                                               int32_t page_size,
                                                               int64_t num_kv_pages);
+  // Loads <model_dir> split tp ways: each rank reads only its slices of the checkpoint
+  // (LoadLlamaShardF32). INVALID_ARGUMENT (naming the field and the valid --tp values) when the
+  // model cannot be split tp ways.
+  static absl::StatusOr<std::unique_ptr<TpCpuBackend>> Load(const std::string& model_dir, int tp,
+                                                            int32_t page_size,
+                                                            int64_t num_kv_pages);
   ~TpCpuBackend() override;
 
   const ModelConfig& config() const override { return config_; }
@@ -85,9 +91,7 @@ class TpCpuBackend : public ModelBackend {
   SamplerScratch sampler_scratch_;
 };
 
-// Loads <model_dir> split tp ways: each rank reads only its slices of the checkpoint
-// (LoadLlamaShardF32). INVALID_ARGUMENT (naming the field and the valid --tp values) when the
-// model cannot be split tp ways.
+// TpCpuBackend::Load as a ModelBackend (the worker's --tp).
 absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(const std::string& model_dir, int tp,
                                                                int32_t page_size,
                                                                int64_t num_kv_pages);

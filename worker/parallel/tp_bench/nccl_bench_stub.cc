@@ -1,0 +1,14 @@
+// pkv-tp-bench nccl in a build without NCCL: says so.
+#include <cstdio>
+
+#include "worker/parallel/tp_bench/tp_bench.h"
+
+namespace pkv::tp_bench {
+
+int RunNcclBench(const NcclBenchOptions&) {
+  std::fprintf(stderr,
+               "pkv-tp-bench: this build has no NCCL (configure with CUDA and NCCL present)\n");
+  return 2;
+}
+
+}  // namespace pkv::tp_bench
