@@ -42,6 +42,8 @@ ABSL_FLAG(int, max_request_bytes, 1 << 20, "largest accepted request message");
 ABSL_FLAG(int, max_concurrent_streams, 100, "HTTP/2 streams per client connection");
 ABSL_FLAG(int, drain_timeout_s, 30, "on SIGTERM/SIGINT, how long in-flight streams may finish");
 ABSL_FLAG(int, max_metadata_bytes, 8 << 10, "largest accepted request metadata (headers) per call");
+ABSL_FLAG(int, handshake_timeout_ms, 10000,
+          "close a client connection that has not completed TLS + HTTP/2 setup by then");
 ABSL_FLAG(int, max_stop_strings, 16, "stop strings per request");
 ABSL_FLAG(int, max_prompt_text_bytes, 1 << 20, "bytes of a text prompt");
 ABSL_FLAG(int, client_write_timeout_ms, 30000,
@@ -129,6 +131,7 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   absl::Status security = SecurityFromFlags(o);
   if (!security.ok()) return security;
   o.max_metadata_bytes = absl::GetFlag(FLAGS_max_metadata_bytes);
+  o.handshake_timeout_ms = absl::GetFlag(FLAGS_handshake_timeout_ms);
   o.client_write_timeout_ms = absl::GetFlag(FLAGS_client_write_timeout_ms);
   const int max_stops = absl::GetFlag(FLAGS_max_stop_strings);
   const int max_text = absl::GetFlag(FLAGS_max_prompt_text_bytes);

@@ -92,6 +92,7 @@ absl::Status ValidateRouterOptions(const RouterOptions& o) {
       {"max_request_bytes", {o.max_request_bytes, 1024}},
       {"max_concurrent_streams", {o.max_concurrent_streams, 1}},
       {"max_metadata_bytes", {o.max_metadata_bytes, 1024}},
+      {"handshake_timeout_ms", {o.handshake_timeout_ms, 100}},
       {"client_write_timeout_ms", {o.client_write_timeout_ms, 0}},
   };
   for (const auto& [flag, value_min] : checks) {

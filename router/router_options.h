@@ -69,6 +69,9 @@ struct RouterOptions {
   int max_request_bytes = 1 << 20;
   int max_concurrent_streams = 100;
   int max_metadata_bytes = 8 << 10;  // request headers (incl. the API key) per call
+  // A connection that has not finished its TLS handshake and HTTP/2 preface by then is closed
+  // (RELIABILITY S1; gRPC's default is 120 s).
+  int handshake_timeout_ms = 10000;
   // A client that leaves one write (or the final status) unread this long is cancelled, which
   // frees its admission slot and the worker's KV pages (0 = never).
   int client_write_timeout_ms = 30000;

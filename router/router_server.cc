@@ -70,6 +70,7 @@ absl::Status RouterServer::Start() {
   builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options_.max_metadata_bytes);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, options_.handshake_timeout_ms);
   {
     absl::MutexLock lock(&health_mu_);
     server_ = builder.BuildAndStart();

@@ -3,6 +3,11 @@
 // SERVING, the workers generated nothing for the rejected requests and their KV ledgers balance,
 // and the router counted exactly the INVALID_ARGUMENT streams it refused. A slow-reading client is
 // cancelled after --client_write_timeout_ms while other streams finish.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -27,6 +32,7 @@ constexpr int kMaxPromptTokens = 256;
 constexpr int kMaxStopStrings = 4;
 constexpr int kWriteTimeoutMs = 3000;
 constexpr int kMaxStreamsPerConnection = 2;
+constexpr int kHandshakeTimeoutMs = 1000;
 constexpr absl::Duration kCallDeadline = absl::Seconds(30);
 constexpr char kGenerate[] = "/pkv.v1.Generation/Generate";
 // The router parses requests itself (router/generation_service.h), so unparsable bytes get a clear
@@ -197,7 +203,8 @@ class BadInputTest : public ::testing::Test {
                            absl::StrCat("--max_stop_strings=", kMaxStopStrings),
                            "--max_metadata_bytes=8192",
                            absl::StrCat("--max_concurrent_streams=", kMaxStreamsPerConnection),
-                           absl::StrCat("--client_write_timeout_ms=", kWriteTimeoutMs)};
+                           absl::StrCat("--client_write_timeout_ms=", kWriteTimeoutMs),
+                           absl::StrCat("--handshake_timeout_ms=", kHandshakeTimeoutMs)};
     auto c = Cluster::Start(options);
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = c->release();
@@ -364,6 +371,43 @@ TEST_F(BadInputTest, StreamsBeyondThePerConnectionLimitWait) {
   EXPECT_EQ(RouterSample(*cluster_, "pkv_router_request_duration_seconds_count"),
             requests_before + kMaxStreamsPerConnection + 2);
   ExpectAllServingAndQuiescent();
+}
+
+// RELIABILITY S1: connections that never send the HTTP/2 preface are closed by the handshake
+// timeout; a client on another connection is served meanwhile.
+TEST_F(BadInputTest, IdleConnectionsAreClosedByTheHandshakeTimeout) {
+  const int port = std::stoi(cluster_->router_address().substr(
+      cluster_->router_address().rfind(':') + 1));
+  std::vector<int> fds;
+  for (int i = 0; i < 20; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    fds.push_back(fd);
+  }
+  auto stub = NewRouterStub(*cluster_);
+  const Outcome served = Stream(stub.get(), GreedyRequest(40, 4, 8), absl::Seconds(30));
+  EXPECT_TRUE(served.status.ok()) << served.status.error_message();
+  // Each idle connection gets the server's preface (SETTINGS), then EOF well within the bound.
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs) +
+                              absl::Seconds(15);
+  for (const int fd : fds) {
+    bool closed = false;
+    while (!closed && absl::Now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      const int wait_ms = static_cast<int>(
+          std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      if (poll(&p, 1, wait_ms) != 1) break;
+      char buf[4096];
+      closed = recv(fd, buf, sizeof(buf), 0) <= 0;  // EOF or reset
+    }
+    EXPECT_TRUE(closed) << "an idle connection is still open";
+    close(fd);
+  }
+  EXPECT_TRUE(WaitServing(cluster_->router_address(), absl::Seconds(5)).ok());
 }
 
 }  // namespace
