@@ -3,6 +3,7 @@
 
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
+#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu {
 namespace {
@@ -13,6 +14,8 @@ template <typename T>
 __global__ void __launch_bounds__(kSiluThreads)
     SiluMulKernel(const T* gate_up, int64_t num_tokens, int32_t inter, T* out) {
   // grid.x covers one token's `inter` columns, grid.y strides over tokens: no division per element.
+  PdlWait();
+  PdlTrigger();
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= inter) return;
   for (int64_t t = blockIdx.y; t < num_tokens; t += gridDim.y) {
@@ -25,7 +28,7 @@ __global__ void __launch_bounds__(kSiluThreads)
 }  // namespace
 
 absl::Status LaunchSiluMul(DType dtype, const void* gate_up, int64_t num_tokens, int32_t inter,
-                           void* out, cudaStream_t stream) {
+                           void* out, cudaStream_t stream, bool pdl) {
   if (inter <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("silu: intermediate size ", inter));
   }
@@ -34,9 +37,10 @@ absl::Status LaunchSiluMul(DType dtype, const void* gate_up, int64_t num_tokens,
                   static_cast<unsigned>(std::min<int64_t>(num_tokens, 65535)));
   return DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    SiluMulKernel<T><<<grid, kSiluThreads, 0, stream>>>(static_cast<const T*>(gate_up), num_tokens,
-                                                        inter, static_cast<T*>(out));
-    return CheckLaunch("SiluMulKernel");
+    return CudaStatus(
+        LaunchMaybePdl(SiluMulKernel<T>, grid, dim3(kSiluThreads), 0, stream, pdl,
+                       static_cast<const T*>(gate_up), num_tokens, inter, static_cast<T*>(out)),
+        "SiluMulKernel");
   });
 }
 

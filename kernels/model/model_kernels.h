@@ -36,6 +36,9 @@ struct EmbedNormArgs {
   float eps = 1e-5f;
   float* x = nullptr;  // [num_tokens][hidden] residual stream, written
   void* xn = nullptr;  // [num_tokens][hidden] dtype, written
+  // When set, [num_tokens]: each token's sum of x^2 (the fused GEMV's kRmsNorm input reads it as
+  // one part, gemv.h).
+  float* sum_sq = nullptr;
 };
 absl::Status LaunchEmbedRmsNorm(const EmbedNormArgs& a, cudaStream_t stream);
 
@@ -56,6 +59,7 @@ struct AddNormArgs {
   float eps = 1e-5f;
   bool write_x = true;
   void* xn = nullptr;  // [num_out][hidden] dtype
+  bool pdl = false;    // programmatic dependent launch (pdl.cuh)
 };
 absl::Status LaunchAddRmsNorm(const AddNormArgs& a, cudaStream_t stream);
 
@@ -82,13 +86,15 @@ struct QkvRopeArgs {
   void* q_out = nullptr;    // [num_tokens][H_q][D] dtype
   void* k_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype, this layer
   void* v_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype, this layer
+  bool pdl = false;         // programmatic dependent launch (pdl.cuh)
 };
 absl::Status LaunchQkvRopeKvWrite(const QkvRopeArgs& a, cudaStream_t stream);
 
 // out[t][i] = silu(gate_up[t][i]) * gate_up[t][inter + i], silu(z) = z / (1 + exp(-z)).
 //   gate_up [num_tokens][2 * inter] dtype (the fused gate/up projection), out [num_tokens][inter]
+// pdl: programmatic dependent launch (pdl.cuh).
 absl::Status LaunchSiluMul(DType dtype, const void* gate_up, int64_t num_tokens, int32_t inter,
-                           void* out, cudaStream_t stream);
+                           void* out, cudaStream_t stream, bool pdl = false);
 
 // Paged causal attention for any head dim up to 512, one CTA per (token, q head): the fallback
 // for shapes the tensor-core kernels are not compiled for (the tiny test model's D = 16) and a

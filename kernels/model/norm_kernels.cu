@@ -3,6 +3,7 @@
 // is read from memory once.
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
+#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu {
 namespace {
@@ -32,6 +33,7 @@ __global__ void __launch_bounds__(kNormThreads) EmbedRmsNormKernel(const EmbedNo
     sum_sq += v * v;
   }
   sum_sq = dev::BlockSum(sum_sq, scratch);
+  if (a.sum_sq != nullptr && threadIdx.x == 0) a.sum_sq[t] = sum_sq;
   NormRowFromSmem<T>(row, a.hidden, sum_sq, a.norm_weight, a.eps,
                      static_cast<T*>(a.xn) + static_cast<int64_t>(t) * a.hidden);
 }
@@ -40,6 +42,8 @@ template <typename T>
 __global__ void __launch_bounds__(kNormThreads) AddRmsNormKernel(const AddNormArgs a) {
   extern __shared__ float row[];  // [hidden]
   __shared__ float scratch[kNormThreads / 32];
+  PdlWait();  // x and delta come from earlier kernels
+  PdlTrigger();
   const int r = blockIdx.x;
   const int64_t t = a.rows != nullptr ? a.rows[r] : r;
   float* x = a.x + t * a.hidden;
@@ -82,8 +86,9 @@ absl::Status LaunchAddRmsNorm(const AddNormArgs& a, cudaStream_t stream) {
   if (a.num_out <= 0) return absl::OkStatus();
   return DispatchDType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    AddRmsNormKernel<T><<<a.num_out, kNormThreads, a.hidden * sizeof(float), stream>>>(a);
-    return CheckLaunch("AddRmsNormKernel");
+    return CudaStatus(LaunchMaybePdl(AddRmsNormKernel<T>, dim3(a.num_out), dim3(kNormThreads),
+                                     a.hidden * sizeof(float), stream, a.pdl, a),
+                      "AddRmsNormKernel");
   });
 }
 

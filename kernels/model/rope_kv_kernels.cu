@@ -5,6 +5,7 @@
 
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
+#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu {
 namespace {
@@ -16,6 +17,8 @@ template <typename T>
 __global__ void __launch_bounds__(kRopeThreads) QkvRopeKvWriteKernel(const QkvRopeArgs a) {
   __shared__ float cos_t[kMaxHeadDim / 2];
   __shared__ float sin_t[kMaxHeadDim / 2];
+  PdlWait();  // qkv comes from the previous kernel
+  PdlTrigger();
   const int t = blockIdx.x;
   const int d = a.head_dim, half = d / 2;
   const int64_t pos = a.positions[t];
@@ -85,8 +88,9 @@ absl::Status LaunchQkvRopeKvWrite(const QkvRopeArgs& a, cudaStream_t stream) {
   if (a.num_tokens <= 0) return absl::OkStatus();
   return DispatchDType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    QkvRopeKvWriteKernel<T><<<a.num_tokens, kRopeThreads, 0, stream>>>(a);
-    return CheckLaunch("QkvRopeKvWriteKernel");
+    return CudaStatus(LaunchMaybePdl(QkvRopeKvWriteKernel<T>, dim3(a.num_tokens),
+                                     dim3(kRopeThreads), 0, stream, a.pdl, a),
+                      "QkvRopeKvWriteKernel");
   });
 }
 

@@ -18,6 +18,7 @@
 #include "worker/cuda_backend/decode_attention.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/cuda_backend/device_weights.h"
+#include "worker/cuda_backend/fused_plan.h"
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
 #include "worker/cuda_backend/step_builder.h"
@@ -52,6 +53,16 @@ class CudaModelBackend::Impl {
   absl::Status EnqueueAttention(int layer, const DeviceStep& s);
   absl::Status EnqueueGenericAttention(int layer, const DeviceStep& s, int32_t first,
                                        int32_t count);
+  absl::Status EnqueueLayer(int layer, const DeviceStep& s);
+
+  // fused_forward.cc: the fused small-batch path (fused_plan.h) and PDL.
+  absl::Status SetUpFused();
+  bool UseFused(const DeviceStep& s) const;
+  bool UsePdl() const { return options.pdl && pdl_usable; }
+  absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s);
+  absl::Status EnqueueFusedHead(const DeviceStep& s);
+  // Bits of the graph key for what the fused path and PDL bake into a capture.
+  uint64_t FusedSignature(const DeviceStep& s) const;
 
   // cuda_backend.cc: host half of a step.
   absl::Status Prepare(absl::Span<const BatchRow> rows, bool need_params, bool allow_graph,
@@ -91,6 +102,14 @@ class CudaModelBackend::Impl {
   cuda_backend::DeviceBuffer top;       // TopLogprob [R][kMaxTopLogprobs]
   cuda_backend::DeviceBuffer staging;   // the staging image on the device
   cuda_backend::PinnedBuffer staging_host, results_host, top_host;
+
+  // Fused small-batch path: null plans when the model shape is unsupported.
+  std::unique_ptr<cuda_backend::FusedPlans> fused_plans;
+  cuda_backend::DeviceBuffer gemv_partials;  // float [fused_plans->partial_floats()]
+  cuda_backend::DeviceBuffer gemv_tickets;   // int32 [fused_plans->num_tickets()], zero at rest
+  cuda_backend::DeviceBuffer sum_sq_attn;    // float [hidden / 16][8]: x^2 sums after o
+  cuda_backend::DeviceBuffer sum_sq_mlp;     // float [hidden / 16][8]: after down (embed: [1][8])
+  bool pdl_usable = false;
 
   std::unique_ptr<cuda_backend::StepBuilder> builder;
   cuda_backend::StepHost host;

@@ -1,5 +1,6 @@
 #include "worker/cuda_backend/cuda_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -33,6 +34,11 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
   }
   if (o.max_step_tokens < 1 || o.max_rows < 1 || o.num_kv_pages < 0) {
     return absl::InvalidArgumentError("max_step_tokens and max_rows must be positive");
+  }
+  if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_prefetch_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fused_max_tokens ", o.fused_max_tokens,
+                                                   " is not in [1, 8] or fused_prefetch_steps ",
+                                                   o.fused_prefetch_steps, " is negative"));
   }
   if (o.attention != "auto" && o.attention != "generic") {
     return absl::InvalidArgumentError(
@@ -170,6 +176,7 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
   PKV_RETURN_IF_ERROR(AllocateActivations(m));
   PKV_RETURN_IF_ERROR(AllocateKvPool(m));
   PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
+  PKV_RETURN_IF_ERROR(m->SetUpFused());
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream));
   const ModelConfig& c = m->config;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
@@ -246,6 +253,15 @@ void CudaModelBackend::SetSkinnyGemm(bool enabled) {
   impl_->options.skinny_gemm = enabled;
   impl_->gemm->set_skinny(enabled);
 }
+void CudaModelBackend::SetFusedSmallBatch(bool enabled) {
+  impl_->options.fused_small_batch = enabled;
+}
+void CudaModelBackend::SetPdl(bool enabled) { impl_->options.pdl = enabled; }
+void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) {
+  impl_->options.fused_prefetch_steps = std::max(0, steps);
+}
+bool CudaModelBackend::fused_available() const { return impl_->fused_plans != nullptr; }
+bool CudaModelBackend::pdl_available() const { return impl_->pdl_usable; }
 const StepTiming& CudaModelBackend::last_timing() const { return impl_->timing; }
 int64_t CudaModelBackend::weight_read_bytes() const { return impl_->weights.step_read_bytes; }
 int64_t CudaModelBackend::kv_bytes_per_token() const {

@@ -46,6 +46,18 @@ struct CudaBackendOptions {
   bool cuda_graphs = true;          // replay decode-only steps from per-bucket CUDA graphs
   // Steps of 1..4 tokens run their projections through the skinny GEMM kernel instead of cuBLAS.
   bool skinny_gemm = false;
+  // Steps of at most fused_max_tokens tokens (after graph padding) run each layer as the fused
+  // GEMV kernels (fused_plan.h: 5 launches a layer instead of 9, norm / RoPE / KV write / SiLU /
+  // residual in the projections' prologue and epilogues). Shapes the kernels do not support keep
+  // the cuBLAS path. Off until measured (bench/results/e2e-2026-11-29-h200/FUSION.md).
+  bool fused_small_batch = false;
+  int32_t fused_max_tokens = 8;  // 1..8
+  // Programmatic dependent launch between the per-layer kernels (sm_90+ running sm_90 code;
+  // ignored elsewhere): each kernel starts while the previous one drains. Off until measured.
+  bool pdl = false;
+  // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
+  // before waiting for the previous kernel (0: only the first register batch).
+  int32_t fused_prefetch_steps = 0;
   int device = 0;
   std::string dtype = "auto";  // auto | bfloat16 | float16
   // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
@@ -93,6 +105,14 @@ class CudaModelBackend : public ModelBackend {
   // or off (benchmarks compare them).
   void SetCudaGraphs(bool enabled);
   void SetSkinnyGemm(bool enabled);
+  // The fused small-batch path and programmatic dependent launch (benchmarks compare them; see
+  // CudaBackendOptions). fused_available(): the model shape is supported; pdl_available(): the
+  // device and the compiled kernels allow PDL.
+  void SetFusedSmallBatch(bool enabled);
+  void SetPdl(bool enabled);
+  void SetFusedPrefetchSteps(int32_t steps);
+  bool fused_available() const;
+  bool pdl_available() const;
 
   const StepTiming& last_timing() const;
   // Bytes of weights a decode step reads, and KV bytes per cached token (all layers, K and V).

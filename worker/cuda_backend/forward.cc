@@ -71,13 +71,9 @@ absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceSte
 
 absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   const ModelConfig& c = config;
-  const gpu::DType dt = weights.dtype;
-  const int64_t t = s.tokens, h = c.hidden_size, d = c.head_dim;
-  const int64_t qkv_dim = int64_t{c.num_q_heads + 2 * c.num_kv_heads} * d;
-  const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
-
+  const bool fused = UseFused(s);
   gpu::EmbedNormArgs e;
-  e.dtype = dt;
+  e.dtype = weights.dtype;
   e.embed = weights.embed;
   e.token_ids = s.token_ids;
   e.num_tokens = s.tokens;
@@ -86,66 +82,81 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   e.eps = c.rms_norm_eps;
   e.x = static_cast<float*>(x.get());
   e.xn = xn.get();
+  // The fused q/k/v GEMV of layer 0 norms x itself from the embedding's sums of squares.
+  e.sum_sq = fused ? static_cast<float*>(sum_sq_mlp.get()) : nullptr;
   PKV_RETURN_IF_ERROR(gpu::LaunchEmbedRmsNorm(e, stream));
-
   for (int l = 0; l < c.num_layers; ++l) {
-    const cuda_backend::LayerWeights& w = weights.layers[l];
-    PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream));
-    gpu::QkvRopeArgs r;
-    r.dtype = dt;
-    r.qkv = static_cast<const float*>(qkv.get());
-    r.bias = w.qkv_bias;
-    r.q_norm = w.q_norm;
-    r.k_norm = w.k_norm;
-    r.eps = c.rms_norm_eps;
-    r.positions = s.positions;
-    r.kv_slots = s.kv_slots;
-    r.inv_freq = static_cast<const double*>(inv_freq.get());
-    r.num_tokens = s.tokens;
-    r.num_q_heads = c.num_q_heads;
-    r.num_kv_heads = c.num_kv_heads;
-    r.head_dim = c.head_dim;
-    r.page_size = options.page_size;
-    r.q_out = q.get();
-    r.k_cache = k_cache[l];
-    r.v_cache = v_cache[l];
-    PKV_RETURN_IF_ERROR(gpu::LaunchQkvRopeKvWrite(r, stream));
-    PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
-    PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
-
-    gpu::AddNormArgs n;
-    n.dtype = dt;
-    n.x = static_cast<float*>(x.get());
-    n.delta = delta.get();
-    n.bias = w.o_bias;
-    n.num_out = s.tokens;
-    n.hidden = c.hidden_size;
-    n.norm_weight = w.post_norm;
-    n.eps = c.rms_norm_eps;
-    n.xn = xn.get();
-    PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
-    PKV_RETURN_IF_ERROR(
-        gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream));
-    PKV_RETURN_IF_ERROR(
-        gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream));
-    PKV_RETURN_IF_ERROR(
-        gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
-
-    n.bias = nullptr;
-    if (l + 1 < c.num_layers) {
-      n.norm_weight = weights.layers[l + 1].input_norm;
-    } else {  // the final norm, for the sampled tokens only
-      n.norm_weight = weights.final_norm;
-      n.rows = s.sample_token;
-      n.num_out = s.logit_rows;
-      n.write_x = false;
-      n.xn = final_xn.get();
-    }
-    PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
+    PKV_RETURN_IF_ERROR(fused ? EnqueueFusedLayer(l, s) : EnqueueLayer(l, s));
   }
+  if (fused) return EnqueueFusedHead(s);
   if (s.logit_rows == 0) return absl::OkStatus();
-  return gemm->Linear(dt, final_xn.get(), s.logit_rows, h, weights.lm_head, c.vocab_size,
-                      logits.get(), true, stream);
+  return gemm->Linear(weights.dtype, final_xn.get(), s.logit_rows, c.hidden_size, weights.lm_head,
+                      c.vocab_size, logits.get(), true, stream);
+}
+
+// One layer on cuBLAS and the unfused kernels; its closing add + norm feeds the next layer (the
+// last layer's: the final norm of the sampled tokens).
+absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
+  const ModelConfig& c = config;
+  const gpu::DType dt = weights.dtype;
+  const int64_t t = s.tokens, h = c.hidden_size, d = c.head_dim;
+  const int64_t qkv_dim = int64_t{c.num_q_heads + 2 * c.num_kv_heads} * d;
+  const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
+  const bool pdl = UsePdl();
+  const cuda_backend::LayerWeights& w = weights.layers[l];
+  PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream));
+  gpu::QkvRopeArgs r;
+  r.dtype = dt;
+  r.qkv = static_cast<const float*>(qkv.get());
+  r.bias = w.qkv_bias;
+  r.q_norm = w.q_norm;
+  r.k_norm = w.k_norm;
+  r.eps = c.rms_norm_eps;
+  r.positions = s.positions;
+  r.kv_slots = s.kv_slots;
+  r.inv_freq = static_cast<const double*>(inv_freq.get());
+  r.num_tokens = s.tokens;
+  r.num_q_heads = c.num_q_heads;
+  r.num_kv_heads = c.num_kv_heads;
+  r.head_dim = c.head_dim;
+  r.page_size = options.page_size;
+  r.q_out = q.get();
+  r.k_cache = k_cache[l];
+  r.v_cache = v_cache[l];
+  r.pdl = pdl;
+  PKV_RETURN_IF_ERROR(gpu::LaunchQkvRopeKvWrite(r, stream));
+  PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
+  PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
+
+  gpu::AddNormArgs n;
+  n.dtype = dt;
+  n.x = static_cast<float*>(x.get());
+  n.delta = delta.get();
+  n.bias = w.o_bias;
+  n.num_out = s.tokens;
+  n.hidden = c.hidden_size;
+  n.norm_weight = w.post_norm;
+  n.eps = c.rms_norm_eps;
+  n.xn = xn.get();
+  n.pdl = pdl;
+  PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
+  PKV_RETURN_IF_ERROR(
+      gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream));
+  PKV_RETURN_IF_ERROR(
+      gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream, pdl));
+  PKV_RETURN_IF_ERROR(gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
+
+  n.bias = nullptr;
+  if (l + 1 < c.num_layers) {
+    n.norm_weight = weights.layers[l + 1].input_norm;
+  } else {  // the final norm, for the sampled tokens only
+    n.norm_weight = weights.final_norm;
+    n.rows = s.sample_token;
+    n.num_out = s.logit_rows;
+    n.write_x = false;
+    n.xn = final_xn.get();
+  }
+  return gpu::LaunchAddRmsNorm(n, stream);
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {

@@ -80,10 +80,10 @@ absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
   cudaGraphExec_t exec = nullptr;
   uint64_t key = 0;
   if (current_bucket > 0 && sample) {
-    // The key names everything a capture bakes in: the bucket, the decode launches and which
-    // GEMM path the projections took.
-    const uint64_t signature =
-        (decode ? decode->LaunchSignature() : 0) ^ (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0);
+    // The key names everything a capture bakes in: the bucket, the decode launches, which GEMM
+    // path the projections took, the fused path and PDL.
+    const uint64_t signature = (decode ? decode->LaunchSignature() : 0) ^
+                               (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0) ^ FusedSignature(s);
     key = cuda_backend::GraphCache::Key(current_bucket, signature);
     exec = graphs.Find(key);
     // A bucket runs eagerly once first, so lazy module loading and cuBLAS's first-call set-up
