@@ -266,6 +266,43 @@ TEST_F(SecurityTest, RouterWithAWrongCaCertificateGetsNoWorker) {
       WaitServing(address, absl::Milliseconds(500), "pkv.v1.Generation", Tls(pki_->ca)).ok());
 }
 
+// X3, client <-> router mutual TLS: with --tls_require_client_cert a client must show a
+// certificate from --tls_ca (and still an API key).
+TEST_F(SecurityTest, RequiredClientCertificates) {
+  const std::string address = absl::StrCat("127.0.0.1:", PickFreePort());
+  auto router = Process::Spawn(
+      BinDir() + "/pkv-router",
+      {"--listen=" + address, absl::StrCat("--metrics_listen=127.0.0.1:", PickFreePort()),
+       absl::StrCat("--workers=", cluster_->worker(0).address()),
+       "--tls_cert=" + pki_->router.cert, "--tls_key=" + pki_->router.key, "--tls_ca=" + pki_->ca,
+       "--tls_require_client_cert", "--worker_tls_cert=" + pki_->router.cert,
+       "--worker_tls_key=" + pki_->router.key, "--worker_tls_ca=" + pki_->ca,
+       "--api_keys_file=" + pki_->dir + "/api_keys"},
+      cluster_->log_dir() + "/mtls-router.log");
+  ASSERT_TRUE(router.ok()) << router.status();
+  const auto with_cert = Tls(pki_->ca, &pki_->client);
+  ASSERT_TRUE(WaitServing(address, absl::Seconds(30), "pkv.v1.Generation", with_cert).ok())
+      << (*router)->LogTail();
+  const Metadata key = Bearer((*keys_)[0]);
+  const RawResult ok =
+      RawCall(Channel(address, with_cert), "/pkv.v1.Generation/Generate", ValidRequest(), key);
+  EXPECT_TRUE(ok.status.ok()) << ok.status.error_message();
+  for (const auto& [what, credentials] :
+       std::vector<std::pair<std::string, std::shared_ptr<grpc::ChannelCredentials>>>{
+           {"no client certificate", Tls(pki_->ca)},
+           {"wrong CA", Tls(pki_->ca, &pki_->wrong)},
+           {"expired", Tls(pki_->ca, &pki_->expired)}}) {
+    SCOPED_TRACE(what);
+    const RawResult r = RawCall(Channel(address, credentials), "/pkv.v1.Generation/Generate",
+                                ValidRequest(), key, absl::Seconds(5));
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
+  }
+  // A certificate is not a key: without one the call is still refused.
+  const RawResult no_key =
+      RawCall(Channel(address, with_cert), "/pkv.v1.Generation/Generate", ValidRequest());
+  EXPECT_EQ(no_key.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
 // Plaintext is an explicit opt-in, and unusable TLS or key files stop a process at start-up with
 // a message naming the flag.
 TEST_F(SecurityTest, ProcessesRefuseToStartWithoutTlsOrWithBadFiles) {
