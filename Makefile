@@ -2,7 +2,7 @@
 BUILD ?= build
 export BUILD
 
-.PHONY: demo serve test setup build model clean
+.PHONY: demo serve test asan-test setup build model clean
 
 demo: model           ## build, start router + 2 workers, stream a generation, stop
 	@scripts/cluster.sh demo
@@ -12,6 +12,9 @@ serve: model          ## same cluster, left running until Ctrl-C
 
 test: build           ## the whole CPU suite (unit + integration); GPU tests: ctest -L device
 	@scripts/test.sh
+
+asan-test: setup      ## unit + integration suites under ASan/LSan/UBSan (CPU only, build-asan/)
+	@scripts/asan_test.sh
 
 setup:                ## install missing Debian packages
 	@scripts/setup.sh
