@@ -7,6 +7,7 @@
 #include "worker/cuda_backend/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -37,11 +38,14 @@ struct ModelCase {
   DType dtype;
   std::string attention;  // CudaBackendOptions::attention
   bool skinny = false;    // CudaBackendOptions::skinny_gemm
+  bool fused = false;     // CudaBackendOptions::fused_small_batch (steps of <= 8 tokens)
+  bool pdl = false;       // CudaBackendOptions::pdl (where the device allows it)
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
   std::string n = info.param.name + "_" + std::string(DTypeName(info.param.dtype)) + "_" +
-                  info.param.attention + (info.param.skinny ? "_skinny" : "");
+                  info.param.attention + (info.param.skinny ? "_skinny" : "") +
+                  (info.param.fused ? "_fused" : "") + (info.param.pdl ? "_pdl" : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -94,9 +98,19 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.max_rows = 16;
     o.attention = mc.attention;
     o.skinny_gemm = mc.skinny;
+    o.fused_small_batch = mc.fused;
+    o.pdl = mc.pdl;
+    o.fused_prefetch_steps = mc.pdl ? 2 : 0;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
+    // Every test model fits the fused kernels: a fused case must really run them.
+    if (mc.fused) {
+      ASSERT_TRUE(gpu_->fused_available());
+    }
+    if (mc.pdl && !gpu_->pdl_available()) {
+      std::printf("note: programmatic dependent launch unavailable here; plain launches\n");
+    }
     vocab_ = cpu_->config().vocab_size;
   }
 
@@ -300,14 +314,25 @@ TEST_P(CudaBackendTest, RejectsBadBatchesLikeTheCpuBackend) {
   EXPECT_EQ(gpu_->Forward({&few_pages, 1}, &logits).code(), absl::StatusCode::kInvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaBackendTest,
-                         ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
-                                           ModelCase{"llama-d64", DType::kBF16, "auto"},
-                                           ModelCase{"llama-d64", DType::kBF16, "generic"},
-                                           ModelCase{"llama-d64", DType::kBF16, "auto", true},
-                                           ModelCase{"qwen3-d128", DType::kF16, "auto"},
-                                           ModelCase{"qwen2-d64", DType::kBF16, "auto"}),
-                         CaseName);
+// The fused small-batch path runs every step of <= 8 tokens (decode steps, the 1-token chunk,
+// batched decode up to 5 rows); longer prefills in the same cases keep the cuBLAS path, so mixed
+// sequences of both are covered too. q/k-normed qwen3 takes the fused path's unfused-RoPE branch.
+INSTANTIATE_TEST_SUITE_P(
+    Models, CudaBackendTest,
+    ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
+                      ModelCase{"llama-d64", DType::kBF16, "auto"},
+                      ModelCase{"llama-d64", DType::kBF16, "generic"},
+                      ModelCase{"llama-d64", DType::kBF16, "auto", true},
+                      ModelCase{"qwen3-d128", DType::kF16, "auto"},
+                      ModelCase{"qwen2-d64", DType::kBF16, "auto"},
+                      ModelCase{"tiny", DType::kBF16, "auto", false, true},
+                      ModelCase{"llama-d64", DType::kBF16, "auto", false, true},
+                      ModelCase{"llama-d64", DType::kBF16, "generic", false, true, true},
+                      ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true},
+                      ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true},
+                      ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true},
+                      ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true}),
+    CaseName);
 
 }  // namespace
 }  // namespace pkv

@@ -1,0 +1,496 @@
+// The fused few-token GEMV (kernels/model/gemv.h) against double-precision host references, on
+// fresh random data with poisoned outputs: every input mode and epilogue, 1..8 tokens, split-K
+// plans (forced by planning for a few SMs) and unsplit ones, masked last tiles, both dtypes; and
+// two dependent launches under programmatic dependent launch, where the second normalises its
+// input from the sums of squares the first left.
+#include "kernels/model/gemv.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/common/float16.h"
+#include "worker/cuda_backend/device_buffer.h"
+
+namespace pkv {
+namespace {
+
+using cuda_backend::DeviceBuffer;
+
+uint16_t To16(float v, bool bf16) { return bf16 ? ToBFloat16(v).bits : ToHalf(v).bits; }
+float From16(uint16_t b, bool bf16) { return bf16 ? ToFloat(BFloat16{b}) : ToFloat(Half{b}); }
+float Round16(float v, bool bf16) { return From16(To16(v, bf16), bf16); }
+double Ulp16(double v, bool bf16) { return std::abs(v) * (bf16 ? 1.0 / 128 : 1.0 / 1024) + 1e-6; }
+
+template <typename T>
+DeviceBuffer Upload(const std::vector<T>& v) {
+  DeviceBuffer b = *DeviceBuffer::Allocate(static_cast<int64_t>(v.size() * sizeof(T)) + 64);
+  cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+  return b;
+}
+DeviceBuffer Poisoned(int64_t bytes) {
+  DeviceBuffer b = *DeviceBuffer::Allocate(bytes);
+  cudaMemset(b.get(), 0xff, bytes);
+  return b;
+}
+template <typename T>
+std::vector<T> Download(const DeviceBuffer& b, int64_t n) {
+  std::vector<T> v(n);
+  cudaMemcpy(v.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost);
+  return v;
+}
+
+gpu::GemvDevice RealDevice(bool bf16) {
+  absl::StatusOr<gpu::GemvDevice> d =
+      gpu::QueryGemvDevice(0, bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16);
+  EXPECT_TRUE(d.ok()) << d.status();
+  return d.ok() ? *d : gpu::GemvDevice{1, 1};
+}
+
+// One projection's host data: weights, the input as the MMA sees it, and references.
+struct Problem {
+  bool bf16 = true;
+  int32_t n = 0, k = 0, tokens = 0;
+  std::vector<uint16_t> w;      // [n][k]
+  std::vector<float> xin;       // [tokens][k]: the 16-bit input values the kernel multiplies
+  std::vector<uint16_t> x16;    // kPlain input
+  std::vector<float> residual;  // kRmsNorm input [tokens][k]
+  std::vector<float> norm_w;    // [k]
+  std::vector<float> sum_sq;    // [k / 16][8] parts
+
+  double Ref(int32_t t, int32_t row, double* mag) const {
+    double s = 0, m = 0;
+    for (int32_t i = 0; i < k; ++i) {
+      const double p = double(xin[int64_t{t} * k + i]) * From16(w[int64_t{row} * k + i], bf16);
+      s += p;
+      m += std::abs(p);
+    }
+    *mag = m;
+    return s;
+  }
+};
+
+Problem MakeProblem(int32_t n, int32_t k, int32_t tokens, bool bf16, bool rmsnorm,
+                    std::mt19937* rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Problem p;
+  p.bf16 = bf16;
+  p.n = n;
+  p.k = k;
+  p.tokens = tokens;
+  p.w.resize(int64_t{n} * k);
+  for (uint16_t& v : p.w) v = To16(u(*rng), bf16);
+  p.xin.resize(int64_t{tokens} * k);
+  if (!rmsnorm) {
+    p.x16.resize(p.xin.size());
+    for (size_t i = 0; i < p.xin.size(); ++i) {
+      p.x16[i] = To16(u(*rng), bf16);
+      p.xin[i] = From16(p.x16[i], bf16);
+    }
+    return p;
+  }
+  p.residual.resize(p.xin.size());
+  for (float& v : p.residual) v = 3.f * u(*rng);
+  p.norm_w.resize(k);
+  for (float& v : p.norm_w) v = 1.f + 0.5f * u(*rng);
+  p.sum_sq.assign(int64_t{k / 16} * 8, 0.f);
+  for (int32_t t = 0; t < tokens; ++t) {
+    double total = 0;
+    for (int32_t i = 0; i < k; ++i) {
+      const float x = p.residual[int64_t{t} * k + i];
+      p.sum_sq[(i / 16) * 8 + t] += x * x;
+      total += double(x) * x;
+    }
+    const float inv = static_cast<float>(1.0 / std::sqrt(total / k + 1e-5));
+    for (int32_t i = 0; i < k; ++i) {
+      const int64_t j = int64_t{t} * k + i;
+      p.xin[j] = Round16(p.residual[j] * inv * p.norm_w[i], bf16);
+    }
+  }
+  return p;
+}
+
+// Device copies of a problem's inputs, and GemvArgs pointing at them.
+struct DeviceProblem {
+  DeviceBuffer w, x, norm_w, sum_sq, partials, tickets;
+  gpu::GemvArgs args;
+};
+
+DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev) {
+  DeviceProblem d;
+  d.w = Upload(p.w);
+  const bool rms = !p.residual.empty();
+  d.x = rms ? Upload(p.residual) : Upload(p.x16);
+  gpu::GemvArgs& a = d.args;
+  a.dtype = p.bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
+  absl::StatusOr<gpu::GemvPlan> plan = gpu::PlanGemv(p.n, p.k, group, dev);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  a.plan = *plan;
+  a.tokens = p.tokens;
+  a.w = d.w.get();
+  a.x = d.x.get();
+  a.eps = 1e-5f;
+  if (rms) {
+    d.norm_w = Upload(p.norm_w);
+    d.sum_sq = Upload(p.sum_sq);
+    a.input = gpu::GemvInput::kRmsNorm;
+    a.norm_weight = static_cast<const float*>(d.norm_w.get());
+    a.sum_sq_parts = static_cast<const float*>(d.sum_sq.get());
+    a.num_sum_sq_parts = p.k / 16;
+  }
+  d.partials = Poisoned(a.plan.partial_floats() * 4 + 16);
+  d.tickets = *DeviceBuffer::Allocate(int64_t{a.plan.num_tickets()} * 4 + 16);
+  cudaMemset(d.tickets.get(), 0, int64_t{a.plan.num_tickets()} * 4 + 16);
+  a.partials = static_cast<float*>(d.partials.get());
+  a.tickets = static_cast<int32_t*>(d.tickets.get());
+  return d;
+}
+
+std::string What(const Problem& p, const gpu::GemvArgs& a, const char* mode) {
+  return absl::StrCat(mode, " n=", p.n, " k=", p.k, " T=", p.tokens, " parts=", a.plan.parts,
+                      " grid=", a.plan.grid, p.bf16 ? " bf16" : " fp16",
+                      p.residual.empty() ? " plain" : " rmsnorm");
+}
+
+class GemvTest : public ::testing::TestWithParam<bool> {
+ protected:
+  bool bf16() const { return GetParam(); }
+  std::mt19937 rng_{static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed())};
+};
+
+TEST_P(GemvTest, StoreMatchesReference) {
+  struct Shape {
+    int32_t n, k;
+  };
+  int32_t tokens = 1;
+  for (const Shape& sh : std::vector<Shape>{{37, 64}, {300, 1024}, {1000, 4096}, {64, 2048}}) {
+    for (bool rms : {false, true}) {
+      for (const gpu::GemvDevice& dev : {RealDevice(bf16()), gpu::GemvDevice{3, 1}}) {
+        const Problem p = MakeProblem(sh.n, sh.k, tokens, bf16(), rms, &rng_);
+        DeviceProblem d = Stage(p, 16, dev);
+        const bool f32 = (tokens + sh.n) % 2 == 0;
+        const int64_t out_bytes = int64_t{p.tokens} * p.n * (f32 ? 4 : 2);
+        DeviceBuffer y = Poisoned(out_bytes + 64);
+        d.args.y = y.get();
+        d.args.y_f32 = f32;
+        const std::string what = What(p, d.args, "store");
+        ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+        const std::vector<uint8_t> got = Download<uint8_t>(y, out_bytes + 64);
+        for (int i = 0; i < 64; ++i) ASSERT_EQ(got[out_bytes + i], 0xff) << what << ": overrun";
+        int bad = 0;
+        for (int32_t t = 0; t < p.tokens; ++t) {
+          for (int32_t r = 0; r < p.n; ++r) {
+            double mag;
+            const double ref = p.Ref(t, r, &mag);
+            const int64_t i = int64_t{t} * p.n + r;
+            float v;
+            if (f32) {
+              std::memcpy(&v, &got[4 * i], 4);
+            } else {
+              uint16_t b;
+              std::memcpy(&b, &got[2 * i], 2);
+              v = From16(b, bf16());
+            }
+            const double tol = 4e-3 * mag + (f32 ? 1e-5 : Ulp16(ref, bf16()));
+            if (!(std::abs(v - ref) <= tol) && bad++ < 3) {
+              ADD_FAILURE() << what << " t=" << t << " row=" << r << " got " << v << " ref " << ref;
+            }
+          }
+        }
+        EXPECT_EQ(bad, 0) << what;
+        tokens = tokens % gpu::kGemvMaxTokens + 1;
+      }
+    }
+  }
+}
+
+TEST_P(GemvTest, ResidualAddAndSumsOfSquares) {
+  int32_t tokens = 2;
+  for (int32_t n : {64, 512, 4096}) {
+    // 64 "SMs" of one CTA: split-K plans for the two smaller n (4 parts).
+    for (const gpu::GemvDevice& dev : {RealDevice(bf16()), gpu::GemvDevice{64, 1}}) {
+      const Problem p = MakeProblem(n, 2048, tokens, bf16(), /*rmsnorm=*/false, &rng_);
+      DeviceProblem d = Stage(p, 16, dev);
+      std::uniform_real_distribution<float> u(-2.f, 2.f);
+      std::vector<float> x0(int64_t{tokens} * n), bias(n);
+      for (float& v : x0) v = u(rng_);
+      for (float& v : bias) v = u(rng_);
+      DeviceBuffer res = Upload(x0), db = Upload(bias);
+      DeviceBuffer ss = Poisoned(int64_t{n / 16} * 8 * 4);
+      d.args.epilogue = gpu::GemvEpilogue::kResidual;
+      d.args.residual = static_cast<float*>(res.get());
+      d.args.bias = (n / 64) % 2 == 0 ? static_cast<const float*>(db.get()) : nullptr;
+      d.args.sum_sq_out = static_cast<float*>(ss.get());
+      const std::string what = What(p, d.args, "residual");
+      ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      const std::vector<float> x1 = Download<float>(res, x0.size());
+      const std::vector<float> got_ss = Download<float>(ss, int64_t{n / 16} * 8);
+      int bad = 0;
+      for (int32_t t = 0; t < tokens; ++t) {
+        for (int32_t r = 0; r < n; ++r) {
+          double mag;
+          const double y = p.Ref(t, r, &mag);
+          const int64_t i = int64_t{t} * n + r;
+          const double want = x0[i] + y + (d.args.bias != nullptr ? bias[r] : 0.f);
+          if (!(std::abs(x1[i] - want) <= 4e-3 * mag + Ulp16(y, bf16()) + 1e-5) && bad++ < 3) {
+            ADD_FAILURE() << what << " t=" << t << " row=" << r << " got " << x1[i] << " want "
+                          << want;
+          }
+        }
+        for (int32_t tile = 0; tile < n / 16; ++tile) {  // from the kernel's own new residual
+          double s = 0;
+          for (int32_t r = 0; r < 16; ++r)
+            s += double(x1[int64_t{t} * n + tile * 16 + r]) * x1[int64_t{t} * n + tile * 16 + r];
+          const float g = got_ss[tile * 8 + t];
+          if (!(std::abs(g - s) <= 1e-5 * s + 1e-6) && bad++ < 3) {
+            ADD_FAILURE() << what << " sum_sq tile " << tile << " t=" << t << " got " << g
+                          << " want " << s;
+          }
+        }
+      }
+      EXPECT_EQ(bad, 0) << what;
+      tokens = tokens % gpu::kGemvMaxTokens + 1;
+    }
+  }
+}
+
+// q/k/v rows of H_q + 2 H_kv heads; RoPE on q and k; K/V into shuffled slots; one padding token.
+TEST_P(GemvTest, RopeAndKvPageWrite) {
+  struct Shape {
+    int32_t hq, hkv, d, k;
+  };
+  constexpr int32_t kPage = 16, kPages = 8;
+  int32_t tokens = 1;
+  for (const Shape& sh : std::vector<Shape>{{4, 2, 16, 64}, {4, 2, 64, 1024}, {8, 2, 128, 512}}) {
+    for (bool with_bias : {false, true}) {
+      const int32_t n = (sh.hq + 2 * sh.hkv) * sh.d;
+      const Problem p = MakeProblem(n, sh.k, tokens, bf16(), /*rmsnorm=*/true, &rng_);
+      DeviceProblem d = Stage(p, sh.d, with_bias ? gpu::GemvDevice{64, 1} : RealDevice(bf16()));
+      std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+      std::vector<float> bias(n);
+      for (float& v : bias) v = u(rng_);
+      std::vector<int32_t> positions(tokens), slots(tokens);
+      std::vector<int32_t> perm(kPage * kPages);
+      for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int32_t>(i);
+      std::shuffle(perm.begin(), perm.end(), rng_);
+      for (int32_t t = 0; t < tokens; ++t) {
+        positions[t] = static_cast<int32_t>(rng_() % 100000);
+        slots[t] = t == tokens - 1 && tokens > 1 ? -1 : perm[t];  // the last token: padding
+      }
+      std::vector<double> inv_freq(sh.d / 2);
+      for (int32_t i = 0; i < sh.d / 2; ++i) inv_freq[i] = std::pow(10000.0, -2.0 * i / sh.d);
+      const int64_t cache_elems = int64_t{kPages} * sh.hkv * kPage * sh.d;
+      DeviceBuffer db = Upload(bias), dpos = Upload(positions), dslot = Upload(slots),
+                   dfreq = Upload(inv_freq);
+      DeviceBuffer q = Poisoned(int64_t{tokens} * sh.hq * sh.d * 2);
+      DeviceBuffer kc = Poisoned(cache_elems * 2), vc = Poisoned(cache_elems * 2);
+      gpu::GemvArgs& a = d.args;
+      a.epilogue = gpu::GemvEpilogue::kRopeKv;
+      a.bias = with_bias ? static_cast<const float*>(db.get()) : nullptr;
+      a.positions = static_cast<const int32_t*>(dpos.get());
+      a.kv_slots = static_cast<const int32_t*>(dslot.get());
+      a.inv_freq = static_cast<const double*>(dfreq.get());
+      a.num_q_heads = sh.hq;
+      a.num_kv_heads = sh.hkv;
+      a.head_dim = sh.d;
+      a.page_size = kPage;
+      a.q_out = q.get();
+      a.k_cache = kc.get();
+      a.v_cache = vc.get();
+      const std::string what = What(p, a, "rope");
+      ASSERT_TRUE(gpu::LaunchGemv(a, nullptr).ok()) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      const std::vector<uint16_t> gq = Download<uint16_t>(q, int64_t{tokens} * sh.hq * sh.d);
+      const std::vector<uint16_t> gk = Download<uint16_t>(kc, cache_elems);
+      const std::vector<uint16_t> gv = Download<uint16_t>(vc, cache_elems);
+      std::vector<bool> written(cache_elems, false);
+      int bad = 0;
+      const int32_t half = sh.d / 2;
+      for (int32_t t = 0; t < tokens; ++t) {
+        for (int32_t h = 0; h < sh.hq + 2 * sh.hkv; ++h) {
+          const bool is_q = h < sh.hq, is_k = !is_q && h < sh.hq + sh.hkv;
+          if (!is_q && slots[t] < 0) continue;
+          for (int32_t i = 0; i < half; ++i) {
+            double m1, m2;
+            const int32_t r1 = h * sh.d + i, r2 = r1 + half;
+            double y1 = p.Ref(t, r1, &m1) + (with_bias ? bias[r1] : 0.f);
+            double y2 = p.Ref(t, r2, &m2) + (with_bias ? bias[r2] : 0.f);
+            if (is_q || is_k) {
+              const double ang = double(positions[t]) * inv_freq[i];
+              const double c = std::cos(ang), s = std::sin(ang), o1 = y1 * c - y2 * s;
+              y2 = y2 * c + y1 * s;
+              y1 = o1;
+            }
+            int64_t base;
+            const std::vector<uint16_t>* dst;
+            if (is_q) {
+              base = (int64_t{t} * sh.hq + h) * sh.d;
+              dst = &gq;
+            } else {
+              const int64_t kvh = is_k ? h - sh.hq : h - sh.hq - sh.hkv;
+              base = ((int64_t{slots[t] / kPage} * sh.hkv + kvh) * kPage + slots[t] % kPage) * sh.d;
+              dst = is_k ? &gk : &gv;
+              if (is_k) written[base + i] = written[base + i + half] = true;
+            }
+            const double tol = 4e-3 * (m1 + m2) + Ulp16(std::abs(y1) + std::abs(y2), bf16());
+            const float g1 = From16((*dst)[base + i], bf16()),
+                        g2 = From16((*dst)[base + i + half], bf16());
+            if (!(std::abs(g1 - y1) <= tol && std::abs(g2 - y2) <= tol) && bad++ < 3) {
+              ADD_FAILURE() << what << " t=" << t << " head " << h << " i=" << i << " got " << g1
+                            << ", " << g2 << " want " << y1 << ", " << y2;
+            }
+          }
+        }
+      }
+      for (int64_t e = 0; e < cache_elems; ++e) {  // nothing else in the cache was touched
+        if (!written[e] && gk[e] != 0xffff && bad++ < 3) ADD_FAILURE() << what << " stray K write";
+      }
+      EXPECT_EQ(bad, 0) << what;
+      tokens = tokens % gpu::kGemvMaxTokens + 1;
+    }
+  }
+}
+
+TEST_P(GemvTest, SiluMulOfGateAndUp) {
+  int32_t tokens = 3;
+  for (int32_t inter : {64, 384, 1024}) {
+    for (const gpu::GemvDevice& dev : {RealDevice(bf16()), gpu::GemvDevice{16, 1}}) {
+      const Problem p = MakeProblem(2 * inter, 1024, tokens, bf16(), /*rmsnorm=*/true, &rng_);
+      DeviceProblem d = Stage(p, 2 * inter, dev);
+      DeviceBuffer act = Poisoned(int64_t{tokens} * inter * 2);
+      d.args.epilogue = gpu::GemvEpilogue::kSiluMul;
+      d.args.act = act.get();
+      const std::string what = What(p, d.args, "silu");
+      ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      const std::vector<uint16_t> got = Download<uint16_t>(act, int64_t{tokens} * inter);
+      int bad = 0;
+      for (int32_t t = 0; t < tokens; ++t) {
+        for (int32_t j = 0; j < inter; ++j) {
+          double mg, mu;
+          const double g = p.Ref(t, j, &mg), u = p.Ref(t, inter + j, &mu);
+          const double want = g / (1 + std::exp(-g)) * u;
+          // Input rounding and the two 16-bit roundings of gate and up, through silu' <= 1.1.
+          const double tol = 4e-3 * (mg * std::abs(u) * 1.1 + mu * std::abs(g)) +
+                             2 * Ulp16(want, bf16()) + Ulp16(g, bf16()) * std::abs(u) * 1.1 +
+                             Ulp16(u, bf16()) * std::abs(g);
+          const float v = From16(got[int64_t{t} * inter + j], bf16());
+          if (!(std::abs(v - want) <= tol) && bad++ < 3) {
+            ADD_FAILURE() << what << " t=" << t << " j=" << j << " got " << v << " want " << want;
+          }
+        }
+      }
+      EXPECT_EQ(bad, 0) << what;
+      tokens = tokens % gpu::kGemvMaxTokens + 1;
+    }
+  }
+}
+
+// o-style residual GEMV, then a gate/up-style GEMV normalising the new residual from the first
+// one's sums of squares, back to back on one stream, the second (and a third) with PDL where
+// usable: the contract between the kernels (sum_sq_out -> sum_sq_parts) and the launch ordering.
+TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
+  absl::StatusOr<bool> pdl = gpu::PdlUsable(0);
+  ASSERT_TRUE(pdl.ok()) << pdl.status();
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  const gpu::GemvDevice dev = RealDevice(bf16());
+  for (int32_t tokens : {1, 5, 8}) {
+    constexpr int32_t kHidden = 1024, kIn = 512, kOut = 768;
+    const Problem first = MakeProblem(kHidden, kIn, tokens, bf16(), false, &rng_);
+    DeviceProblem a = Stage(first, 16, dev);
+    std::vector<float> x0(int64_t{tokens} * kHidden);
+    std::uniform_real_distribution<float> u(-2.f, 2.f);
+    for (float& v : x0) v = u(rng_);
+    DeviceBuffer res = Upload(x0), ss = Poisoned(int64_t{kHidden / 16} * 8 * 4);
+    a.args.epilogue = gpu::GemvEpilogue::kResidual;
+    a.args.residual = static_cast<float*>(res.get());
+    a.args.sum_sq_out = static_cast<float*>(ss.get());
+    a.args.pdl = *pdl;
+    // The second projection's weights and norm weight (its input is the first one's output).
+    Problem second = MakeProblem(kOut, kHidden, tokens, bf16(), true, &rng_);
+    DeviceProblem b = Stage(second, 16, dev);
+    b.args.x = res.get();
+    b.args.sum_sq_parts = static_cast<const float*>(ss.get());
+    DeviceBuffer y = Poisoned(int64_t{tokens} * kOut * 4);
+    b.args.y = y.get();
+    b.args.y_f32 = true;
+    b.args.pdl = *pdl;
+    b.args.prefetch_steps = 4;
+    ASSERT_TRUE(gpu::LaunchGemv(a.args, stream).ok());
+    ASSERT_TRUE(gpu::LaunchGemv(b.args, stream).ok());
+    ASSERT_TRUE(gpu::LaunchGemv(b.args, stream).ok());  // a repeat: same input, same bits
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<float> x1 = Download<float>(res, x0.size());
+    const std::vector<float> got = Download<float>(y, int64_t{tokens} * kOut);
+    second.residual = x1;  // the reference normalises what the first kernel wrote
+    for (int32_t t = 0; t < tokens; ++t) {
+      double total = 0;
+      for (int32_t i = 0; i < kHidden; ++i)
+        total += double(x1[int64_t{t} * kHidden + i]) * x1[int64_t{t} * kHidden + i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(total / kHidden + 1e-5));
+      for (int32_t i = 0; i < kHidden; ++i) {
+        const int64_t j = int64_t{t} * kHidden + i;
+        second.xin[j] = Round16(x1[j] * inv * second.norm_w[i], bf16());
+      }
+    }
+    int bad = 0;
+    for (int32_t t = 0; t < tokens; ++t) {
+      for (int32_t r = 0; r < kOut; ++r) {
+        double mag;
+        const double ref = second.Ref(t, r, &mag);
+        const float v = got[int64_t{t} * kOut + r];
+        if (!(std::abs(v - ref) <= 4e-3 * mag + 1e-5) && bad++ < 3) {
+          ADD_FAILURE() << "chained T=" << tokens << " pdl=" << *pdl << " t=" << t << " row=" << r
+                        << " got " << v << " ref " << ref;
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0) << "T=" << tokens;
+  }
+  cudaStreamDestroy(stream);
+}
+
+TEST_P(GemvTest, RejectsBadArguments) {
+  const Problem p = MakeProblem(64, 64, 1, bf16(), false, &rng_);
+  DeviceProblem d = Stage(p, 16, gpu::GemvDevice{4, 1});
+  DeviceBuffer y = Poisoned(64 * 4);
+  d.args.y = y.get();
+  ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok());
+  gpu::GemvArgs a = d.args;
+  a.tokens = 9;
+  EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  a = d.args;
+  a.y = nullptr;
+  EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  a = d.args;
+  a.x = static_cast<const uint8_t*>(a.x) + 2;  // misaligned
+  EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  a = d.args;
+  a.epilogue = gpu::GemvEpilogue::kRopeKv;  // (plain, rope) has no kernel, and no RoPE args
+  EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  a = d.args;
+  a.plan.grid = a.plan.items + 1;
+  EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  a = d.args;
+  a.input = gpu::GemvInput::kRmsNorm;  // no norm weight / sums of squares
+  EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, GemvTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return std::string(i.param ? "bf16" : "fp16");
+                         });
+
+}  // namespace
+}  // namespace pkv
