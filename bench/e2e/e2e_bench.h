@@ -35,6 +35,7 @@ struct DecodeResult {
   double mean_len = 0;
   bool graphs = false;
   bool skinny = false;  // projections through the skinny GEMM kernel
+  std::string variant;  // the backend configuration (e2e_main.cc: kVariants)
   int32_t steps = 0;
   double step_ms = 0;  // median wall time of Step()
   double tokens_per_s = 0;

@@ -1,6 +1,8 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
-//   [--decode_lines a,b,...] [--prompts 512,2048,8192] [--steps 16] [--warmup 3] [--out FILE]
-// See e2e_bench.h. Prints a table and writes one TSV (kinds: ceiling, decode, prefill, host).
+//   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
+//   [--warmup 3] [--out FILE]
+// See e2e_bench.h and e2e_variants.h. Prints a line per (decode line, variant), a side-by-side
+// summary, and writes one TSV (kinds: ceiling, decode, prefill, host).
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/e2e/e2e_bench.h"
+#include "bench/e2e/e2e_variants.h"
 #include "bench/kernels/flags.h"
 #include "bench/kernels/trace.h"
 #include "common/status_macros.h"
@@ -54,21 +57,24 @@ class Report {
                                               {"name", r.trace},
                                               {"batch", absl::StrCat(r.batch)},
                                               {"mean_len", absl::StrFormat("%.1f", r.mean_len)}};
+    row["variant"] = r.variant;
+    std::vector<std::string>& cells = summary_[model + " " + r.trace];
     if (!r.skipped.empty()) {
-      std::printf("%-10s %-22s B=%-3d skipped: %s\n", model.c_str(), r.trace.c_str(), r.batch,
-                  r.skipped.c_str());
+      std::printf("%-10s %-22s B=%-3d %-14s skipped: %s\n", model.c_str(), r.trace.c_str(), r.batch,
+                  r.variant.c_str(), r.skipped.c_str());
       row["note"] = "skipped: " + r.skipped;
       Row(row);
+      cells.push_back(absl::StrFormat("%s -", r.variant));
       return;
     }
     const double host_frac = (r.host_us + sched_us) / (r.step_ms * 1e3);
     std::printf(
-        "%-10s %-22s B=%-3d len=%-7.0f graphs=%d skinny=%d step %8.3f ms  %9.1f tok/s  floor %7.3f "
-        "ms "
+        "%-10s %-22s B=%-3d %-14s len=%-7.0f graphs=%d step %8.3f ms  %9.1f tok/s  floor %7.3f ms "
         "(%5.1f%%)  host %6.1f us + sched %5.1f us (%4.2f%%)  %s\n",
-        model.c_str(), r.trace.c_str(), r.batch, r.mean_len, r.graphs ? 1 : 0, r.skinny ? 1 : 0,
+        model.c_str(), r.trace.c_str(), r.batch, r.variant.c_str(), r.mean_len, r.graphs ? 1 : 0,
         r.step_ms, r.tokens_per_s, r.floor_ms, 100 * r.floor_frac, r.host_us, sched_us,
         100 * host_frac, Routes(r).c_str());
+    cells.push_back(absl::StrFormat("%s %.3f ms %.1f%%", r.variant, r.step_ms, 100 * r.floor_frac));
     row["graphs"] = r.graphs ? "1" : "0";
     row["skinny"] = r.skinny ? "1" : "0";
     row["step_ms"] = absl::StrFormat("%.4f", r.step_ms);
@@ -97,6 +103,15 @@ class Report {
          {"tflops", absl::StrFormat("%.1f", r.tflops)},
          {"gemm_frac", absl::StrFormat("%.4f", r.gemm_frac)}});
   }
+  // Every variant of each decode line side by side: step time and fraction of the byte floor.
+  void PrintSummary() const {
+    std::printf("\ndecode step time and byte-floor fraction per variant:\n");
+    for (const auto& [line, cells] : summary_) {
+      std::printf("  %-34s", line.c_str());
+      for (const std::string& c : cells) std::printf(" | %-30s", c.c_str());
+      std::printf("\n");
+    }
+  }
   void Host(int32_t batch, double sched_us) {
     std::printf("scheduler host time per decode step at B=%d: %.1f us\n", batch, sched_us);
     Row({{"model", "-"},
@@ -107,11 +122,12 @@ class Report {
   }
 
  private:
+  std::map<std::string, std::vector<std::string>> summary_;  // "model line" -> variant cells
   static inline const std::vector<std::string> kColumns = {
-      "model",     "kind",       "name",         "batch",     "mean_len", "graphs",
-      "skinny",    "step_ms",    "tokens_per_s", "host_us",   "sched_us", "host_frac",
-      "floor_ms",  "floor_frac", "weight_bytes", "kv_bytes",  "routes",   "launches",
-      "occupancy", "ttft_ms",    "tflops",       "gemm_frac", "note"};
+      "model",     "kind",      "name",       "batch",        "mean_len",  "variant",
+      "graphs",    "skinny",    "step_ms",    "tokens_per_s", "host_us",   "sched_us",
+      "host_frac", "floor_ms",  "floor_frac", "weight_bytes", "kv_bytes",  "routes",
+      "launches",  "occupancy", "ttft_ms",    "tflops",       "gemm_frac", "note"};
   void Row(const std::map<std::string, std::string>& cols) {
     for (size_t i = 0; i < kColumns.size(); ++i) {
       auto it = cols.find(kColumns[i]);
@@ -145,6 +161,7 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::LoadRandom(config, 1, o));
   }
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
+  PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants, ParseVariants(f.Str("variants")));
   const std::string model = f.Str("model_dir").empty() ? shape : f.Str("model_dir");
   const std::vector<std::string> lines =
       absl::StrSplit(f.Str("decode_lines"), ',', absl::SkipEmpty());
@@ -153,20 +170,23 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
     for (const TraceLine& t : trace) line = t.name == name ? &t : line;
     if (line == nullptr) return absl::NotFoundError(absl::StrCat("trace line ", name));
     const double sched = MeasureSchedulerUs(static_cast<int32_t>(line->lengths.size()), 100);
-    // Graphs with cuBLAS, graphs with the skinny GEMM (batches it applies to), eager cuBLAS.
-    for (int variant = 0; variant < 3; ++variant) {
-      const bool graphs = variant < 2, skinny = variant == 1;
-      if (skinny && line->lengths.size() > static_cast<size_t>(gpu::kSkinnyGemmMaxTokens)) continue;
-      b->SetCudaGraphs(graphs);
-      b->SetSkinnyGemm(skinny);
-      PKV_ASSIGN_OR_RETURN(DecodeResult r, RunDecode(b.get(), name, line->lengths, f.Int("warmup"),
-                                                     f.Int("steps"), ceil.stream_gbps, 5));
-      r.skinny = skinny;
+    for (const Variant& v : variants) {
+      DecodeResult r;
+      r.trace = name;
+      r.batch = static_cast<int32_t>(line->lengths.size());
+      r.variant = v.name;
+      r.skipped = VariantSkipReason(v, r.batch, *b);
+      if (r.skipped.empty()) {
+        ApplyVariant(v, b.get());
+        PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, f.Int("warmup"),
+                                          f.Int("steps"), ceil.stream_gbps, 5));
+        r.skinny = v.skinny;
+        r.variant = v.name;
+      }
       report->Decode(model, r, sched);
     }
-    b->SetSkinnyGemm(false);
   }
-  b->SetCudaGraphs(true);
+  ApplyVariant(Variant{}, b.get());  // prefill on the default backend configuration
   for (int32_t n : ParseInts(f.Str("prompts"))) {
     PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
     report->Prefill(model, r);
@@ -184,6 +204,7 @@ int E2eMain(int argc, char** argv) {
             "bucketed-B1-N4096,uniform-B1,bucketed-B8-N4096,uniform-B8,uniform-B32,bimodal-B32,"
             "uniform-B64,bimodal-B64"},
            {"prompts", "512,2048,8192"},
+           {"variants", "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,eager"},
            {"steps", "16"},
            {"warmup", "3"},
            {"kv_memory_fraction", "0.9"},
@@ -219,6 +240,7 @@ int E2eMain(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
+  report.PrintSummary();
   return rc;
 }
 

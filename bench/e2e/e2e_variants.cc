@@ -1,0 +1,55 @@
+#include "bench/e2e/e2e_variants.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "kernels/model/gemv_plan.h"
+#include "kernels/model/model_kernels.h"
+
+namespace pkv::bench {
+
+absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
+  std::vector<Variant> out;
+  for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    Variant v;
+    v.name = std::string(name);
+    absl::string_view pf = name;
+    const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
+                          absl::SimpleAtoi(pf, &v.prefetch_steps) && v.prefetch_steps > 0;
+    if (name == "skinny") {
+      v.skinny = true;
+    } else if (name == "pdl") {
+      v.pdl = true;
+    } else if (name == "fused") {
+      v.fused = true;
+    } else if (name == "fused+pdl" || prefetch) {
+      v.fused = v.pdl = true;
+    } else if (name == "eager") {
+      v.graphs = false;
+    } else if (name != "cublas") {  // cublas: the defaults
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown variant '", v.name,
+                       "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, eager"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string VariantSkipReason(const Variant& v, int32_t batch, const CudaModelBackend& b) {
+  if (v.skinny && batch > gpu::kSkinnyGemmMaxTokens) return "skinny GEMM takes <= 4 tokens";
+  if (v.fused && batch > gpu::kGemvMaxTokens) return "fused path takes <= 8 tokens";
+  if (v.fused && !b.fused_available()) return "fused path unavailable for this shape";
+  if (v.pdl && !b.pdl_available()) return "programmatic dependent launch unavailable";
+  return "";
+}
+
+void ApplyVariant(const Variant& v, CudaModelBackend* b) {
+  b->SetCudaGraphs(v.graphs);
+  b->SetSkinnyGemm(v.skinny);
+  b->SetFusedSmallBatch(v.fused);
+  b->SetPdl(v.pdl);
+  b->SetFusedPrefetchSteps(v.prefetch_steps);
+}
+
+}  // namespace pkv::bench

@@ -1,0 +1,40 @@
+// The backend configurations `pkv-bench e2e` compares on every decode line (--variants):
+//   cublas         CUDA graphs, cuBLAS projections + the unfused kernels (the default backend)
+//   skinny         cublas with the skinny GEMM for 1..4-token steps
+//   pdl            cublas with programmatic dependent launch on the model's own kernels
+//   fused          the fused small-batch path (<= 8 tokens): 5 launches a layer
+//   fused+pdl      fused with programmatic dependent launch between the GEMVs
+//   fused+pdl+pfN  fused+pdl, each GEMV prefetching N K-steps per warp into L2 before its wait
+//   eager          cublas without CUDA graphs
+// A variant that cannot run on a line (batch too large, shape unsupported, PDL unavailable) is
+// reported as skipped with the reason. Benchmark code: not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/cuda_backend/cuda_backend.h"
+
+namespace pkv::bench {
+
+struct Variant {
+  std::string name;
+  bool graphs = true;
+  bool skinny = false;
+  bool fused = false;
+  bool pdl = false;
+  int32_t prefetch_steps = 0;
+};
+
+// Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.
+absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list);
+
+// Why `v` cannot run a batch of `batch` rows on `b` ("" when it can).
+std::string VariantSkipReason(const Variant& v, int32_t batch, const CudaModelBackend& b);
+
+// Configures `b` for `v`.
+void ApplyVariant(const Variant& v, CudaModelBackend* b);
+
+}  // namespace pkv::bench
