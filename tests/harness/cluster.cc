@@ -112,6 +112,10 @@ absl::Status Cluster::SpawnWorker(int i, const std::vector<std::string>& extra_a
   if (TestBackend() != "cpu") args.push_back("--kv_pages=2048");
   if (options_.insecure) args.push_back("--insecure");
   args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
+  if (i < static_cast<int>(options_.per_worker_args.size())) {
+    const std::vector<std::string>& own = options_.per_worker_args[i];
+    args.insert(args.end(), own.begin(), own.end());
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   auto p = Process::Spawn(BinDir() + "/pkv-worker", args,
                           absl::StrCat(log_dir_, "/", w.id, ".log"));

@@ -21,6 +21,8 @@ struct ClusterOptions {
   int num_workers = 2;
   bool start_router = true;
   std::vector<std::string> worker_args;  // extra flags for every worker
+  // Extra flags for worker i only (after worker_args; a later flag wins), e.g. a test fault.
+  std::vector<std::vector<std::string>> per_worker_args;
   std::vector<std::string> router_args;  // extra flags for the router
   std::string model_dir;                 // default TinyModelDir()
   // Plaintext everywhere (--insecure on every process). A test of TLS sets this false, passes

@@ -24,10 +24,12 @@ constexpr absl::Duration kStreamDeadline = absl::Seconds(60);  // a hang detecto
 
 std::unique_ptr<Cluster> StartCluster(int workers, std::vector<std::string> worker_args,
                                       std::vector<std::string> router_args = {},
-                                      bool start_router = true) {
+                                      bool start_router = true,
+                                      std::vector<std::string> w0_args = {}) {
   ClusterOptions options;
   options.num_workers = workers;
   options.start_router = start_router;
+  options.per_worker_args = {std::move(w0_args)};
   options.worker_args = {"--enable_test_faults"};
   options.worker_args.insert(options.worker_args.end(), worker_args.begin(), worker_args.end());
   options.router_args = std::move(router_args);
@@ -72,19 +74,27 @@ struct RunningBatch {
   std::thread thread;
   std::atomic<int> ready{0};
 };
-void Launch(Cluster& cluster, const std::vector<pkv::v1::GenerateRequest>& requests, int tokens,
+void Launch(Cluster& cluster, std::vector<pkv::v1::GenerateRequest> requests, int tokens,
             RunningBatch* batch) {
+  const int n = static_cast<int>(requests.size());
   std::vector<StreamControl> controls(requests.size());
   for (auto& c : controls) {
-    c.on_progress = [batch, tokens](int n) {
-      if (n == tokens) batch->ready.fetch_add(1);
+    c.on_progress = [batch, tokens](int got) {
+      if (got == tokens) batch->ready.fetch_add(1);
     };
   }
-  batch->thread = std::thread([&cluster, &requests, batch, controls] {
+  batch->thread = std::thread([&cluster, requests = std::move(requests), batch, controls] {
     batch->outcomes = RunConcurrently(cluster, requests, kStreamDeadline, controls);
   });
-  ASSERT_TRUE(WaitFor([&] { return batch->ready.load() == static_cast<int>(requests.size()); },
-                      absl::Seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return batch->ready.load() == n; }, absl::Seconds(30)));
+}
+
+// Every other request pinned to W0 (session affinity), so a fault on W0 surely hits some.
+std::vector<pkv::v1::GenerateRequest> PinHalf(Cluster& cluster,
+                                              std::vector<pkv::v1::GenerateRequest> requests) {
+  const std::string session = SessionOn(cluster, 0);
+  for (size_t i = 0; i < requests.size(); i += 2) requests[i].set_session_id(session);
+  return requests;
 }
 
 double Sequences(Cluster& cluster, int w) {
@@ -106,7 +116,7 @@ TEST(FaultsTest, FrozenWorkerIsDetectedByTheStallTimeoutAndRecovers) {
       RouterSample(*cluster, "pkv_router_migrations_total{phase=\"mid_stream\"}");
 
   RunningBatch batch;
-  Launch(*cluster, requests, 5, &batch);
+  Launch(*cluster, PinHalf(*cluster, requests), 5, &batch);
   const double on_w0 = Sequences(*cluster, 0);
   cluster->worker(0).process->Signal(SIGSTOP);
   EXPECT_FALSE(Health(cluster->worker(0).address(), "").has_value()) << "a frozen worker is silent";
@@ -143,16 +153,26 @@ TEST(FaultsTest, WedgedEngineTurnsReadinessOffAndStreamsMove) {
   const std::vector<pkv::v1::GenerateRequest> requests = GreedyBatch(6, 400, 80);
   const std::vector<Outcome> reference = References(*cluster, requests);
   ASSERT_TRUE(cluster
-                  ->RestartWorker(0, {"--test_fault=slow_step_ms:20,hang_step_after:30",
+                  ->RestartWorker(0, {"--test_fault=slow_step_ms:20,hang_step_after:40",
                                       "--engine_stall_timeout_s=1"})
                   .ok());
   ASSERT_TRUE(WaitRouterHealthy(*cluster, 2, absl::Seconds(15)));
-  const std::vector<Outcome> outcomes = RunConcurrently(*cluster, requests, kStreamDeadline);
+  // Half of them pinned to W0 (session affinity), so its engine surely reaches the hang.
+  std::vector<pkv::v1::GenerateRequest> pinned = requests;
+  const std::string session = SessionOn(*cluster, 0);
+  for (size_t i = 0; i < pinned.size(); i += 2) pinned[i].set_session_id(session);
+  const std::vector<Outcome> outcomes = RunConcurrently(*cluster, pinned, kStreamDeadline);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_TRUE(outcomes[i].status.ok()) << outcomes[i].status.error_message();
     EXPECT_EQ(outcomes[i].tokens, reference[i].tokens) << i;
+    if (i % 2 == 0) EXPECT_EQ(outcomes[i].complete.migrations(), 1u) << i;
   }
-  EXPECT_EQ(Health(cluster->worker(0).address(), "pkv.v1.Worker"), HealthCheckResponse::NOT_SERVING);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Health(cluster->worker(0).address(), "pkv.v1.Worker") ==
+               HealthCheckResponse::NOT_SERVING;
+      },
+      absl::Seconds(5)));
   EXPECT_EQ(Health(cluster->worker(0).address(), ""), HealthCheckResponse::SERVING);
   EXPECT_TRUE(WaitRouterHealthy(*cluster, 1, absl::Seconds(10)));
 }
@@ -160,14 +180,15 @@ TEST(FaultsTest, WedgedEngineTurnsReadinessOffAndStreamsMove) {
 // F3: a fatal backend error on W0 (a failed forward step, or a KV allocator failure) fails W0's
 // in-flight streams with INTERNAL (README "Reliability": not migrated), W0 exits 1 for its
 // supervisor, and every other stream and every later request succeeds.
+// `fault` counts from W0's start: finding W0's session costs it exactly one admission and one
+// step, then half of the batch is pinned to W0. (No reference run: it could trip the fault.)
 void BackendErrorCase(const std::string& fault) {
-  auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:20"});
+  auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:20"}, {}, true,
+                              {"--test_fault=slow_step_ms:20," + fault});
   ASSERT_NE(cluster, nullptr);
   const std::vector<pkv::v1::GenerateRequest> requests = GreedyBatch(8, 500, 40);
-  const std::vector<Outcome> reference = References(*cluster, requests);
-  ASSERT_TRUE(cluster->RestartWorker(0, {"--test_fault=slow_step_ms:20," + fault}).ok());
-  ASSERT_TRUE(WaitRouterHealthy(*cluster, 2, absl::Seconds(15)));
-  const std::vector<Outcome> outcomes = RunConcurrently(*cluster, requests, kStreamDeadline);
+  const std::vector<pkv::v1::GenerateRequest> pinned = PinHalf(*cluster, requests);
+  const std::vector<Outcome> outcomes = RunConcurrently(*cluster, pinned, kStreamDeadline);
   int internal = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (outcomes[i].status.error_code() == grpc::StatusCode::INTERNAL) {
@@ -176,7 +197,7 @@ void BackendErrorCase(const std::string& fault) {
       continue;
     }
     EXPECT_TRUE(outcomes[i].status.ok()) << outcomes[i].status.error_message();
-    EXPECT_EQ(outcomes[i].tokens, reference[i].tokens) << i;
+    EXPECT_EQ(outcomes[i].tokens.size(), 40u) << i;
   }
   EXPECT_GE(internal, 1) << fault << " must hit W0's batch; " << CodeSummary(outcomes);
   const std::optional<int> code = cluster->worker(0).process->Wait(absl::Seconds(15));
@@ -184,10 +205,12 @@ void BackendErrorCase(const std::string& fault) {
   EXPECT_EQ(*code, 1);
   EXPECT_NE(ReadFile(cluster->worker(0).process->log_path()).find("backend failure"),
             std::string::npos);
-  const std::vector<Outcome> after = RunConcurrently(*cluster, requests, kStreamDeadline);
+  // Later requests (W0's session included) all succeed on W1.
+  const std::vector<Outcome> after = RunConcurrently(*cluster, pinned, kStreamDeadline);
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_TRUE(after[i].status.ok()) << after[i].status.error_message();
-    EXPECT_EQ(after[i].tokens, reference[i].tokens);
+    EXPECT_EQ(after[i].tokens.size(), 40u);
+    EXPECT_EQ(after[i].complete.worker_id(), cluster->worker(1).id);
   }
   EXPECT_TRUE(WaitWorkerQuiescent(cluster->worker(1), absl::Seconds(10)).ok());
 }
@@ -197,7 +220,7 @@ TEST(FaultsTest, FailedForwardStepFailsTheBatchAndTheWorkerExits) {
 }
 
 TEST(FaultsTest, FailedKvAllocationFailsTheBatchAndTheWorkerExits) {
-  BackendErrorCase("fail_kv_alloc_after:1");
+  BackendErrorCase("fail_kv_alloc_after:2");
 }
 
 // F4: SIGTERM to the router. Readiness NOT_SERVING at once, new calls UNAVAILABLE, every stream
@@ -240,7 +263,7 @@ TEST(FaultsTest, WorkerDrainFinishesInFlightAndGetsNoNewWork) {
   const std::vector<pkv::v1::GenerateRequest> requests = GreedyBatch(8, 700, 70);
   const std::vector<Outcome> reference = References(*cluster, requests);
   RunningBatch batch;
-  Launch(*cluster, requests, 3, &batch);
+  Launch(*cluster, PinHalf(*cluster, requests), 3, &batch);
   ASSERT_GE(Sequences(*cluster, 0), 1);
   cluster->worker(0).process->Signal(SIGTERM);
   ASSERT_TRUE(WaitFor(

@@ -63,8 +63,12 @@ TEST(MigrationTest, KilledWorkersStreamsContinueExactly) {
       if (tokens == 8) started.fetch_add(1);
     };
   }
+  // Every other stream pinned to W0 (session affinity), so the kill surely interrupts some.
+  std::vector<pkv::v1::GenerateRequest> pinned = requests;
+  const std::string session = SessionOn(*cluster, 0);
+  for (size_t i = 0; i < pinned.size(); i += 2) pinned[i].set_session_id(session);
   std::vector<Outcome> outcomes;
-  std::thread clients([&] { outcomes = RunConcurrently(*cluster, requests, kStreamDeadline, controls); });
+  std::thread clients([&] { outcomes = RunConcurrently(*cluster, pinned, kStreamDeadline, controls); });
   ASSERT_TRUE(WaitFor([&] { return started.load() == static_cast<int>(requests.size()); },
                       absl::Seconds(30)));
   // Every stream is mid-decode (8 of 60 tokens): W0's sequences are exactly its share.
