@@ -4,12 +4,27 @@
 #   scripts/cluster.sh demo|serve
 # Ports: PKV_ROUTER_PORT (50051), PKV_WORKER_PORTS ("50061 50062"), metrics on 9100, 9101, ...
 # Backend: PKV_BACKEND (auto: the GPU when one is usable, else the CPU).
+# One worker per GPU on a multi-GPU host: PKV_GPUS="0 1 2 3" (or "0,1,2,3") starts one worker per
+# listed GPU (worker i gets --gpu=<i-th id>; ports 50061, 50062, ... unless PKV_WORKER_PORTS is
+# set) and the router spreads sessions across them. PKV_TP=N passes --tp=N to every worker
+# (tensor parallelism; CPU backend only for now).
 set -euo pipefail
 mode=${1:-demo}
 BIN=${BUILD:-build}/bin
 MODEL=${PKV_MODEL:-models/tiny}
 ROUTER_PORT=${PKV_ROUTER_PORT:-50051}
-read -r -a WORKER_PORTS <<< "${PKV_WORKER_PORTS:-50061 50062}"
+gpu_list=${PKV_GPUS:-}
+read -r -a GPUS <<< "${gpu_list//,/ }"
+default_ports="50061 50062"
+if [ ${#GPUS[@]} -gt 0 ]; then
+  default_ports=""
+  for i in "${!GPUS[@]}"; do default_ports+="$((50061 + i)) "; done
+fi
+read -r -a WORKER_PORTS <<< "${PKV_WORKER_PORTS:-$default_ports}"
+if [ ${#GPUS[@]} -gt 0 ] && [ ${#GPUS[@]} -ne ${#WORKER_PORTS[@]} ]; then
+  echo "PKV_GPUS lists ${#GPUS[@]} GPUs but PKV_WORKER_PORTS ${#WORKER_PORTS[@]} ports" >&2
+  exit 1
+fi
 METRICS_BASE=${PKV_METRICS_BASE:-9100}
 LOGS=${BUILD:-build}/cluster-logs
 mkdir -p "$LOGS"
@@ -36,9 +51,12 @@ trap cleanup EXIT INT TERM
 workers=()
 for i in "${!WORKER_PORTS[@]}"; do
   port=${WORKER_PORTS[$i]}
+  extra=()
+  if [ ${#GPUS[@]} -gt 0 ]; then extra+=(--gpu="${GPUS[$i]}"); fi
+  if [ -n "${PKV_TP:-}" ]; then extra+=(--tp="$PKV_TP"); fi
   "$BIN/pkv-worker" --listen="127.0.0.1:$port" --metrics_listen="127.0.0.1:$((METRICS_BASE + 1 + i))" \
     --worker_id="worker-$i" --model="$MODEL" --backend="${PKV_BACKEND:-auto}" --insecure \
-    >"$LOGS/worker-$i.log" 2>&1 &
+    ${extra[@]+"${extra[@]}"} >"$LOGS/worker-$i.log" 2>&1 &
   pids+=($!)
   workers+=("127.0.0.1:$port")
 done

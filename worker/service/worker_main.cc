@@ -17,6 +17,10 @@ ABSL_FLAG(int32_t, page_size, 16, "KV tokens per page");
 ABSL_FLAG(int64_t, kv_pages, 0, "KV pages in the pool (0: backend default)");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "CUDA backend with --kv_pages=0: share of the GPU "
           "memory left free after weights and buffers that the KV pool takes");
+ABSL_FLAG(int32_t, tp, 1, "Tensor-parallel ranks the model is split over (CPU backend: in-process "
+          "rank threads); the model's KV heads and intermediate size must divide by it");
+ABSL_FLAG(int32_t, gpu, -1, "CUDA device of this worker, one worker per GPU (-1: device 0 of "
+          "CUDA_VISIBLE_DEVICES); made current before anything else touches CUDA");
 ABSL_FLAG(int32_t, max_model_len, 0, "Max prompt+generated tokens (0: the model's maximum); the "
           "worker refuses to start if one such sequence cannot fit the KV pool");
 ABSL_FLAG(int32_t, max_batch_tokens, 512, "Tokens fed per step (chunked-prefill budget)");
@@ -50,6 +54,8 @@ int main(int argc, char** argv) {
   o.page_size = absl::GetFlag(FLAGS_page_size);
   o.kv_pages = absl::GetFlag(FLAGS_kv_pages);
   o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  o.tp = absl::GetFlag(FLAGS_tp);
+  o.gpu = absl::GetFlag(FLAGS_gpu);
   o.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_running = absl::GetFlag(FLAGS_max_running);

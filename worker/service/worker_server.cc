@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/tp_cpu_backend.h"
 #if PKV_HAVE_CUDA
 #include "worker/cuda_backend/cuda_backend.h"
 #endif
@@ -34,6 +36,45 @@ std::string PortOf(const std::string& address) {
   return colon == std::string::npos ? address : address.substr(colon + 1);
 }
 
+// --tp / --gpu against the backend that will run. Errors say what to do next.
+absl::Status CheckParallelFlags(const WorkerOptions& o, bool use_cuda) {
+  if (o.tp < 1) return absl::InvalidArgumentError(absl::StrCat("--tp must be >= 1, got ", o.tp));
+  if (use_cuda && o.tp > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--tp ", o.tp, " runs on the CPU backend only (the CUDA backend has no tensor "
+        "parallelism yet): pass --backend=cpu, or run one worker per GPU with --gpu"));
+  }
+  if (!use_cuda && o.gpu >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gpu ", o.gpu, " selects a GPU for the CUDA backend, but this worker runs on the CPU"));
+  }
+  return absl::OkStatus();
+}
+
+#if PKV_HAVE_CUDA
+// --gpu N: makes device N current on this thread before anything else touches CUDA, so no context
+// is created on device 0; the CUDA backend also receives N and sets it on its own threads.
+absl::Status SelectGpu(int gpu) {
+  if (gpu < 0) return absl::OkStatus();
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  if (gpu >= count) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu ", gpu, " but ", count, " GPU(s) are visible",
+                     visible ? absl::StrCat(" (CUDA_VISIBLE_DEVICES=", visible, ")") : ""));
+  }
+  if (cudaError_t e = cudaSetDevice(gpu); e != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cudaSetDevice(", gpu, "): ", cudaGetErrorString(e)));
+  }
+  PKV_LOG(INFO) << "using GPU " << gpu;
+  return absl::OkStatus();
+}
+#endif
+
 // Loads tokenizer + backend for --model/--backend. Errors say what to do next.
 absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o) {
   if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda") {
@@ -42,9 +83,14 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
   }
   bool use_cuda = o.backend == "cuda";
 #if PKV_HAVE_CUDA
+  if (use_cuda || o.backend == "auto") {
+    if (absl::Status s = SelectGpu(o.gpu); !s.ok()) return s;
+  }
   if (o.backend == "auto") use_cuda = CudaDeviceUsable();
+  if (absl::Status s = CheckParallelFlags(o, use_cuda); !s.ok()) return s;
   if (use_cuda) {
     CudaBackendOptions c;
+    c.device = std::max(0, o.gpu);
     c.page_size = o.page_size;
     c.num_kv_pages = o.kv_pages;
     c.kv_memory_fraction = o.kv_memory_fraction;
@@ -56,8 +102,10 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
   if (use_cuda) {
     return absl::UnimplementedError("this build has no CUDA backend; use --backend=cpu");
   }
+  if (absl::Status s = CheckParallelFlags(o, use_cuda); !s.ok()) return s;
 #endif
   const int64_t pages = o.kv_pages > 0 ? o.kv_pages : kDefaultCpuKvPages;
+  if (o.tp > 1) return LoadTpCpuBackend(o.model_dir, o.tp, o.page_size, pages);
   return LoadCpuBackend(o.model_dir, o.page_size, pages);
 }
 
