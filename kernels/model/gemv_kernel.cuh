@@ -294,10 +294,15 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   }
   PdlWait();
   PdlTrigger();
+  // Lanes of tokens >= a.tokens load token tokens - 1's inputs (same addresses as other lanes:
+  // no extra traffic) and zero them with a select, so the loop has no divergent branch before
+  // its warp-wide MMAs.
+  const int gx = min(g, a.tokens - 1);
+  const bool live = g < a.tokens;
   float inv = 0.f;
   if constexpr (kIn == GemvInput::kRmsNorm) {
     ComputeInv(a, sm);
-    if (g < a.tokens) inv = sm.inv[g];
+    inv = sm.inv[gx];
   }
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem(a, item, warp, g);
@@ -308,8 +313,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         if (s + u < it.steps.end) {
-          uint4 xv = make_uint4(0u, 0u, 0u, 0u);
-          if (g < a.tokens) xv = LoadX<T, kIn>(a, g, (s + u) * kGemvStepK + 8 * c, inv);
+          uint4 xv = LoadX<T, kIn>(a, gx, (s + u) * kGemvStepK + 8 * c, inv);
+          if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
           MmaStep<T>(acc, va[u], vb[u], xv);
         }
       }
