@@ -177,7 +177,10 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
       r.variant = v.name;
       r.skipped = VariantSkipReason(v, r.batch, *b);
       if (r.skipped.empty()) {
-        ApplyVariant(v, b.get());
+        const absl::Status applied = ApplyVariant(v, b.get());
+        if (!applied.ok()) r.skipped = std::string(applied.message());
+      }
+      if (r.skipped.empty()) {
         PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, f.Int("warmup"),
                                           f.Int("steps"), ceil.stream_gbps, 5));
         r.skinny = v.skinny;
@@ -186,7 +189,7 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
       report->Decode(model, r, sched);
     }
   }
-  ApplyVariant(Variant{}, b.get());  // prefill on the default backend configuration
+  PKV_RETURN_IF_ERROR(ApplyVariant(Variant{}, b.get()));  // prefill on the default configuration
   for (int32_t n : ParseInts(f.Str("prompts"))) {
     PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
     report->Prefill(model, r);
@@ -204,7 +207,7 @@ int E2eMain(int argc, char** argv) {
             "bucketed-B1-N4096,uniform-B1,bucketed-B8-N4096,uniform-B8,uniform-B32,bimodal-B32,"
             "uniform-B64,bimodal-B64"},
            {"prompts", "512,2048,8192"},
-           {"variants", "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,eager"},
+           {"variants", "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,lt,lt+pdl,eager"},
            {"steps", "16"},
            {"warmup", "3"},
            {"kv_memory_fraction", "0.9"},

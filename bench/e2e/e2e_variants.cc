@@ -24,12 +24,16 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
       v.fused = true;
     } else if (name == "fused+pdl" || prefetch) {
       v.fused = v.pdl = true;
+    } else if (name == "lt") {
+      v.tuned = true;
+    } else if (name == "lt+pdl") {
+      v.tuned = v.pdl = true;
     } else if (name == "eager") {
       v.graphs = false;
     } else if (name != "cublas") {  // cublas: the defaults
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown variant '", v.name,
-                       "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, eager"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown variant '", v.name,
+          "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, lt, lt+pdl, eager"));
     }
     out.push_back(v);
   }
@@ -44,12 +48,13 @@ std::string VariantSkipReason(const Variant& v, int32_t batch, const CudaModelBa
   return "";
 }
 
-void ApplyVariant(const Variant& v, CudaModelBackend* b) {
+absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetCudaGraphs(v.graphs);
   b->SetSkinnyGemm(v.skinny);
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
+  return b->SetGemmAutotune(v.tuned);
 }
 
 }  // namespace pkv::bench

@@ -5,6 +5,8 @@
 //   fused          the fused small-batch path (<= 8 tokens): 5 launches a layer
 //   fused+pdl      fused with programmatic dependent launch between the GEMVs
 //   fused+pdl+pfN  fused+pdl, each GEMV prefetching N K-steps per warp into L2 before its wait
+//   lt             cublas with each projection's cuBLASLt algorithm autotuned at its batch bucket
+//   lt+pdl         lt with programmatic dependent launch
 //   eager          cublas without CUDA graphs
 // A variant that cannot run on a line (batch too large, shape unsupported, PDL unavailable) is
 // reported as skipped with the reason. Benchmark code: not thread-safe.
@@ -26,6 +28,7 @@ struct Variant {
   bool fused = false;
   bool pdl = false;
   int32_t prefetch_steps = 0;
+  bool tuned = false;  // autotuned cuBLASLt GEMMs
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.
@@ -34,7 +37,7 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list);
 // Why `v` cannot run a batch of `batch` rows on `b` ("" when it can).
 std::string VariantSkipReason(const Variant& v, int32_t batch, const CudaModelBackend& b);
 
-// Configures `b` for `v`.
-void ApplyVariant(const Variant& v, CudaModelBackend* b);
+// Configures `b` for `v` (the first tuned variant tunes the GEMMs: seconds).
+absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b);
 
 }  // namespace pkv::bench

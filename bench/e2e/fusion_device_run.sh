@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# One GPU-machine run for the fused small-batch path and programmatic dependent launch (PDL):
-# the device tests of the new path, then pkv-bench e2e with every variant for llama3-8b and
-# llama3-1b at B = 1, 8, 64, then (time permitting) compute-sanitizer on the fused kernels and
-# per-kernel DRAM throughput of one fused 8B step under ncu. Builds nothing; every phase has a
+# One GPU-machine run for the fused small-batch path, programmatic dependent launch (PDL) and the
+# autotuned cuBLASLt GEMMs: the device tests of the new paths, then pkv-bench e2e with every
+# variant for llama3-8b and llama3-1b at B = 1, 8 (and 32), 64, then (time permitting)
+# compute-sanitizer on the fused kernels and per-kernel DRAM throughput of one fused 8B step
+# under ncu. Builds nothing; every phase has a
 # timeout and the whole run stays under 4 minutes (~1.5 expected). Logs and TSVs go to $OUT.
 # See bench/results/e2e-2026-11-29-h200/FUSION.md for what to look for.
 #
 # Build machine (repo root), before the device call:
 #   ninja -C build-fuse -j2 pkv-bench cuda_backend_device_test gemv_device_test \
-#     skinny_gemm_device_test
+#     gemm_tune_device_test skinny_gemm_device_test
 #   B=build-fuse/bin; rm -rf /tmp/fb; /work/shared/tools/device-bundle /tmp/fb/fusion \
-#     $B/pkv-bench $B/cuda_backend_device_test $B/gemv_device_test $B/skinny_gemm_device_test
+#     $B/pkv-bench $B/cuda_backend_device_test $B/gemv_device_test $B/gemm_tune_device_test \
+#     $B/skinny_gemm_device_test
 #   strip --strip-debug /tmp/fb/fusion/bin/*; strip --strip-unneeded /tmp/fb/fusion/lib/*
 #   mkdir -p .device && (cd /tmp/fb && tar cJf "$OLDPWD/.device/fusion.tar.xz" fusion)
 #   git rev-parse HEAD > .device/REVISION_fusion
@@ -30,7 +32,8 @@ S="$OUT/summary.txt"
   cat .device/REVISION_fusion 2>/dev/null; date -u; } > "$S" 2>&1
 
 el device tests >> "$S"
-for tl in gemv_device_test:45:150 cuda_backend_device_test:60:110 skinny_gemm_device_test:20:100; do
+for tl in gemv_device_test:40:160 cuda_backend_device_test:60:120 gemm_tune_device_test:20:110 \
+          skinny_gemm_device_test:15:100; do
   IFS=: read -r t c r <<< "$tl"; echo "=== $t" >> "$OUT/device_tests.log"
   timeout "$(cap "$c" "$r")" "$R" "$t" --gtest_brief=1 >> "$OUT/device_tests.log" 2>&1
   echo "rc=$?" >> "$OUT/device_tests.log"
@@ -38,13 +41,23 @@ done
 grep -E "^===|PASSED|FAILED|rc=" "$OUT/device_tests.log" >> "$S"
 
 el bench >> "$S"
-timeout "$(cap 90 20)" "$R" pkv-bench e2e --shapes llama3-8b,llama3-1b \
+# The fused path and PDL (B <= 8 for fused), then in a second process the tuned GEMMs (a tuning
+# failure cannot take the first measurement with it).
+timeout "$(cap 70 60)" "$R" pkv-bench e2e --shapes llama3-8b,llama3-1b \
   --trace bench/traces/heldout-20260623.tsv \
   --decode_lines bucketed-B1-N4096,uniform-B1,bucketed-B8-N4096,bimodal-B64 \
   --variants cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,fused+pdl+pf16 \
   --prompts= --steps 32 --warmup 4 --out "$OUT/fusion_e2e.tsv" > "$OUT/fusion_e2e.log" 2>&1
 echo "bench rc=$?" >> "$S"
 sed -n '/byte-floor fraction per variant/,$p' "$OUT/fusion_e2e.log" >> "$S"
+timeout "$(cap 60 30)" "$R" pkv-bench e2e --shapes llama3-8b,llama3-1b \
+  --trace bench/traces/heldout-20260623.tsv \
+  --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B32,bimodal-B64 \
+  --variants cublas,pdl,lt,lt+pdl --prompts= --steps 32 --warmup 4 \
+  --out "$OUT/lt_e2e.tsv" > "$OUT/lt_e2e.log" 2>&1
+echo "bench lt rc=$?" >> "$S"
+sed -n '/byte-floor fraction per variant/,$p' "$OUT/lt_e2e.log" >> "$S"
+grep -E "tuned [0-9]+ GEMM" "$OUT/lt_e2e.log" >> "$S"
 
 el sanitizer >> "$S"
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

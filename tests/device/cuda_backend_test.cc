@@ -40,12 +40,14 @@ struct ModelCase {
   bool skinny = false;    // CudaBackendOptions::skinny_gemm
   bool fused = false;     // CudaBackendOptions::fused_small_batch (steps of <= 8 tokens)
   bool pdl = false;       // CudaBackendOptions::pdl (where the device allows it)
+  bool tuned = false;     // CudaBackendOptions::gemm_autotune
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
   std::string n = info.param.name + "_" + std::string(DTypeName(info.param.dtype)) + "_" +
                   info.param.attention + (info.param.skinny ? "_skinny" : "") +
-                  (info.param.fused ? "_fused" : "") + (info.param.pdl ? "_pdl" : "");
+                  (info.param.fused ? "_fused" : "") + (info.param.pdl ? "_pdl" : "") +
+                  (info.param.tuned ? "_tuned" : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -101,6 +103,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.fused_small_batch = mc.fused;
     o.pdl = mc.pdl;
     o.fused_prefetch_steps = mc.pdl ? 2 : 0;
+    o.gemm_autotune = mc.tuned;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
@@ -317,6 +320,7 @@ TEST_P(CudaBackendTest, RejectsBadBatchesLikeTheCpuBackend) {
 // The fused small-batch path runs every step of <= 8 tokens (decode steps, the 1-token chunk,
 // batched decode up to 5 rows); longer prefills in the same cases keep the cuBLAS path, so mixed
 // sequences of both are covered too. q/k-normed qwen3 takes the fused path's unfused-RoPE branch.
+// "tuned" cases run every projection at the graph buckets through autotuned cuBLASLt algorithms.
 INSTANTIATE_TEST_SUITE_P(
     Models, CudaBackendTest,
     ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
@@ -331,7 +335,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true},
                       ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true},
                       ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true},
-                      ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true}),
+                      ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true},
+                      ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true, true},
+                      ModelCase{"qwen3-d128", DType::kF16, "auto", false, false, false, true}),
     CaseName);
 
 }  // namespace

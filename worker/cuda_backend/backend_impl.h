@@ -61,8 +61,10 @@ class CudaModelBackend::Impl {
   bool UsePdl() const { return options.pdl && pdl_usable; }
   absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s);
   absl::Status EnqueueFusedHead(const DeviceStep& s);
-  // Bits of the graph key for what the fused path and PDL bake into a capture.
+  // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
+  // tune_gemms.cc: cuBLASLt autotuning of every projection at every graph bucket (synchronous).
+  absl::Status TuneGemms();
 
   // cuda_backend.cc: host half of a step.
   absl::Status Prepare(absl::Span<const BatchRow> rows, bool need_params, bool allow_graph,
@@ -110,6 +112,7 @@ class CudaModelBackend::Impl {
   cuda_backend::DeviceBuffer sum_sq_attn;    // float [hidden / 16][8]: x^2 sums after o
   cuda_backend::DeviceBuffer sum_sq_mlp;     // float [hidden / 16][8]: after down (embed: [1][8])
   bool pdl_usable = false;
+  bool gemms_tuned = false;
 
   std::unique_ptr<cuda_backend::StepBuilder> builder;
   cuda_backend::StepHost host;

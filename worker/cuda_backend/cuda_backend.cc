@@ -177,6 +177,10 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
   PKV_RETURN_IF_ERROR(AllocateKvPool(m));
   PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
   PKV_RETURN_IF_ERROR(m->SetUpFused());
+  if (m->options.gemm_autotune) {
+    PKV_RETURN_IF_ERROR(m->TuneGemms());
+    m->gemm->set_tuned(true);
+  }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream));
   const ModelConfig& c = m->config;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
@@ -259,6 +263,12 @@ void CudaModelBackend::SetFusedSmallBatch(bool enabled) {
 void CudaModelBackend::SetPdl(bool enabled) { impl_->options.pdl = enabled; }
 void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) {
   impl_->options.fused_prefetch_steps = std::max(0, steps);
+}
+absl::Status CudaModelBackend::SetGemmAutotune(bool enabled) {
+  if (enabled) PKV_RETURN_IF_ERROR(impl_->TuneGemms());
+  impl_->options.gemm_autotune = enabled;
+  impl_->gemm->set_tuned(enabled);
+  return absl::OkStatus();
 }
 bool CudaModelBackend::fused_available() const { return impl_->fused_plans != nullptr; }
 bool CudaModelBackend::pdl_available() const { return impl_->pdl_usable; }

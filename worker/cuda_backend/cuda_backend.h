@@ -58,6 +58,10 @@ struct CudaBackendOptions {
   // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
+  // Time cuBLASLt's candidate algorithms against cublasGemmEx for every projection at every
+  // graph batch bucket at load, and run the fastest (gemm.h). Adds seconds to the load of an 8B
+  // model. Off until measured.
+  bool gemm_autotune = false;
   int device = 0;
   std::string dtype = "auto";  // auto | bfloat16 | float16
   // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
@@ -111,6 +115,8 @@ class CudaModelBackend : public ModelBackend {
   void SetFusedSmallBatch(bool enabled);
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);
+  // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.
+  absl::Status SetGemmAutotune(bool enabled);
   bool fused_available() const;
   bool pdl_available() const;
 

@@ -57,6 +57,7 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   uint64_t sig = 0;
   if (UseFused(s)) sig ^= 0xC2B2AE3D27D4EB4Full;
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options.fused_prefetch_steps);
+  if (gemm->tuned()) sig ^= 0x27D4EB2F165667C5ull;
   return sig;
 }
 

@@ -25,6 +25,8 @@ absl::StatusOr<std::unique_ptr<Gemm>> Gemm::Create(int64_t workspace_bytes) {
 }
 
 Gemm::~Gemm() {
+  lt_plans_.clear();  // descriptors before the handles
+  if (lt_ != nullptr) cublasLtDestroy(lt_);
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
@@ -48,6 +50,15 @@ absl::Status Gemm::Linear(decode::DType dtype, const void* x, int64_t num_tokens
     a.y_f32 = y_f32;
     return gpu::LaunchSkinnyGemm(a, stream);
   }
+  if (tuned_) {
+    auto it = lt_plans_.find(Key(static_cast<int>(dtype), num_tokens, in, out, y_f32));
+    if (it != lt_plans_.end() && it->second->use_lt) return RunLt(*it->second, x, w, y, stream);
+  }
+  return GemmEx(dtype, x, num_tokens, in, w, out, y, y_f32, stream);
+}
+
+absl::Status Gemm::GemmEx(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
+                          const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream) {
   const cudaDataType_t ab = dtype == decode::DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
   const cudaDataType_t c = y_f32 ? CUDA_R_32F : ab;
   const float alpha = 1.f, beta = 0.f;

@@ -4,15 +4,26 @@
 // transpose is ever materialised.
 //
 // cuBLAS gets a fixed workspace (cublasSetWorkspace) so its calls can be captured in CUDA graphs
-// and never allocate. Thread-safety: not thread-safe (one handle, owned by the backend).
+// and never allocate.
+//
+// Autotuning (gemm_tune.cc, the backend option gemm_autotune): cublasGemmEx runs cuBLAS's first
+// heuristic choice, which for decode-sized token counts (8..256 rows of a weight streamed once)
+// is often a tile grid too small to stream the weight at full bandwidth. Tune() times cublasGemmEx
+// and up to kTuneCandidates of cuBLASLt's heuristic algorithms (split-K ones among them) on one
+// exact problem and keeps the fastest; while tuned() is on, Linear() runs it for that problem.
+// Thread-safety: not thread-safe (one handle, owned by the backend).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <memory>
+#include <tuple>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "kernels/decode/decode_params.h"
 #include "worker/cuda_backend/device_buffer.h"
@@ -35,11 +46,57 @@ class Gemm {
   void set_skinny(bool enabled) { skinny_ = enabled; }
   bool skinny() const { return skinny_; }
 
+  // One problem to tune: x [tokens][in] and y [tokens][out] are scratch operands; the timing
+  // cycles through `weights` (matrices of this shape, e.g. every layer's) so it reads them from
+  // memory rather than L2.
+  struct TuneProblem {
+    decode::DType dtype = decode::DType::kBFloat16;
+    int64_t tokens = 0;
+    int64_t in = 0;
+    int64_t out = 0;
+    bool y_f32 = false;
+    std::vector<const void*> weights;  // each [out][in] dtype
+    const void* x = nullptr;
+    void* y = nullptr;
+  };
+  static constexpr int kTuneCandidates = 16;
+  // Synchronous (start-up and benchmarks only). Candidates that fail are skipped; an error only
+  // when nothing, not even cublasGemmEx, runs.
+  absl::Status Tune(const TuneProblem& p, cudaStream_t stream);
+  void set_tuned(bool enabled) { tuned_ = enabled; }
+  bool tuned() const { return tuned_; }
+  // Problems tuned so far, and how many of them run a cuBLASLt algorithm (not cublasGemmEx).
+  int num_tuned() const { return static_cast<int>(lt_plans_.size()); }
+  int num_lt() const;
+
  private:
+  // A tuned problem: its cuBLASLt descriptors and algorithm, or use_lt = false when
+  // cublasGemmEx was fastest. Owns the descriptors.
+  struct LtPlan {
+    bool use_lt = false;
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo = {};
+    LtPlan() = default;
+    LtPlan(const LtPlan&) = delete;
+    LtPlan& operator=(const LtPlan&) = delete;
+    ~LtPlan();
+  };
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool>;  // dtype, tokens, in, out, f32
+
   Gemm() = default;
+  absl::Status GemmEx(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
+                      const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream);
+  absl::Status RunLt(const LtPlan& p, const void* x, const void* w, void* y,
+                     cudaStream_t stream) const;
+  absl::StatusOr<std::unique_ptr<LtPlan>> MakeLtPlan(const TuneProblem& p) const;
+
   bool skinny_ = false;
+  bool tuned_ = false;
   cublasHandle_t handle_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_;
+  absl::flat_hash_map<Key, std::unique_ptr<LtPlan>> lt_plans_;
 };
 
 // CUBLAS_STATUS -> absl::Status (INTERNAL naming the call).
