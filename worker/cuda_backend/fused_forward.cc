@@ -22,12 +22,19 @@ absl::Status AllocZeroed(int64_t bytes, cudaStream_t stream, cuda_backend::Devic
 
 }  // namespace
 
+// Never fails the load: without the fused path or PDL the backend runs its cuBLAS path.
 absl::Status CudaModelBackend::Impl::SetUpFused() {
-  PKV_ASSIGN_OR_RETURN(pdl_usable, gpu::PdlUsable(device));
-  PKV_ASSIGN_OR_RETURN(const gpu::GemvDevice gemv_device,
-                       gpu::QueryGemvDevice(device, weights.dtype));
+  absl::StatusOr<bool> pdl = gpu::PdlUsable(device);
+  absl::StatusOr<gpu::GemvDevice> gemv_device = gpu::QueryGemvDevice(device, weights.dtype);
+  if (!pdl.ok() || !gemv_device.ok()) {
+    cudaGetLastError();  // a failed query must not surface at the next launch check
+    PKV_LOG(WARNING) << "cuda backend: fused path / PDL unavailable: "
+                     << (pdl.ok() ? gemv_device.status() : pdl.status()).message();
+    return absl::OkStatus();
+  }
+  pdl_usable = *pdl;
   absl::StatusOr<cuda_backend::FusedPlans> plans =
-      cuda_backend::PlanFusedLayers(config, gemv_device);
+      cuda_backend::PlanFusedLayers(config, *gemv_device);
   if (!plans.ok()) {
     PKV_LOG(INFO) << "cuda backend: fused small-batch path unavailable: "
                   << plans.status().message();
@@ -40,8 +47,8 @@ absl::Status CudaModelBackend::Impl::SetUpFused() {
   PKV_RETURN_IF_ERROR(AllocZeroed(int64_t{fused_plans->num_tickets()} * 4, stream, &gemv_tickets));
   PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream, &sum_sq_attn));
   PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream, &sum_sq_mlp));
-  PKV_LOG(INFO) << "cuda backend: fused small-batch path available (" << gemv_device.num_sms
-                << " SMs x " << gemv_device.ctas_per_sm << " GEMV CTAs; split-K qkv "
+  PKV_LOG(INFO) << "cuda backend: fused small-batch path available (" << gemv_device->num_sms
+                << " SMs x " << gemv_device->ctas_per_sm << " GEMV CTAs; split-K qkv "
                 << fused_plans->qkv.parts << ", o " << fused_plans->o.parts << ", gate/up "
                 << fused_plans->gate_up.parts << ", down " << fused_plans->down.parts
                 << "), programmatic dependent launch " << (pdl_usable ? "usable" : "unavailable");
