@@ -396,8 +396,9 @@ TEST_P(GemvTest, SiluMulOfGateAndUp) {
 }
 
 // o-style residual GEMV, then a gate/up-style GEMV normalising the new residual from the first
-// one's sums of squares, back to back on one stream, the second (and a third) with PDL where
-// usable: the contract between the kernels (sum_sq_out -> sum_sq_parts) and the launch ordering.
+// one's sums of squares, twice, back to back on one stream with PDL where usable: the contract
+// between the kernels (sum_sq_out -> sum_sq_parts), the launch ordering, and that a kernel
+// started early sees the previous kernel's writes.
 TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
   absl::StatusOr<bool> pdl = gpu::PdlUsable(0);
   ASSERT_TRUE(pdl.ok()) << pdl.status();
@@ -426,13 +427,16 @@ TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
     b.args.y_f32 = true;
     b.args.pdl = *pdl;
     b.args.prefetch_steps = 4;
-    ASSERT_TRUE(gpu::LaunchGemv(a.args, stream).ok());
-    ASSERT_TRUE(gpu::LaunchGemv(b.args, stream).ok());
-    ASSERT_TRUE(gpu::LaunchGemv(b.args, stream).ok());  // a repeat: same input, same bits
+    // A, B, A, B: the second B reads the residual the second A rewrote, on SMs whose caches the
+    // first B filled with its old values, and its sums of squares; both must be the new ones.
+    for (int round = 0; round < 2; ++round) {
+      ASSERT_TRUE(gpu::LaunchGemv(a.args, stream).ok());
+      ASSERT_TRUE(gpu::LaunchGemv(b.args, stream).ok());
+    }
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     const std::vector<float> x1 = Download<float>(res, x0.size());
     const std::vector<float> got = Download<float>(y, int64_t{tokens} * kOut);
-    second.residual = x1;  // the reference normalises what the first kernel wrote
+    second.residual = x1;  // the reference normalises what the last A wrote
     for (int32_t t = 0; t < tokens; ++t) {
       double total = 0;
       for (int32_t i = 0; i < kHidden; ++i)
