@@ -20,9 +20,9 @@ absl::StatusOr<DnsTarget> ParseDnsTarget(absl::string_view name_port) {
   if (colon == absl::string_view::npos || colon == 0 ||
       !absl::SimpleAtoi(name_port.substr(colon + 1), &target.port) || target.port <= 0 ||
       target.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--workers_dns '", name_port,
-        "' is not name:port (e.g. pkv-workers.default.svc.cluster.local:50061)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers_dns '", name_port,
+                     "' is not name:port (e.g. pkv-workers.default.svc.cluster.local:50061)"));
   }
   target.host = std::string(name_port.substr(0, colon));
   return target;
@@ -74,8 +74,7 @@ DiscoveryChange ReconcileDiscovered(const std::set<std::string>& discovered,
   return change;
 }
 
-DnsDiscovery::DnsDiscovery(std::string name, Resolver resolve, absl::Duration interval,
-                           Apply apply)
+DnsDiscovery::DnsDiscovery(std::string name, Resolver resolve, absl::Duration interval, Apply apply)
     : name_(std::move(name)),
       resolve_(std::move(resolve)),
       interval_(interval),

@@ -176,7 +176,7 @@ class WorkerRegistry {
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);  // slots; never shrinks
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);                          // breaker jitter
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);                           // breaker jitter
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<internal::RegistryProbe*, std::shared_ptr<internal::RegistryProbe>> probes_
       ABSL_GUARDED_BY(mu_);

@@ -274,11 +274,11 @@ TEST(FaultsTest, WorkerDrainFinishesInFlightAndGetsNoNewWork) {
       absl::Seconds(2)));
   EXPECT_EQ(Health(cluster->worker(0).address(), ""), HealthCheckResponse::SERVING);
   absl::SleepFor(absl::Seconds(1));  // the router's next health check sees it
-  const std::string w0_placements = absl::StrCat(
-      "pkv_router_worker_placements_total{worker=\"", cluster->worker(0).address(), "\"}");
+  const std::string w0_placements = absl::StrCat("pkv_router_worker_placements_total{worker=\"",
+                                                 cluster->worker(0).address(), "\"}");
   const double placed = RouterSample(*cluster, w0_placements);
-  const std::vector<Outcome> during = RunConcurrently(*cluster, GreedyBatch(4, 750, 5),
-                                                      kStreamDeadline);
+  const std::vector<Outcome> during =
+      RunConcurrently(*cluster, GreedyBatch(4, 750, 5), kStreamDeadline);
   for (const Outcome& o : during) {
     EXPECT_TRUE(o.status.ok()) << o.status.error_message();
     EXPECT_EQ(o.complete.worker_id(), cluster->worker(1).id);
@@ -314,9 +314,7 @@ TEST(FaultsTest, WorkerDiscoveredThroughDnsServes) {
   const std::string metrics = absl::StrCat("127.0.0.1:", metrics_port);
   ASSERT_TRUE(WaitServing(address, absl::Seconds(30), "pkv.v1.Generation").ok());
   ASSERT_TRUE(WaitFor(
-      [&] {
-        return MetricsSnapshot(metrics).Value("pkv_router_workers{state=\"healthy\"}") == 2;
-      },
+      [&] { return MetricsSnapshot(metrics).Value("pkv_router_workers{state=\"healthy\"}") == 2; },
       absl::Seconds(15)))
       << (*router)->LogTail();
   const std::string dns_placements = absl::StrCat(

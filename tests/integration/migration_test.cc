@@ -68,7 +68,8 @@ TEST(MigrationTest, KilledWorkersStreamsContinueExactly) {
   const std::string session = SessionOn(*cluster, 0);
   for (size_t i = 0; i < pinned.size(); i += 2) pinned[i].set_session_id(session);
   std::vector<Outcome> outcomes;
-  std::thread clients([&] { outcomes = RunConcurrently(*cluster, pinned, kStreamDeadline, controls); });
+  std::thread clients(
+      [&] { outcomes = RunConcurrently(*cluster, pinned, kStreamDeadline, controls); });
   ASSERT_TRUE(WaitFor([&] { return started.load() == static_cast<int>(requests.size()); },
                       absl::Seconds(30)));
   // Every stream is mid-decode (8 of 60 tokens): W0's sequences are exactly its share.
@@ -96,8 +97,8 @@ TEST(MigrationTest, KilledWorkersStreamsContinueExactly) {
 // for them, so they move transparently (before_first_token) and complete exactly; requests sent
 // after the kill (the idle phase) see no error.
 TEST(MigrationTest, KillWhileQueuedAndDuringPrefillFailsOverTransparently) {
-  auto cluster = StartCluster(
-      2, {"--test_fault=slow_step_ms:40", "--max_running=1", "--max_batch_tokens=16"});
+  auto cluster =
+      StartCluster(2, {"--test_fault=slow_step_ms:40", "--max_running=1", "--max_batch_tokens=16"});
   ASSERT_NE(cluster, nullptr);
   const std::string session = SessionOn(*cluster, 0);
   ASSERT_FALSE(session.empty());
@@ -124,9 +125,9 @@ TEST(MigrationTest, KillWhileQueuedAndDuringPrefillFailsOverTransparently) {
   launch(0);
   ASSERT_TRUE(WaitFor([&] { return prefilled() >= 16; }, absl::Seconds(20)));
   for (size_t i = 1; i < requests.size(); ++i) launch(i);
-  ASSERT_TRUE(WaitFor(
-      [&] { return SumOverWorkers(*cluster, {0}, "pkv_requests{state=\"waiting\"}") == 3; },
-      absl::Seconds(20)));
+  ASSERT_TRUE(
+      WaitFor([&] { return SumOverWorkers(*cluster, {0}, "pkv_requests{state=\"waiting\"}") == 3; },
+              absl::Seconds(20)));
   const double prefilled_at_kill = prefilled();
   cluster->worker(0).process->Signal(SIGKILL);
   for (auto& t : clients) t.join();
@@ -173,9 +174,8 @@ TEST(MigrationTest, FlappingWorkerIsEjectedAndReadmitted) {
       }
     });
   }
-  const std::string w0_placements =
-      absl::StrCat("pkv_router_worker_placements_total{worker=\"", cluster->worker(0).address(),
-                   "\"}");
+  const std::string w0_placements = absl::StrCat("pkv_router_worker_placements_total{worker=\"",
+                                                 cluster->worker(0).address(), "\"}");
   for (int round = 0; round < 3; ++round) {
     // Long enough for the breaker (ejections of at most 0.8 s here) to have readmitted W0 since
     // the last restart, so each kill is a new ejection.
@@ -186,8 +186,8 @@ TEST(MigrationTest, FlappingWorkerIsEjectedAndReadmitted) {
   }
   // After the last restart W0 is readmitted (its breaker's probe) and gets placements again.
   const double placed = RouterSample(*cluster, w0_placements);
-  EXPECT_TRUE(WaitFor([&] { return RouterSample(*cluster, w0_placements) > placed; },
-                      absl::Seconds(15)));
+  EXPECT_TRUE(
+      WaitFor([&] { return RouterSample(*cluster, w0_placements) > placed; }, absl::Seconds(15)));
   stop.store(true);
   for (auto& t : clients) t.join();
   EXPECT_EQ(bad.load(), 0) << "of " << done.load() << " streams";

@@ -62,8 +62,8 @@ TEST(OverloadTest, FloodOfTenTimesTheAdmissionLimit) {
   const int64_t router_growth = RssKiB(cluster->router().pid()) - router_rss;
   const int64_t worker_growth = RssKiB(cluster->worker(0).process->pid()) - worker_rss;
   std::cout << "flood: " << ok << " admitted, " << exhausted << " RESOURCE_EXHAUSTED of " << kCalls
-            << "; RSS growth router " << router_growth << " KiB, worker " << worker_growth
-            << " KiB" << std::endl;
+            << "; RSS growth router " << router_growth << " KiB, worker " << worker_growth << " KiB"
+            << std::endl;
   EXPECT_EQ(ok + exhausted, kCalls) << CodeSummary(outcomes);
   EXPECT_GE(ok, 16) << "at least the slots and the queue were admitted";
   EXPECT_GE(exhausted, kCalls / 2) << "the excess of a burst is refused, not queued";
@@ -81,8 +81,8 @@ TEST(OverloadTest, FloodOfTenTimesTheAdmissionLimit) {
 // A flood straight at one worker: it admits max_running + max_waiting and refuses the rest at
 // once with RESOURCE_EXHAUSTED + grpc-retry-pushback-ms (nothing piles up in its inbox).
 TEST(OverloadTest, WorkerBoundsItsQueueUnderAFlood) {
-  auto cluster = StartCluster(1, {"--test_fault=slow_step_ms:20", "--max_running=4",
-                                  "--max_waiting=4"});
+  auto cluster =
+      StartCluster(1, {"--test_fault=slow_step_ms:20", "--max_running=4", "--max_waiting=4"});
   ASSERT_NE(cluster, nullptr);
   constexpr int kCalls = 80;
   std::atomic<int> ok{0}, exhausted{0}, with_hint{0};
@@ -160,13 +160,14 @@ TEST(OverloadTest, ExpiredBeforePrefillCostsNoKvPages) {
     };
   }
   std::vector<Outcome> busy_outcomes;
-  std::thread busy_thread([&] {
-    busy_outcomes = RunConcurrently(*cluster, busy, kStreamDeadline, busy_controls);
-  });
+  std::thread busy_thread(
+      [&] { busy_outcomes = RunConcurrently(*cluster, busy, kStreamDeadline, busy_controls); });
   ASSERT_TRUE(WaitFor([&] { return running.load() == 2; }, absl::Seconds(20)));
   // One busy stream on each worker (the gauge is published after the step that sampled).
   ASSERT_TRUE(WaitFor(
-      [&] { return SumOverWorkers(*cluster, {0, 1}, "pkv_requests{state=\"running\"}") == 2; },
+      [&] {
+        return SumOverWorkers(*cluster, {0, 1}, "pkv_requests{state=\"running\"}") == 2;
+      },
       absl::Seconds(5)));
   const double prefill = SumOverWorkers(*cluster, {0, 1}, "pkv_prefill_tokens_total");
   const double deadline_aborts = SumOverWorkers(*cluster, {0, 1}, Aborts("deadline"));
@@ -183,7 +184,9 @@ TEST(OverloadTest, ExpiredBeforePrefillCostsNoKvPages) {
   }
   // The workers drop them at their next step (a 50 ms sleep here): wait for the queues to empty.
   EXPECT_TRUE(WaitFor(
-      [&] { return SumOverWorkers(*cluster, {0, 1}, "pkv_requests{state=\"waiting\"}") == 0; },
+      [&] {
+        return SumOverWorkers(*cluster, {0, 1}, "pkv_requests{state=\"waiting\"}") == 0;
+      },
       absl::Seconds(10)));
   const double queued_aborts =
       SumOverWorkers(*cluster, {0, 1}, Aborts("deadline")) - deadline_aborts;
@@ -202,8 +205,8 @@ TEST(OverloadTest, ExpiredBeforePrefillCostsNoKvPages) {
 // workers' client_cancel aborts equal the cancels exactly, at most two tokens are computed per
 // cancelled stream after its cancel, uncancelled streams equal the reference, no page leaks.
 TEST(OverloadTest, CancellationMatrixOverSeeds) {
-  auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:15", "--max_running=4",
-                                  "--max_batch_tokens=32"});
+  auto cluster =
+      StartCluster(2, {"--test_fault=slow_step_ms:15", "--max_running=4", "--max_batch_tokens=32"});
   ASSERT_NE(cluster, nullptr);
   std::vector<pkv::v1::GenerateRequest> prompts;
   for (int i = 0; i < 6; ++i) prompts.push_back(GreedyRequest(1000 + i, i % 2 ? 120 : 10, 45));
@@ -231,7 +234,8 @@ TEST(OverloadTest, CancellationMatrixOverSeeds) {
       }
       controls.push_back(c);
     }
-    const std::vector<Outcome> outcomes = RunConcurrently(*cluster, requests, kStreamDeadline, controls);
+    const std::vector<Outcome> outcomes =
+        RunConcurrently(*cluster, requests, kStreamDeadline, controls);
     int cancelled = 0;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (outcomes[i].cancelled_by_client) {

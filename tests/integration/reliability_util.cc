@@ -140,8 +140,7 @@ std::string CodeSummary(const std::vector<Outcome>& outcomes) {
   std::map<std::string, int> counts;
   std::map<std::string, std::string> example;
   for (const Outcome& o : outcomes) {
-    const std::string code =
-        StatusCodeName(static_cast<absl::StatusCode>(o.status.error_code()));
+    const std::string code = StatusCodeName(static_cast<absl::StatusCode>(o.status.error_code()));
     ++counts[code];
     if (!o.status.ok()) example.emplace(code, o.status.error_message());
   }

@@ -72,8 +72,7 @@ absl::Status WaitWorkerQuiescent(const WorkerProc& w, absl::Duration timeout);
 // A greedy, EOS-ignoring request for the tiny model: `prompt_len` token ids derived from `key`.
 pkv::v1::GenerateRequest GreedyRequest(int key, int prompt_len, uint32_t max_tokens);
 // The same with temperature 1 and a fixed seed (reproducible sampling).
-pkv::v1::GenerateRequest SeededRequest(int key, int prompt_len, uint32_t max_tokens,
-                                       uint64_t seed);
+pkv::v1::GenerateRequest SeededRequest(int key, int prompt_len, uint32_t max_tokens, uint64_t seed);
 
 // Count of `code` among outcomes, and a "CODE: n, ..." summary for failure messages.
 int CountCode(const std::vector<Outcome>& outcomes, grpc::StatusCode code);

@@ -34,9 +34,9 @@ absl::Duration SoakDuration() {
 }
 
 double RouterRequests(Cluster& cluster, grpc::StatusCode code) {
-  return RouterSample(cluster, absl::StrCat("pkv_router_requests_total{code=\"",
-                                            StatusCodeName(static_cast<absl::StatusCode>(code)),
-                                            "\"}"));
+  return RouterSample(cluster,
+                      absl::StrCat("pkv_router_requests_total{code=\"",
+                                   StatusCodeName(static_cast<absl::StatusCode>(code)), "\"}"));
 }
 
 TEST(SoakTest, SixtyFourStreamsSurviveAKilledAndAFrozenWorker) {
@@ -51,10 +51,14 @@ TEST(SoakTest, SixtyFourStreamsSurviveAKilledAndAFrozenWorker) {
   const std::vector<Outcome> reference = References(cluster, prompts);
   ASSERT_FALSE(HasFailure());
 
-  constexpr grpc::StatusCode kCodes[] = {
-      grpc::StatusCode::OK, grpc::StatusCode::ABORTED, grpc::StatusCode::UNAVAILABLE,
-      grpc::StatusCode::RESOURCE_EXHAUSTED, grpc::StatusCode::DEADLINE_EXCEEDED,
-      grpc::StatusCode::INTERNAL, grpc::StatusCode::CANCELLED, grpc::StatusCode::UNKNOWN};
+  constexpr grpc::StatusCode kCodes[] = {grpc::StatusCode::OK,
+                                         grpc::StatusCode::ABORTED,
+                                         grpc::StatusCode::UNAVAILABLE,
+                                         grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                         grpc::StatusCode::DEADLINE_EXCEEDED,
+                                         grpc::StatusCode::INTERNAL,
+                                         grpc::StatusCode::CANCELLED,
+                                         grpc::StatusCode::UNKNOWN};
   std::map<grpc::StatusCode, double> router_before;
   for (grpc::StatusCode code : kCodes) router_before[code] = RouterRequests(cluster, code);
   const double migrations_before =

@@ -230,7 +230,9 @@ int RunWorker(const WorkerOptions& o) {
   if (fatal.load()) {
     SetWorkerLiveness(server.get(), false);
     PKV_LOG(ERROR) << "stopping: " << reason;
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    // In-flight streams already carry their INTERNAL status; give them time to deliver it (a
+    // stream cut by the shutdown instead looks like a lost worker and would be migrated).
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     engine.Stop(absl::InternalError(reason));
     return 1;
   }

@@ -36,9 +36,9 @@ TEST(DnsDiscoveryTest, ResolvesLocalhostAndNumericAddresses) {
 }
 
 TEST(DnsDiscoveryTest, ReconcileExample) {
-  const DiscoveryChange c = ReconcileDiscovered({"10.0.0.1:1", "10.0.0.2:1"}, {"10.0.0.9:1"},
-                                                {"10.0.0.2:1", "10.0.0.3:1", "10.0.0.9:1",
-                                                 "10.0.0.3:1"});
+  const DiscoveryChange c =
+      ReconcileDiscovered({"10.0.0.1:1", "10.0.0.2:1"}, {"10.0.0.9:1"},
+                          {"10.0.0.2:1", "10.0.0.3:1", "10.0.0.9:1", "10.0.0.3:1"});
   EXPECT_EQ(c.add, std::vector<std::string>{"10.0.0.3:1"});
   EXPECT_EQ(c.remove, std::vector<std::string>{"10.0.0.1:1"});
 }
@@ -96,7 +96,8 @@ TEST(DnsDiscoveryTest, LoopAppliesAnswersAndIgnoresResolverFailures) {
         const int i = calls.fetch_add(1);
         return script[std::min<size_t>(i, script.size() - 1)];
       },
-      absl::Milliseconds(5), [&](const std::vector<std::string>& addresses) {
+      absl::Milliseconds(5),
+      [&](const std::vector<std::string>& addresses) {
         absl::MutexLock lock(&mu);
         applied.push_back(addresses);
       });

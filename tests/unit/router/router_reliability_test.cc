@@ -151,7 +151,8 @@ TEST(RouterReliabilityTest, DeadlineShorterThanQueueWaitNeverReachesAWorker) {
   const absl::Time start = absl::Now();
   const StreamResult r = h.Run(TokenRequest({2}, 4), absl::Milliseconds(300));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "ended by its deadline, not the queue timeout";
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5))
+      << "ended by its deadline, not the queue timeout";
   holder.join();
   EXPECT_EQ(worker.generate_calls(), 1);
   EXPECT_EQ(h.MetricWhen(0, "pkv_router_queue_depth"), 0);
