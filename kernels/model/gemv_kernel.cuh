@@ -6,7 +6,9 @@
 // 128 bytes (a warp 4 KB, a CTA 32 KB) in flight; with 3 CTAs per SM that is ~3x what the
 // H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us = 35 KB per SM).
 // Weights are read with the streaming hint (evict first); activations through L1 (each SM reads
-// the few KB of x once from L2, then every tile's steps hit L1).
+// the few KB of x once from L2, then every tile's steps hit L1). A CTA's next item's first batch
+// is issued before the current item's reduction barrier, and the first item's before the PDL
+// wait, so loads never drain at an item boundary.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -317,6 +319,15 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
           if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
           MmaStep<T>(acc, va[u], vb[u], xv);
         }
+      }
+    }
+    // The next item's first batch goes out before this item's reduction barrier and epilogue,
+    // so the SM's loads do not drain at every item boundary.
+    if (item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
+      const Item next = MakeItem(a, item + gridDim.x, warp, g);
+      if (next.steps.begin < next.steps.end) {
+        LoadBatch(next, next.steps.begin, c, va, vb);
+        preloaded = true;
       }
     }
     FinishItem<T, kEp>(a, sm, it, acc);
