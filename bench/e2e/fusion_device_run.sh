@@ -16,7 +16,8 @@
 #   strip --strip-debug /tmp/fb/fusion/bin/*; strip --strip-unneeded /tmp/fb/fusion/lib/*
 #   mkdir -p .device && (cd /tmp/fb && tar cJf "$OLDPWD/.device/fusion.tar.xz" fusion)
 #   git rev-parse HEAD > .device/REVISION_fusion
-# GPU machine (device tool, carry [".device"]):  bash bench/e2e/fusion_device_run.sh
+# GPU machine (device tool, carry [".device/fusion.tar.xz", ".device/REVISION_fusion"]):
+#   bash bench/e2e/fusion_device_run.sh
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T0=$(date +%s); BUDGET=225  # seconds for everything after unpacking
