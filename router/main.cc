@@ -3,14 +3,13 @@
 // UNAVAILABLE, in-flight streams finish for up to --drain_timeout_s) and exits 0.
 #include <csignal>
 #include <cstdio>
-#include <exception>
 #include <memory>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/log.h"
 #include "google/protobuf/stubs/logging.h"
-#include "prometheus/exposer.h"
+#include "metrics/metrics_server.h"
 #include "prometheus/registry.h"
 #include "router/router_flags.h"
 #include "router/router_server.h"
@@ -26,23 +25,6 @@ sigset_t BlockShutdownSignals() {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
-}
-
-// prometheus-cpp reports a failed bind by throwing; catch it here, at the process edge, and turn
-// it into an error message (the runtime itself uses no exceptions).
-std::unique_ptr<prometheus::Exposer> StartMetrics(const std::string& address,
-                                                  std::shared_ptr<prometheus::Registry> registry) {
-  try {
-    auto exposer = std::make_unique<prometheus::Exposer>(address);
-    exposer->RegisterCollectable(registry);
-    return exposer;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "pkv-router: cannot serve metrics on %s: %s (pick another with "
-                 "--metrics_listen=host:port, or --metrics_listen= to turn metrics off)\n",
-                 address.c_str(), e.what());
-    return nullptr;
-  }
 }
 
 // libprotobuf logs an ERROR line for every request string field that is not UTF-8, so a client
@@ -71,10 +53,17 @@ int main(int argc, char** argv) {
   const sigset_t signals = BlockShutdownSignals();
 
   auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<pkv::MetricsServer> metrics;
   if (!options->metrics_listen.empty()) {
-    exposer = StartMetrics(options->metrics_listen, registry);
-    if (exposer == nullptr) return 1;
+    auto started_metrics = pkv::MetricsServer::Start(options->metrics_listen, registry);
+    if (!started_metrics.ok()) {
+      std::fprintf(stderr,
+                   "pkv-router: %s (pick another with --metrics_listen=host:port, or "
+                   "--metrics_listen= to turn metrics off)\n",
+                   std::string(started_metrics.status().message()).c_str());
+      return 1;
+    }
+    metrics = std::move(*started_metrics);
   }
   pkv::router::RouterServer server(options->router, *registry);
   absl::Status started = server.Start();
@@ -82,7 +71,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pkv-router: %s\n", std::string(started.message()).c_str());
     return 1;
   }
-  if (exposer != nullptr) {
+  if (metrics != nullptr) {
     PKV_LOG(INFO) << "metrics on http://" << options->metrics_listen << "/metrics";
   }
 

@@ -12,7 +12,7 @@
 #include "common/shutdown_signal.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "prometheus/exposer.h"
+#include "metrics/metrics_server.h"
 #include "prometheus/registry.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/tp_cpu_backend.h"
@@ -109,17 +109,6 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
   return LoadCpuBackend(o.model_dir, o.page_size, pages);
 }
 
-std::unique_ptr<prometheus::Exposer> StartExposer(const std::string& address) {
-  // prometheus-cpp reports a failed bind by throwing; this is start-up code in the binary, so the
-  // exception is caught right here and turned into an error message.
-  try {
-    return std::make_unique<prometheus::Exposer>(address);
-  } catch (const std::exception& e) {
-    PKV_LOG(ERROR) << "cannot serve /metrics on " << address << ": " << e.what();
-    return nullptr;
-  }
-}
-
 }  // namespace
 
 int RunWorker(const WorkerOptions& o) {
@@ -145,9 +134,12 @@ int RunWorker(const WorkerOptions& o) {
   }
 
   auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer = StartExposer(o.metrics_listen);
-  if (exposer == nullptr) return 1;
-  exposer->RegisterCollectable(registry);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      MetricsServer::Start(o.metrics_listen, registry);
+  if (!metrics_server.ok()) {
+    PKV_LOG(ERROR) << metrics_server.status().message() << " (pick another --metrics_listen)";
+    return 1;
+  }
 
   std::atomic<double> drain_timeout_s{o.drain_timeout_s};
   WorkerService service(worker_id, [&](double timeout_s) {
