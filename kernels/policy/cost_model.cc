@@ -1,0 +1,342 @@
+#include "kernels/policy/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/policy/least_squares.h"
+
+namespace pkv::policy {
+
+using decode::Route;
+
+absl::StatusOr<CostModelPolicy> CostModelPolicy::Create(const CostModel& model) {
+  CostModelPolicy p;
+  p.split_ = model.split;
+  for (int k = 0; k < kNumInputs; ++k) {
+    if (std::isnan(model.input_lo[k]) || std::isnan(model.input_hi[k]) ||
+        model.input_lo[k] > model.input_hi[k]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cost model: input range of '", InputName(static_cast<Input>(k)), "' is empty or NaN"));
+    }
+  }
+  p.lo_ = model.input_lo;
+  p.hi_ = model.input_hi;
+  bool any = false;
+  for (Route r : kCandidateRoutes) {
+    const int ri = static_cast<int>(r);
+    const RouteModel& m = model.routes[ri];
+    if (m.empty()) continue;
+    if (m.coef.size() != m.inputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("cost model: route ", decode::RouteName(r),
+                                                     " has ", m.coef.size(), " coefficients for ",
+                                                     m.inputs.size(), " inputs"));
+    }
+    for (size_t k = 0; k < m.inputs.size(); ++k) {
+      for (size_t j = 0; j < k; ++j) {
+        if (m.inputs[k] == m.inputs[j]) {
+          return absl::InvalidArgumentError(absl::StrCat("cost model: route ", decode::RouteName(r),
+                                                         " lists input '", InputName(m.inputs[k]),
+                                                         "' twice"));
+        }
+      }
+      if (!std::isfinite(m.coef[k])) {
+        return absl::InvalidArgumentError(absl::StrCat("cost model: route ", decode::RouteName(r),
+                                                       " has a non-finite coefficient"));
+      }
+      p.dense_[ri][static_cast<int>(m.inputs[k])] = m.coef[k];
+    }
+    p.modelled_[ri] = true;
+    any = true;
+  }
+  if (!any) return absl::InvalidArgumentError("cost model: no candidate route is modelled");
+  return p;
+}
+
+ModelInputs CostModelPolicy::Inputs(const BatchFeatures& batch) const {
+  ModelInputs x = ComputeInputs(batch);
+  for (int k = 0; k < kNumInputs; ++k) x[k] = std::clamp(x[k], lo_[k], hi_[k]);
+  return x;
+}
+
+double CostModelPolicy::LogPredict(const ModelInputs& x, int route) const {
+  double s = 0.0;
+  for (int k = 0; k < kNumInputs; ++k) s += dense_[route][k] * x[k];
+  return s;
+}
+
+RouteChoice CostModelPolicy::Choose(const BatchFeatures& batch) const {
+  const ModelInputs x = Inputs(batch);
+  Route best = Route::kWorkqueue;
+  double best_log = INFINITY;
+  for (Route r : kCandidateRoutes) {
+    const int ri = static_cast<int>(r);
+    if (!modelled_[ri]) continue;
+    const double v = LogPredict(x, ri);
+    if (v < best_log) {
+      best_log = v;
+      best = r;
+    }
+  }
+  return RouteChoice{best, split_.min_split_tokens, split_.workqueue_chunk_tokens,
+                     std::exp(best_log)};
+}
+
+double CostModelPolicy::PredictUs(const BatchFeatures& batch, Route route) const {
+  const int ri = static_cast<int>(route);
+  if (ri < 0 || ri >= decode::kNumRoutes || !modelled_[ri]) return std::nan("");
+  return std::exp(LogPredict(Inputs(batch), ri));
+}
+
+namespace {
+
+absl::Status CheckCells(const std::vector<CellTimes>& cells) {
+  if (cells.empty()) return absl::InvalidArgumentError("cost model fit: no calibration cells");
+  for (const CellTimes& c : cells) {
+    if (!c.complete()) {
+      return absl::InvalidArgumentError(absl::StrCat("cost model fit: cell ", c.cell, " at ",
+                                                     c.sm_count, " SMs lacks a candidate route"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Fits one route's model on `cells` except `skip` (-1: none).
+absl::StatusOr<RouteModel> FitRoute(const std::vector<CellTimes>& cells,
+                                    const std::vector<Input>& inputs, double ridge, int skip,
+                                    Route route) {
+  std::vector<double> a, b;
+  for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+    if (i == skip) continue;
+    const ModelInputs x = ComputeInputs(cells[i].features);
+    for (Input in : inputs) a.push_back(x[static_cast<int>(in)]);
+    b.push_back(std::log(cells[i].time(route)));
+  }
+  RouteModel m;
+  m.inputs = inputs;
+  PKV_ASSIGN_OR_RETURN(m.coef, RidgeLeastSquares(a, b, static_cast<int>(inputs.size()), ridge));
+  return m;
+}
+
+// Every candidate route fitted with its inputs (by route) and ridge, except cell `skip`.
+// What the fit does besides least squares (CostFitOptions' drop_never_best, clamp_inputs).
+struct FitFlags {
+  bool drop_never_best = false;
+  bool clamp_inputs = false;
+};
+
+absl::StatusOr<CostModel> FitExcept(const std::vector<CellTimes>& cells,
+                                    const std::array<std::vector<Input>, decode::kNumRoutes>& in,
+                                    double ridge, int skip, const SplitParams& split,
+                                    FitFlags flags) {
+  CostModel m;
+  m.ridge = ridge;
+  m.split = split;
+  std::array<bool, decode::kNumRoutes> ever_best{};
+  std::array<double, kNumInputs> lo, hi;
+  lo.fill(INFINITY);
+  hi.fill(-INFINITY);
+  for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+    if (i == skip) continue;
+    ever_best[static_cast<int>(cells[i].best())] = true;
+    const ModelInputs x = ComputeInputs(cells[i].features);
+    for (int k = 0; k < kNumInputs; ++k) {
+      lo[k] = std::min(lo[k], x[k]);
+      hi[k] = std::max(hi[k], x[k]);
+    }
+  }
+  if (flags.clamp_inputs) {
+    m.input_lo = lo;
+    m.input_hi = hi;
+  }
+  for (Route r : kCandidateRoutes) {
+    const int ri = static_cast<int>(r);
+    if (flags.drop_never_best && !ever_best[ri]) continue;
+    PKV_ASSIGN_OR_RETURN(m.routes[ri], FitRoute(cells, in[ri], ridge, skip, r));
+  }
+  return m;
+}
+
+// Each route's inputs: the shared ones plus the route's own (CostFitOptions::route_base).
+std::array<std::vector<Input>, decode::kNumRoutes> Shared(
+    const std::vector<Input>& inputs,
+    const std::array<std::vector<Input>, decode::kNumRoutes>& route_base) {
+  std::array<std::vector<Input>, decode::kNumRoutes> in;
+  for (Route r : kCandidateRoutes) {
+    std::vector<Input>& v = in[static_cast<int>(r)];
+    v = inputs;
+    for (Input extra : route_base[static_cast<int>(r)]) {
+      if (std::find(v.begin(), v.end(), extra) == v.end()) v.push_back(extra);
+    }
+  }
+  return in;
+}
+
+struct LooScore {
+  double sum_log_regret = 0;
+  double worst = 1.0;
+};
+
+absl::StatusOr<LooScore> LeaveOneOut(const std::vector<CellTimes>& cells,
+                                     const std::array<std::vector<Input>, decode::kNumRoutes>& in,
+                                     double ridge, FitFlags flags) {
+  LooScore s;
+  for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+    PKV_ASSIGN_OR_RETURN(CostModel m, FitExcept(cells, in, ridge, i, SplitParams{}, flags));
+    PKV_ASSIGN_OR_RETURN(CostModelPolicy p, CostModelPolicy::Create(m));
+    const double regret = cells[i].time(p.Choose(cells[i].features).route) / cells[i].best_us();
+    s.sum_log_regret += std::log(regret);
+    s.worst = std::max(s.worst, regret);
+  }
+  return s;
+}
+
+// Leave-one-out squared error of one route's log-time prediction.
+absl::StatusOr<double> RouteLooError(const std::vector<CellTimes>& cells,
+                                     const std::vector<Input>& inputs, double ridge, Route r) {
+  double sq = 0;
+  for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+    PKV_ASSIGN_OR_RETURN(RouteModel m, FitRoute(cells, inputs, ridge, i, r));
+    const ModelInputs x = ComputeInputs(cells[i].features);
+    double pred = 0;
+    for (size_t k = 0; k < m.inputs.size(); ++k)
+      pred += m.coef[k] * x[static_cast<int>(m.inputs[k])];
+    const double e = pred - std::log(cells[i].time(r));
+    sq += e * e;
+  }
+  return sq;
+}
+
+std::vector<Input> WithOneFirst(std::vector<Input> inputs) {
+  inputs.erase(std::remove(inputs.begin(), inputs.end(), Input::kOne), inputs.end());
+  inputs.insert(inputs.begin(), Input::kOne);
+  return inputs;
+}
+
+void FillReport(const std::vector<CellTimes>& cells, const CostModel& m, const LooScore& loo,
+                CostFitReport* report) {
+  if (report == nullptr) return;
+  report->cells = static_cast<int>(cells.size());
+  report->loo_gm_regret = std::exp(loo.sum_log_regret / cells.size());
+  report->loo_worst_regret = loo.worst;
+  absl::StatusOr<CostModelPolicy> p = CostModelPolicy::Create(m);
+  double sq = 0;
+  int n = 0;
+  for (const CellTimes& c : cells) {
+    for (Route r : kCandidateRoutes) {
+      const double pred = p->PredictUs(c.features, r);
+      if (!std::isfinite(pred)) continue;  // route not modelled
+      const double e = std::log(pred / c.time(r));
+      sq += e * e;
+      ++n;
+    }
+  }
+  report->fit_rms_log_error = n > 0 ? std::sqrt(sq / n) : 0;
+}
+
+// Greedy forward selection of one shared input set (and the ridge) by leave-one-out regret.
+absl::Status SelectByRegret(const std::vector<CellTimes>& cells, const CostFitOptions& options,
+                            FitFlags flags, std::vector<Input>* chosen, double* ridge,
+                            LooScore* best) {
+  const double n = static_cast<double>(cells.size());
+  best->sum_log_regret = INFINITY;
+  for (double lambda : options.ridges) {
+    PKV_ASSIGN_OR_RETURN(LooScore s,
+                         LeaveOneOut(cells, Shared(*chosen, options.route_base), lambda, flags));
+    if (s.sum_log_regret < best->sum_log_regret - options.min_gain * n) {
+      *best = s;
+      *ridge = lambda;
+    }
+  }
+  for (int step = 0; step < options.max_extra_inputs; ++step) {
+    std::vector<Input> step_best;
+    double step_ridge = *ridge;
+    LooScore step_score = *best;
+    for (Input in : options.candidates) {
+      if (std::find(chosen->begin(), chosen->end(), in) != chosen->end()) continue;
+      std::vector<Input> trial = *chosen;
+      trial.push_back(in);
+      for (double lambda : options.ridges) {
+        PKV_ASSIGN_OR_RETURN(LooScore s,
+                             LeaveOneOut(cells, Shared(trial, options.route_base), lambda, flags));
+        if (s.sum_log_regret < step_score.sum_log_regret - options.min_gain * n) {
+          step_score = s;
+          step_best = trial;
+          step_ridge = lambda;
+        }
+      }
+    }
+    if (step_best.empty()) break;
+    *chosen = std::move(step_best);
+    *ridge = step_ridge;
+    *best = step_score;
+  }
+  return absl::OkStatus();
+}
+
+// Greedy forward selection of each route's inputs by its leave-one-out log-time error (ridge
+// fixed at the first candidate).
+absl::StatusOr<std::vector<Input>> SelectForRoute(const std::vector<CellTimes>& cells,
+                                                  const CostFitOptions& options, double ridge,
+                                                  Route r) {
+  std::vector<Input> chosen = WithOneFirst(options.base);
+  PKV_ASSIGN_OR_RETURN(double best, RouteLooError(cells, chosen, ridge, r));
+  for (int step = 0; step < options.max_extra_inputs; ++step) {
+    std::vector<Input> step_best;
+    for (Input in : options.candidates) {
+      if (std::find(chosen.begin(), chosen.end(), in) != chosen.end()) continue;
+      std::vector<Input> trial = chosen;
+      trial.push_back(in);
+      PKV_ASSIGN_OR_RETURN(double e, RouteLooError(cells, trial, ridge, r));
+      // Relative gain threshold: the mean squared log error must drop by min_gain of itself.
+      if (e < best * (1.0 - 100 * options.min_gain)) {
+        best = e;
+        step_best = trial;
+      }
+    }
+    if (step_best.empty()) break;
+    chosen = std::move(step_best);
+  }
+  return chosen;
+}
+
+}  // namespace
+
+absl::StatusOr<CostModel> FitCostModelWith(const std::vector<CellTimes>& cells,
+                                           std::vector<Input> inputs, double ridge,
+                                           const SplitParams& split) {
+  PKV_RETURN_IF_ERROR(CheckCells(cells));
+  return FitExcept(cells, Shared(WithOneFirst(std::move(inputs)), {}), ridge, -1, split,
+                   FitFlags{});
+}
+
+absl::StatusOr<CostModel> FitCostModel(const std::vector<CellTimes>& cells,
+                                       const CostFitOptions& options, CostFitReport* report) {
+  PKV_RETURN_IF_ERROR(CheckCells(cells));
+  const std::vector<double> ridges =
+      options.ridges.empty() ? std::vector<double>{0.0} : options.ridges;
+  CostFitOptions opt = options;
+  opt.ridges = ridges;
+  const FitFlags flags{opt.drop_never_best, opt.clamp_inputs};
+  std::array<std::vector<Input>, decode::kNumRoutes> in =
+      Shared(WithOneFirst(opt.base), opt.route_base);
+  double ridge = ridges.front();
+  LooScore loo;
+  if (cells.size() >= 4 && opt.selection == InputSelection::kRegret) {
+    std::vector<Input> chosen = WithOneFirst(opt.base);
+    PKV_RETURN_IF_ERROR(SelectByRegret(cells, opt, flags, &chosen, &ridge, &loo));
+    in = Shared(chosen, opt.route_base);
+  } else if (cells.size() >= 4) {
+    for (Route r : kCandidateRoutes) {
+      PKV_ASSIGN_OR_RETURN(in[static_cast<int>(r)], SelectForRoute(cells, opt, ridge, r));
+    }
+    PKV_ASSIGN_OR_RETURN(loo, LeaveOneOut(cells, in, ridge, flags));
+  }
+  PKV_ASSIGN_OR_RETURN(CostModel m, FitExcept(cells, in, ridge, -1, opt.split, flags));
+  FillReport(cells, m, loo, report);
+  return m;
+}
+
+}  // namespace pkv::policy

@@ -1,0 +1,68 @@
+// What a decode-route policy sees of a batch and of the GPU (DESIGN.md, "One request, end to
+// end": scheduler -> policy -> planner -> engine).
+//
+// BatchFeatures are the route-independent part of the planner's PlanFeatures (plan.h): batch
+// size, KV bytes, the length summary, the KV shape and the device limits the planner is given.
+// They are computed in one pass over the lengths, before any route is planned, so a policy can
+// pick the route the planner then plans. ModelInputs are fixed transformations of them (named,
+// so a policy file can list the ones its cost model uses); each is bounded so that a batch
+// outside the calibration grid cannot push a linear model to absurd predictions.
+// Thread-safety: pure functions and plain values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/attention/kv_layout.h"
+#include "kernels/decode/plan.h"
+
+namespace pkv::policy {
+
+struct BatchFeatures {
+  int32_t batch = 0;           // rows, empty ones included
+  int64_t total_kv_bytes = 0;  // K and V bytes the step reads (2-byte elements, as the planner)
+  int32_t max_len = 0;
+  int32_t min_len = 0;
+  double mean_len = 0.0;
+  double len_cv = 0.0;  // standard deviation / mean of the lengths
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t page_size = 0;
+  int32_t num_sms = 0;      // SMs the kernels may use (DeviceLimits::num_sms)
+  int32_t ctas_per_sm = 0;  // resident attention CTAs per SM (DeviceLimits::ctas_per_sm)
+};
+
+// One pass over lengths[0..num_rows). REQUIRES: lengths non-negative (the planner checks them).
+BatchFeatures SummarizeBatch(const int32_t* lengths, int32_t num_rows, const KvShape& shape,
+                             const decode::DeviceLimits& limits);
+
+// The same features from a plan's PlanFeatures (what pkv-bench kernels records as f_* columns).
+BatchFeatures FromPlanFeatures(const decode::PlanFeatures& f, const KvShape& shape,
+                               const decode::DeviceLimits& limits);
+
+// The transformed inputs a learned cost model may use. Names are part of the policy-file format.
+enum class Input : int32_t {
+  kOne = 0,            // 1: the intercept
+  kLogBytesPerSlot,    // u = ln(1 + (KV bytes / resident slots) / 256 KiB): work per CTA slot
+  kLogBytesPerSlotSq,  // u^2: curvature between the launch-bound and the bandwidth-bound ends
+  kLogWqImbalance,     // ln of the workqueue's estimated critical path over a balanced one (>= 0)
+  kFill,               // (row, kv head) pairs per resident slot, capped at 4
+  kLenCv,              // length spread, capped at 4
+  kMeanOverMax,        // mean / max length in [0, 1] (1: every row the same length)
+  kLog2Batch,          // log2(batch), 0 for an empty batch
+  kLogPairMiB,         // ln(1 + bytes of the longest (row, kv head) pair / 1 MiB)
+  kLogFusedImbalance,  // ln max(1, longest pair's bytes / bytes per slot): fused's critical path
+  kCount
+};
+inline constexpr int kNumInputs = static_cast<int>(Input::kCount);
+using ModelInputs = std::array<double, kNumInputs>;
+
+absl::string_view InputName(Input input);
+absl::StatusOr<Input> ParseInput(absl::string_view name);
+
+// All inputs of one batch; O(1), no allocation. Finite for every batch (empty ones included).
+ModelInputs ComputeInputs(const BatchFeatures& f);
+
+}  // namespace pkv::policy
