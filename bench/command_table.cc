@@ -7,6 +7,10 @@ namespace pkv::bench {
 #if PKV_BENCH_KERNELS
 int KernelsMain(int argc, char** argv);
 #endif
+#if PKV_BENCH_POLICY
+int CalibrateMain(int argc, char** argv);
+int PolicyMain(int argc, char** argv);
+#endif
 #if PKV_BENCH_E2E
 int E2eMain(int argc, char** argv);
 #endif
@@ -15,6 +19,11 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> table = {
 #if PKV_BENCH_KERNELS
       {"kernels", "decode-attention routes over a trace grid (GPU)", KernelsMain},
+#endif
+#if PKV_BENCH_POLICY
+      {"calibrate", "fit the route policies from kernel measurements, write policy files",
+       CalibrateMain},
+      {"policy", "evaluate the route policies on a grid (recorded or --live)", PolicyMain},
 #endif
 #if PKV_BENCH_E2E
       {"e2e", "whole-model decode and prefill on the GPU vs byte floor and GEMM rate", E2eMain},

@@ -28,8 +28,8 @@ struct KernelsBench::Buffers {
   void* workspace = nullptr;
   decode::PlanSizes capacity;
   decode::WorkspaceLayout layout;
-  std::vector<uint8_t*> images;  // pinned, one per step + one for the wall loop
-  std::vector<cudaEvent_t> events;
+  std::vector<uint8_t*> images;               // pinned, one per step + one for the wall loop
+  std::unique_ptr<policy::EventTimer> timer;  // room for iters iterations
   int64_t pool_pages = 0;
   int32_t max_rows = 0;
   std::unique_ptr<L2Flusher> flusher;
@@ -45,7 +45,6 @@ KernelsBench::~KernelsBench() {
     cudaFree(p);
   }
   for (uint8_t* p : buf_->images) cudaFreeHost(p);
-  for (cudaEvent_t e : buf_->events) cudaEventDestroy(e);
 }
 
 absl::StatusOr<DeviceLimits> KernelsBench::LimitsFor(const decode::KernelConfig& c) {
@@ -113,9 +112,8 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   for (auto& img : b.images) {
     PKV_CUDA_RETURN_IF_ERROR(cudaMallocHost(reinterpret_cast<void**>(&img), b.layout.partial_lse));
   }
-  b.events.resize(2 * cfg_.iters);
-  for (auto& e : b.events) PKV_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
-  b.flusher = std::make_unique<L2Flusher>(cfg_.flush_bytes, cfg_.flush_write);
+  PKV_ASSIGN_OR_RETURN(b.timer, policy::EventTimer::Create(cfg_.iters));
+  PKV_ASSIGN_OR_RETURN(b.flusher, L2Flusher::Create(cfg_.flush_bytes, cfg_.flush_write));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
@@ -216,23 +214,20 @@ absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& 
     PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
   }
   PKV_RETURN_IF_ERROR(CheckAgainstFused(v, row));
-  for (int it = 0; it < cfg_.iters; ++it) {
-    PKV_CUDA_RETURN_IF_ERROR(upload(it % cfg_.steps));
-    PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
-    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it], stream_));
-    PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
-    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it + 1], stream_));
-  }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  std::vector<double> t;
-  for (int it = 0; it < cfg_.iters; ++it) {
-    float ms = 0;
-    PKV_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, b.events[2 * it], b.events[2 * it + 1]));
-    t.push_back(ms * 1e3);
-  }
+  absl::StatusOr<std::vector<double>> t = b.timer->Time(
+      cfg_.iters, b.flusher.get(), stream_,
+      [&](int it) -> absl::Status {
+        PKV_CUDA_RETURN_IF_ERROR(upload(it % cfg_.steps));
+        return absl::OkStatus();
+      },
+      [&](int) -> absl::Status {
+        PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
+        return absl::OkStatus();
+      });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  row->graph_us = Percentile(t, 0.5);
+  PKV_RETURN_IF_ERROR(t.status());
+  row->graph_us = Percentile(*t, 0.5);
   return absl::OkStatus();
 }
 
@@ -261,23 +256,20 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
   for (int st = std::min(cfg_.steps, 3) - 1; st >= 0; --st) PKV_RETURN_IF_ERROR(launch(st));
   PKV_RETURN_IF_ERROR(CheckAgainstFused(v, row));
   // GPU time: events around the launch only, L2 flushed before each iteration.
-  for (int it = 0; it < cfg_.iters; ++it) {
-    const int st = it % cfg_.steps;
-    PKV_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_));
-    PKV_RETURN_IF_ERROR(b.flusher->Flush(stream_));
-    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it], stream_));
-    PKV_RETURN_IF_ERROR(decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace, v.config,
-                                             scale, stream_));
-    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.events[2 * it + 1], stream_));
-  }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  std::vector<double> gpu;
-  for (int it = 0; it < cfg_.iters; ++it) {
-    float ms = 0;
-    PKV_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, b.events[2 * it], b.events[2 * it + 1]));
-    gpu.push_back(ms * 1e3);
-  }
+  PKV_ASSIGN_OR_RETURN(
+      const std::vector<double> gpu,
+      b.timer->Time(
+          cfg_.iters, b.flusher.get(), stream_,
+          [&](int it) -> absl::Status {
+            const int st = it % cfg_.steps;
+            PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.workspace, b.images[st], bytes[st],
+                                                     cudaMemcpyHostToDevice, stream_));
+            return absl::OkStatus();
+          },
+          [&](int it) {
+            return decode::LaunchDecode(plans[it % cfg_.steps], b.layout, Tensors(), b.workspace,
+                                        v.config, scale, stream_);
+          }));
   // Wall time: plan + fill + upload + launch + synchronise, from a cold L2.
   std::vector<double> wall, plan_us;
   DecodePlan scratch;

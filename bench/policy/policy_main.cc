@@ -1,0 +1,207 @@
+// pkv-bench policy: evaluates the route policies on a grid, cell by cell: every route's GPU time,
+// the route each policy chooses, its regret (chosen / best) and speed-up against fused, and per
+// policy the worst and geometric-mean regret and geometric-mean speed-up against fused.
+//
+//   pkv-bench policy --measurements sweep_heldout.tsv [--sm_count N]      (offline: recorded times)
+//   pkv-bench policy --live 1 --trace heldout-20260623.tsv [--sm_count N] (GPU: plan + time now)
+//       [--policy_dir policies | --policy_file FILE] [--gpu_name "NVIDIA H200"] [--out FILE.md]
+//
+// Policies shown: learned and threshold (from the policy file of the GPU and SM partition),
+// the paper's hand-set rules unfitted, always-workqueue and always-persistent, and the best route
+// per cell (oracle). Offline, every SM partition in the file is evaluated, each with its own
+// policy file, followed by a table of how the choices move with the SM count.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/kernels/flags.h"
+#include "bench/policy/policy_report.h"
+#include "common/status_macros.h"
+#include "kernels/policy/evaluate.h"
+#include "kernels/policy/measurements.h"
+#include "kernels/policy/policy_file.h"
+#include "kernels/policy/threshold_policy.h"
+#if PKV_HAVE_CUDA
+#include "bench/policy/live.h"
+#endif
+
+namespace pkv::bench {
+namespace {
+
+using policy::CellTimes;
+
+// The best candidate route of each cell: the regret-1 reference.
+PolicyRun OracleRun(const std::vector<CellTimes>& cells) {
+  PolicyRun run;
+  run.name = "best-route";
+  for (const CellTimes& c : cells) {
+    policy::CellOutcome o;
+    o.cell = c.cell;
+    o.sm_count = c.sm_count;
+    o.chosen = o.best = c.best();
+    o.chosen_us = o.best_us = c.best_us();
+    o.fused_us = c.time(decode::Route::kFused);
+    run.outcomes.push_back(std::move(o));
+  }
+  return run;
+}
+
+absl::StatusOr<PolicyRun> Run(const std::string& name, const policy::RoutePolicy& p,
+                              const std::vector<CellTimes>& cells) {
+  PolicyRun run;
+  run.name = name;
+  PKV_ASSIGN_OR_RETURN(run.outcomes, policy::EvaluatePolicy(p, cells));
+  return run;
+}
+
+absl::StatusOr<std::vector<PolicyRun>> RunAll(const policy::PolicyFile& file,
+                                              const std::vector<CellTimes>& cells) {
+  std::vector<PolicyRun> runs;
+  for (const char* kind : {"learned", "threshold"}) {
+    if ((kind == std::string("learned") && !file.has_learned) ||
+        (kind == std::string("threshold") && !file.has_threshold)) {
+      continue;
+    }
+    PKV_ASSIGN_OR_RETURN(auto p, policy::MakePolicy(file, kind));
+    PKV_ASSIGN_OR_RETURN(PolicyRun r, Run(kind, *p, cells));
+    runs.push_back(std::move(r));
+  }
+  PKV_ASSIGN_OR_RETURN(policy::ThresholdPolicy paper,
+                       policy::ThresholdPolicy::Create(policy::PaperRules()));
+  PKV_ASSIGN_OR_RETURN(PolicyRun pr, Run("paper-rules", paper, cells));
+  runs.push_back(std::move(pr));
+  for (decode::Route r : {decode::Route::kWorkqueue, decode::Route::kPersistent}) {
+    PKV_ASSIGN_OR_RETURN(PolicyRun fr, Run(absl::StrCat("always-", decode::RouteName(r)),
+                                           policy::FixedPolicy(r), cells));
+    runs.push_back(std::move(fr));
+  }
+  runs.push_back(OracleRun(cells));
+  return runs;
+}
+
+absl::StatusOr<policy::PolicyFile> LoadPolicy(const Flags& flags, const std::string& gpu_name,
+                                              int sm) {
+  const std::string path =
+      !flags.Str("policy_file").empty()
+          ? flags.Str("policy_file")
+          : absl::StrCat(flags.Str("policy_dir"), "/", policy::PolicyFileName(gpu_name, sm));
+  PKV_ASSIGN_OR_RETURN(policy::PolicyFile file, policy::ReadPolicyFile(path));
+  if (file.num_sms != sm) {
+    std::fprintf(stderr, "# warning: %s was calibrated for %d SMs, evaluating at %d\n",
+                 path.c_str(), file.num_sms, sm);
+  }
+  return file;
+}
+
+absl::StatusOr<std::vector<CellTimes>> LoadCells(const Flags& flags, std::string* gpu_name) {
+  if (flags.Int("live") != 0) {
+#if PKV_HAVE_CUDA
+    LiveOptions lo;
+    lo.trace = flags.Str("trace");
+    lo.lines = flags.Str("lines");
+    lo.sm_count = flags.Int("sm_count");
+    lo.iters = flags.Int("iters");
+    lo.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
+    lo.out_tsv = flags.Str("out_tsv");
+    PKV_ASSIGN_OR_RETURN(LiveResult live, MeasureLive(lo));
+    *gpu_name = live.gpu_name;
+    return live.cells;
+#else
+    return absl::UnimplementedError("--live needs a CUDA build");
+#endif
+  }
+  if (flags.Str("measurements").empty()) {
+    return absl::InvalidArgumentError("--measurements FILE or --live 1 --trace FILE is required");
+  }
+  policy::ReadOptions ro;
+  ro.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
+  ro.ctas_per_sm = flags.Int("ctas_per_sm");
+  ro.sm_count = flags.Int("sm_count");
+  *gpu_name = flags.Str("gpu_name");
+  return policy::ReadMeasurements(flags.Str("measurements"), ro);
+}
+
+absl::Status RunPolicy(const Flags& flags) {
+  std::string gpu_name;
+  PKV_ASSIGN_OR_RETURN(const std::vector<CellTimes> all, LoadCells(flags, &gpu_name));
+  std::FILE* out = stdout;
+  if (!flags.Str("out").empty()) {
+    out = std::fopen(flags.Str("out").c_str(), "w");
+    if (out == nullptr) return absl::NotFoundError("cannot write " + flags.Str("out"));
+  }
+  std::fprintf(
+      out, "# pkv-bench policy: %s (%s)\n\n",
+      flags.Int("live") != 0 ? flags.Str("trace").c_str() : flags.Str("measurements").c_str(),
+      gpu_name.c_str());
+  const std::vector<int32_t> sms = policy::SmCounts(all);
+  std::vector<int> sm_list;
+  std::vector<std::vector<PolicyRun>> runs_by_sm;
+  absl::Status status;
+  for (int32_t sm : sms) {
+    const std::vector<CellTimes> cells = policy::CompleteCells(all, sm);
+    absl::StatusOr<policy::PolicyFile> file = LoadPolicy(flags, gpu_name, sm);
+    if (!file.ok()) {
+      status = file.status();
+      break;
+    }
+    absl::StatusOr<std::vector<PolicyRun>> runs = RunAll(*file, cells);
+    if (!runs.ok()) {
+      status = runs.status();
+      break;
+    }
+    std::fprintf(out, "## %d SMs: %zu cells, policy file for %s at %d SMs\n\n", sm, cells.size(),
+                 file->gpu_name.c_str(), file->num_sms);
+    if (flags.Int("cells") != 0) {
+      PrintCellTable(out, cells, *runs, {0, 1});
+      std::fprintf(out, "\n");
+    }
+    PrintSummaries(out, sm, *runs);
+    std::fprintf(out, "\n");
+    sm_list.push_back(sm);
+    runs_by_sm.push_back(std::move(*runs));
+  }
+  if (status.ok() && sm_list.size() > 1) {
+    std::fprintf(out, "## How the choices move with the SM count\n\n");
+    PrintSmTable(out, sm_list, runs_by_sm, "learned");
+  }
+  if (out != stdout) std::fclose(out);
+  return status;
+}
+
+}  // namespace
+
+int PolicyMain(int argc, char** argv) {
+  Flags flags({{"measurements", ""},
+               {"live", "0"},
+               {"trace", "../shared/traces/heldout-20260623.tsv"},
+               {"lines", ""},
+               {"iters", "30"},
+               {"out_tsv", ""},
+               {"policy_dir", "policies"},
+               {"policy_file", ""},
+               {"gpu_name", "NVIDIA H200"},
+               {"sm_count", "0"},
+               {"cells", "1"},
+               {"out", ""},
+               {"hq", "32"},
+               {"hkv", "8"},
+               {"d", "128"},
+               {"page", "16"},
+               {"ctas_per_sm", "2"}});
+  absl::Status st = flags.Parse(argc, argv);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pkv-bench policy: %s\nflags:\n%s", std::string(st.message()).c_str(),
+                 flags.Usage().c_str());
+    return 2;
+  }
+  st = RunPolicy(flags);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pkv-bench policy: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pkv::bench
