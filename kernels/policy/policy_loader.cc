@@ -1,0 +1,96 @@
+#include "kernels/policy/policy_loader.h"
+
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace pkv::policy {
+namespace {
+
+bool SameShape(const KvShape& a, const KvShape& b) {
+  return a.num_q_heads == b.num_q_heads && a.num_kv_heads == b.num_kv_heads &&
+         a.head_dim == b.head_dim && a.page_size == b.page_size;
+}
+
+void WarnOnMismatch(const PolicyFile& f, const std::string& path, const decode::DeviceLimits& l,
+                    const KvShape& shape) {
+  if (f.num_sms != l.num_sms || f.ctas_per_sm != l.ctas_per_sm) {
+    PKV_LOG(WARNING) << "decode policy " << path << " was calibrated for " << f.num_sms << " SMs x "
+                     << f.ctas_per_sm << " CTAs, this GPU runs " << l.num_sms << " x "
+                     << l.ctas_per_sm;
+  }
+  if (!SameShape(f.shape, shape)) {
+    PKV_LOG(WARNING) << "decode policy " << path
+                     << " was calibrated for H_q=" << f.shape.num_q_heads
+                     << " H_kv=" << f.shape.num_kv_heads << " D=" << f.shape.head_dim << " page "
+                     << f.shape.page_size << ", the model has H_q=" << shape.num_q_heads
+                     << " H_kv=" << shape.num_kv_heads << " D=" << shape.head_dim << " page "
+                     << shape.page_size;
+  }
+}
+
+bool Exists(const std::string& path) { return std::ifstream(path).good(); }
+
+absl::StatusOr<LoadedPolicy> FromFile(const PolicyFile& f, const std::string& origin,
+                                      const std::string& kind) {
+  LoadedPolicy out;
+  PKV_ASSIGN_OR_RETURN(out.policy, MakePolicy(f, kind));
+  out.origin = absl::StrCat(out.policy->kind(), " policy from ", origin);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
+                                              const std::string& gpu_name,
+                                              const decode::DeviceLimits& limits,
+                                              const KvShape& shape, const CalibrateFn& calibrate) {
+  if (absl::StartsWith(source.kind, "fixed:")) {
+    PKV_ASSIGN_OR_RETURN(decode::Route r, decode::ParseRoute(source.kind.substr(6)));
+    return LoadedPolicy{std::make_unique<FixedPolicy>(r),
+                        absl::StrCat("fixed route ", source.kind.substr(6))};
+  }
+  if (!source.kind.empty() && source.kind != "learned" && source.kind != "threshold") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "decode policy kind '", source.kind, "' is not one of learned, threshold, fixed:<route>"));
+  }
+  if (!source.policy_file.empty()) {
+    PKV_ASSIGN_OR_RETURN(PolicyFile f, ReadPolicyFile(source.policy_file));
+    WarnOnMismatch(f, source.policy_file, limits, shape);
+    return FromFile(f, source.policy_file, source.kind);
+  }
+  const std::string cached =
+      absl::StrCat(source.policy_dir, "/", PolicyFileName(gpu_name, limits.num_sms));
+  if (Exists(cached)) {
+    absl::StatusOr<PolicyFile> f = ReadPolicyFile(cached);
+    if (f.ok() && SameShape(f->shape, shape) && f->ctas_per_sm == limits.ctas_per_sm) {
+      return FromFile(*f, cached, source.kind);
+    }
+    PKV_LOG(WARNING) << "decode policy " << cached << " is not usable for this model ("
+                     << (f.ok() ? std::string("other shape or CTAs per SM")
+                                : std::string(f.status().message()))
+                     << "); calibrating";
+  }
+  absl::StatusOr<PolicyFile> fresh =
+      calibrate ? calibrate() : absl::UnavailableError("no calibration runner");
+  if (!fresh.ok()) {
+    PKV_LOG(WARNING) << "decode policy: on-start calibration failed (" << fresh.status().message()
+                     << "); using the engine's default route";
+    return LoadedPolicy{std::make_unique<FixedPolicy>(decode::PlanOptions{}.route),
+                        "the engine's default route (no policy file, calibration failed)"};
+  }
+  const absl::Status written = WritePolicyFile(cached, *fresh);
+  if (!written.ok()) {
+    PKV_LOG(WARNING) << "decode policy: could not cache the calibration (" << written.message()
+                     << ")";
+  }
+  return FromFile(*fresh,
+                  written.ok() ? absl::StrCat("on-start calibration, cached in ", cached)
+                               : std::string("on-start calibration (not cached)"),
+                  source.kind);
+}
+
+}  // namespace pkv::policy

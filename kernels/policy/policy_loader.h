@@ -1,0 +1,46 @@
+// How a worker gets its decode-route policy at start-up (issue 8):
+//   1. --policy_file given: that file (a mismatch with this GPU's SM count or the model's shape is
+//      logged, the file is still used: the operator asked for it); unreadable -> error.
+//   2. else <policy_dir>/<PolicyFileName(device name, SM count)> if it exists (the committed
+//      policies/ files, or an earlier on-start calibration's cache);
+//   3. else the on-start calibration (on_start_calibration.h), whose file is cached in
+//      policy_dir for the next start (a read-only directory only costs the cache);
+//   4. if calibration fails: the engine's default route (FixedPolicy), with a warning.
+// The calibration is passed in as a function so this logic is unit-tested without a GPU.
+// Thread-safety: call once at start-up; the returned policy is immutable.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/attention/kv_layout.h"
+#include "kernels/decode/plan.h"
+#include "kernels/policy/policy_file.h"
+#include "kernels/policy/route_policy.h"
+
+namespace pkv::policy {
+
+struct PolicySource {
+  std::string policy_file;              // explicit file (the Helm chart's mounted ConfigMap)
+  std::string policy_dir = "policies";  // per-GPU files and the calibration cache
+  std::string kind;                     // learned | threshold | fixed:<route>; empty: the file's
+};
+
+struct LoadedPolicy {
+  std::unique_ptr<RoutePolicy> policy;
+  std::string origin;  // what was loaded, for the start-up log line
+};
+
+using CalibrateFn = std::function<absl::StatusOr<PolicyFile>()>;
+
+// `gpu_name` and `limits` describe the GPU as the planner sees it; `shape` is the model's KV
+// shape. INVALID_ARGUMENT for a bad kind; the policy file's error when an explicit file cannot be
+// used. Calibration failures fall back (step 4) instead of failing the worker.
+absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
+                                              const std::string& gpu_name,
+                                              const decode::DeviceLimits& limits,
+                                              const KvShape& shape, const CalibrateFn& calibrate);
+
+}  // namespace pkv::policy
