@@ -1,6 +1,8 @@
 #include "kernels/policy/policy_loader.h"
 
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -82,6 +84,8 @@ absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
     return LoadedPolicy{std::make_unique<FixedPolicy>(decode::PlanOptions{}.route),
                         "the engine's default route (no policy file, calibration failed)"};
   }
+  std::error_code ec;  // a missing cache directory is created; failing that, nothing is cached
+  std::filesystem::create_directories(source.policy_dir, ec);
   const absl::Status written = WritePolicyFile(cached, *fresh);
   if (!written.ok()) {
     PKV_LOG(WARNING) << "decode policy: could not cache the calibration (" << written.message()

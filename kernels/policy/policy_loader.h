@@ -4,7 +4,8 @@
 //   2. else <policy_dir>/<PolicyFileName(device name, SM count)> if it exists (the committed
 //      policies/ files, or an earlier on-start calibration's cache);
 //   3. else the on-start calibration (on_start_calibration.h), whose file is cached in
-//      policy_dir for the next start (a read-only directory only costs the cache);
+//      policy_dir (created if missing) for the next start (a read-only directory only costs the
+//      cache);
 //   4. if calibration fails: the engine's default route (FixedPolicy), with a warning.
 // The calibration is passed in as a function so this logic is unit-tested without a GPU.
 // Thread-safety: call once at start-up; the returned policy is immutable.

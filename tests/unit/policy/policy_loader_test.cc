@@ -39,8 +39,7 @@ PolicyFile Fitted() {
 // A fresh empty directory under the test's temp dir.
 std::string FreshDir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/policy_loader_" + name;
-  std::remove((dir + "/test-gpu-132sm.json").c_str());
-  std::string cmd = "mkdir -p '" + dir + "'";
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   return dir;
 }
@@ -77,7 +76,7 @@ TEST(PolicyLoaderTest, ExplicitFileWins) {
 }
 
 TEST(PolicyLoaderTest, CalibratesOnceAndCaches) {
-  const std::string dir = FreshDir("cache");
+  const std::string dir = FreshDir("cache") + "/created/by/the/loader";
   int calls = 0;
   const CalibrateFn calibrate = [&]() -> absl::StatusOr<PolicyFile> {
     ++calls;
@@ -112,9 +111,13 @@ TEST(PolicyLoaderTest, FailedCalibrationFallsBackToTheDefaultRoute) {
   EXPECT_EQ(p->policy->kind(), "fixed");
   std::mt19937 rng(1);
   EXPECT_EQ(p->policy->Choose(testing::RandomBatch(rng)).route, decode::PlanOptions{}.route);
-  // An unwritable cache directory still yields the calibrated policy.
+  // An unusable cache directory (below a regular file) still yields the calibrated policy.
+  const std::string blocker = dir + "/a-file";
+  std::FILE* f = std::fopen(blocker.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
   const CalibrateFn ok = []() -> absl::StatusOr<PolicyFile> { return Fitted(); };
-  p = LoadPolicyForGpu({"", "/nonexistent/dir", ""}, "Test GPU", kLimits, kShape, ok);
+  p = LoadPolicyForGpu({"", blocker + "/cache", ""}, "Test GPU", kLimits, kShape, ok);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->policy->kind(), "learned");
   EXPECT_NE(p->origin.find("not cached"), std::string::npos);
