@@ -150,8 +150,12 @@ absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
   const KvShape shape{c.num_q_heads, c.num_kv_heads, c.head_dim, m->options.page_size};
   const bool tensor_cores = m->options.attention == "auto";
   if (tensor_cores && cuda_backend::DecodeAttention::Supports(shape)) {
-    PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(shape, m->weights.dtype,
-                                                                          m->buckets, m->device));
+    cuda_backend::DecodePolicyOptions policy;
+    policy.policy_file = m->options.policy_file;
+    policy.policy_dir = m->options.policy_dir;
+    policy.kind = m->options.decode_policy;
+    PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(
+                                        shape, m->weights.dtype, m->buckets, m->device, policy));
   }
   m->prefill_tensor_cores = tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
   if (m->prefill_tensor_cores) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());

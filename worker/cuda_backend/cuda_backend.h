@@ -67,6 +67,12 @@ struct CudaBackendOptions {
   // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
   // generic: the generic kernel for every row (a debugging and testing aid).
   std::string attention = "auto";
+  // Decode-route policy (kernels/policy/policy_loader.h): this file if given, else
+  // <policy_dir>/<gpu name>-<sms>sm.json, else an on-start calibration (<= 30 s) cached there;
+  // decode_policy picks learned | threshold | fixed:<route> (empty: the file's own kind).
+  std::string policy_file;
+  std::string policy_dir = "policies";
+  std::string decode_policy;
 };
 
 // Host-side timing of the last Step(), in microseconds.

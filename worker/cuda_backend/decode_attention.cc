@@ -2,26 +2,64 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
+#include "common/log.h"
 #include "common/status_macros.h"
+#include "kernels/policy/features.h"
+#include "kernels/policy/on_start_calibration.h"
+#include "kernels/policy/policy_loader.h"
 
 namespace pkv::cuda_backend {
 
-decode::Route ChooseDecodeRoute(const int32_t* lengths, int32_t num_rows) {
-  (void)lengths;
-  (void)num_rows;
-  return decode::PlanOptions{}.route;
+namespace {
+
+// The route policy for this GPU: a policy file, or an on-start calibration through the engine on
+// this device (policy_loader.h decides; progress lines go to the log).
+absl::StatusOr<policy::LoadedPolicy> LoadRoutePolicy(const KvShape& shape, decode::DType dtype,
+                                                     const decode::KernelConfig& config,
+                                                     const decode::DeviceLimits& limits, int device,
+                                                     const DecodePolicyOptions& o) {
+  cudaDeviceProp prop;
+  PKV_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device));
+  const std::string gpu_name = prop.name;
+  const policy::CalibrateFn calibrate = [&]() -> absl::StatusOr<policy::PolicyFile> {
+    policy::OnStartCalibrationOptions c;
+    c.gpu_name = gpu_name;
+    c.shape = shape;
+    c.dtype = dtype;
+    c.config = config;
+    c.limits = limits;
+    c.budget_s = o.calibration_budget_s;
+    c.progress = [](const std::string& line) { PKV_LOG(INFO) << line; };
+    PKV_LOG(INFO) << "decode route policy: no policy file for " << gpu_name << " at "
+                  << limits.num_sms << " SMs; calibrating (budget " << c.budget_s << " s)";
+    cudaStream_t stream = nullptr;
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    absl::StatusOr<policy::PolicyFile> file = policy::CalibrateOnDevice(c, stream);
+    cudaStreamDestroy(stream);
+    return file;
+  };
+  return policy::LoadPolicyForGpu({o.policy_file, o.policy_dir, o.kind}, gpu_name, limits, shape,
+                                  calibrate);
 }
+
+}  // namespace
 
 bool DecodeAttention::Supports(const KvShape& shape) { return decode::ValidateShape(shape).ok(); }
 
 absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
-    const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device) {
+    const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device,
+    const DecodePolicyOptions& policy_options) {
   PKV_RETURN_IF_ERROR(decode::ValidateShape(shape));
   std::unique_ptr<DecodeAttention> d(new DecodeAttention());
   d->shape_ = shape;
   d->dtype_ = dtype;
   PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->config_));
   PKV_ASSIGN_OR_RETURN(d->limits_, decode::QueryDeviceLimits(device, shape, dtype, d->config_));
+  PKV_ASSIGN_OR_RETURN(
+      policy::LoadedPolicy loaded,
+      LoadRoutePolicy(shape, dtype, d->config_, d->limits_, device, policy_options));
+  d->policy_ = std::move(loaded.policy);
+  PKV_LOG(INFO) << "decode route policy: " << loaded.origin;
   for (int32_t rows : buckets) {
     Bucket b;
     b.rows = rows;
@@ -54,8 +92,22 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   in.page_indptr = page_indptr;
   in.num_rows = num_rows;
   in.shape = shape_;
+  // The policy's choice for this batch (the one call site; O(B) summary + O(1) choice).
+  const decode::Route previous = choice_.route;
+  choice_ = policy_->Choose(policy::SummarizeBatch(lengths, num_rows, shape_, limits_));
+  // Route changes are logged (the first 32, then every 1000th): the metric
+  // pkv_decode_steps_total{route} counts every step.
+  if (steps_++ == 0 || choice_.route != previous) {
+    ++route_changes_;
+    if (route_changes_ <= 32 || route_changes_ % 1000 == 0) {
+      PKV_LOG(INFO) << "decode route " << decode::RouteName(choice_.route) << " from step "
+                    << steps_ << " (" << policy_->kind() << " policy, " << num_rows
+                    << " rows, predicted " << choice_.predicted_us << " us per layer; change "
+                    << route_changes_ << ")";
+    }
+  }
   decode::PlanOptions options;
-  options.route = ChooseDecodeRoute(lengths, num_rows);
+  choice_.ApplyTo(&options);
   options.capacity_rows = bucket;
   PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits_, options, &plan_));
   PKV_RETURN_IF_ERROR(decode::CheckFits(plan_, current_->caps));

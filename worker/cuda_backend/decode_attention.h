@@ -4,8 +4,9 @@
 // launches; each bucket owns its device workspace (counters zeroed once) and its pinned plan image,
 // all allocated at start-up.
 //
-// The route comes from ChooseDecodeRoute, the single call site where the adaptive policy (issue 8)
-// plugs in; until then it is the engine's default route.
+// The route comes from the decode-route policy (kernels/policy, issue 8), chosen per step in
+// Prepare from the batch's features: the single call site of the policy. The policy is loaded
+// once in Create (policy file, per-GPU file, or an on-start calibration; policy_loader.h).
 // Thread-safety: not thread-safe (owned by the backend, scheduler thread).
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,23 +22,30 @@
 #include "kernels/decode/decode_launch.h"
 #include "kernels/decode/plan.h"
 #include "kernels/decode/workspace.h"
+#include "kernels/policy/route_policy.h"
 #include "worker/cuda_backend/device_buffer.h"
 
 namespace pkv::cuda_backend {
 
-// The route for a decode batch with these KV lengths. Today: the planner's default route
-// (workqueue: only non-empty split items, exact per-row split counts), which is correct for every
-// batch; issue 8's policy replaces this body with a choice from the batch features.
-decode::Route ChooseDecodeRoute(const int32_t* lengths, int32_t num_rows);
+// Where the decode-route policy comes from (kernels/policy/policy_loader.h).
+struct DecodePolicyOptions {
+  std::string policy_file;              // explicit file; empty: <policy_dir>/<gpu>-<sms>sm.json
+  std::string policy_dir = "policies";  // per-GPU policy files and the on-start calibration cache
+  std::string kind;                     // learned | threshold | fixed:<route>; empty: the file's
+  double calibration_budget_s = 30.0;   // on-start calibration when no file fits this GPU
+};
 
 class DecodeAttention {
  public:
   // Whether the engine supports this shape (head dim 64/128/256, group 1..8, page size 1..128).
   static bool Supports(const KvShape& shape);
 
-  // Configures the kernels, queries the device limits and allocates one workspace per bucket.
+  // Configures the kernels, queries the device limits, loads (or calibrates) the route policy and
+  // allocates one workspace per bucket. Call before the KV pool takes the free memory: an
+  // on-start calibration allocates (and frees) its own buffers.
   static absl::StatusOr<std::unique_ptr<DecodeAttention>> Create(
-      const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device);
+      const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device,
+      const DecodePolicyOptions& policy_options = {});
 
   // Plans the step's decode rows for `bucket` (one of the construction buckets, >= num_rows) and
   // enqueues the plan upload on `stream`. lengths [num_rows], page_indptr [num_rows + 1] (host).
@@ -48,6 +57,8 @@ class DecodeAttention {
                       const int32_t* page_ids, void* out, float scale, cudaStream_t stream) const;
 
   const decode::DecodePlan& plan() const { return plan_; }
+  // The policy's last choice (route, split parameters, predicted GPU time).
+  const policy::RouteChoice& last_choice() const { return choice_; }
   // Identifies the prepared plan's launch sequence: two plans with equal signatures replay the
   // same captured graph.
   uint64_t LaunchSignature() const;
@@ -70,6 +81,10 @@ class DecodeAttention {
   const Bucket* current_ = nullptr;
   decode::WorkspaceLayout layout_;  // the prepared plan's layout (filling mode)
   decode::DecodePlan plan_;
+  std::unique_ptr<policy::RoutePolicy> policy_;
+  policy::RouteChoice choice_;
+  int64_t steps_ = 0;          // Prepare calls
+  int64_t route_changes_ = 0;  // for the route-change log lines
 };
 
 }  // namespace pkv::cuda_backend

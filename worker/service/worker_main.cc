@@ -17,6 +17,12 @@ ABSL_FLAG(int32_t, page_size, 16, "KV tokens per page");
 ABSL_FLAG(int64_t, kv_pages, 0, "KV pages in the pool (0: backend default)");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "CUDA backend with --kv_pages=0: share of the GPU "
           "memory left free after weights and buffers that the KV pool takes");
+ABSL_FLAG(std::string, policy_file, "", "CUDA: decode-route policy file (pkv-bench calibrate); "
+          "empty: <policy_dir>/<gpu>-<sms>sm.json, else an on-start calibration cached there");
+ABSL_FLAG(std::string, policy_dir, "policies", "CUDA: per-GPU decode-route policy files and the "
+          "on-start calibration cache");
+ABSL_FLAG(std::string, decode_policy, "", "CUDA: learned | threshold | fixed:<route> (empty: the "
+          "policy file's kind, learned by default)");
 ABSL_FLAG(int32_t, tp, 1, "Tensor-parallel ranks the model is split over (CPU backend: in-process "
           "rank threads); the model's KV heads and intermediate size must divide by it");
 ABSL_FLAG(int32_t, gpu, -1, "CUDA device of this worker, one worker per GPU (-1: device 0 of "
@@ -54,6 +60,9 @@ int main(int argc, char** argv) {
   o.page_size = absl::GetFlag(FLAGS_page_size);
   o.kv_pages = absl::GetFlag(FLAGS_kv_pages);
   o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  o.policy_file = absl::GetFlag(FLAGS_policy_file);
+  o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
+  o.decode_policy = absl::GetFlag(FLAGS_decode_policy);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.gpu = absl::GetFlag(FLAGS_gpu);
   o.max_model_len = absl::GetFlag(FLAGS_max_model_len);

@@ -94,6 +94,9 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.page_size = o.page_size;
     c.num_kv_pages = o.kv_pages;
     c.kv_memory_fraction = o.kv_memory_fraction;
+    c.policy_file = o.policy_file;
+    c.policy_dir = o.policy_dir;
+    c.decode_policy = o.decode_policy;
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
     return LoadCudaBackend(o.model_dir, c);

@@ -26,6 +26,10 @@ struct WorkerOptions {
   int32_t page_size = 16;
   int64_t kv_pages = 0;          // 0: backend default
   double kv_memory_fraction = 0.9;  // cuda, kv_pages == 0: share of free GPU memory for KV pages
+  // cuda: decode-route policy (CudaBackendOptions::policy_file / policy_dir / decode_policy)
+  std::string policy_file;
+  std::string policy_dir = "policies";
+  std::string decode_policy;
   int32_t tp = 1;    // tensor-parallel ranks (CPU backend: in-process rank threads)
   int32_t gpu = -1;  // CUDA device ordinal of this worker; -1: device 0 of CUDA_VISIBLE_DEVICES
   int32_t max_model_len = 0;     // 0: the model's max_position_embeddings
