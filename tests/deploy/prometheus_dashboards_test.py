@@ -129,13 +129,13 @@ def start_cluster(cluster, args, model):
         cluster.start(f"worker-{i}", [
             os.path.join(args.bin, "pkv-worker"), f"--listen=127.0.0.1:{grpc_port}",
             f"--metrics_listen=127.0.0.1:{metrics_port}", f"--worker_id=worker-{i}",
-            f"--model={model}", "--backend=cpu", "--drain_timeout_s=2"])
+            f"--model={model}", "--backend=cpu", "--drain_timeout_s=2", "--insecure"])
         workers.append((f"127.0.0.1:{grpc_port}", f"127.0.0.1:{metrics_port}"))
     router = (f"127.0.0.1:{ports[4]}", f"127.0.0.1:{ports[5]}")
     cluster.start("router", [
         os.path.join(args.bin, "pkv-router"), f"--listen={router[0]}",
         f"--metrics_listen={router[1]}", "--workers=" + ",".join(w[0] for w in workers),
-        "--drain_timeout_s=2"])
+        "--drain_timeout_s=2", "--insecure"])
     for addr, _ in workers:
         wait_for(f"worker {addr} SERVING", lambda a=addr: healthy(args.bin, a, "pkv.v1.Worker"),
                  60, cluster)
