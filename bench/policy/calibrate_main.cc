@@ -68,7 +68,9 @@ absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells, int sm
     for (policy::Input in : file.learned.routes[static_cast<int>(r)].inputs) {
       names.push_back(std::string(InputName(in)));
     }
-    inputs.push_back(absl::StrCat(decode::RouteName(r), " {", absl::StrJoin(names, ", "), "}"));
+    inputs.push_back(
+        names.empty() ? absl::StrCat(decode::RouteName(r), " not modelled (never fastest)")
+                      : absl::StrCat(decode::RouteName(r), " {", absl::StrJoin(names, ", "), "}"));
   }
   std::printf("## %d SMs: %zu calibration cells\n", sm, cells.size());
   std::printf(

@@ -10,8 +10,10 @@
 // the paper's hand-set rules unfitted, always-workqueue and always-persistent, and the best route
 // per cell (oracle). Offline, every SM partition in the file is evaluated, each with its own
 // policy file, followed by a table of how the choices move with the SM count.
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,41 @@ absl::StatusOr<std::vector<CellTimes>> LoadCells(const Flags& flags, std::string
   return policy::ReadMeasurements(flags.Str("measurements"), ro);
 }
 
+// Host cost of choosing: SummarizeBatch over a 256-row batch and Choose() of each policy, timed
+// over many calls (reported, never asserted: tests/unit/policy checks determinism and that
+// Choose() allocates nothing).
+void PrintChooseCost(std::FILE* out, const policy::PolicyFile& file) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<int32_t> lengths(256);
+  std::mt19937 rng(1);
+  for (int32_t& l : lengths) l = std::uniform_int_distribution<int>(128, 32768)(rng);
+  const decode::DeviceLimits limits{file.num_sms, file.ctas_per_sm};
+  constexpr int kCalls = 200000;
+  volatile int64_t sink = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kCalls; ++i) {
+    lengths[i & 255] ^= 1;
+    sink = sink + policy::SummarizeBatch(lengths.data(), 256, file.shape, limits).total_kv_bytes;
+  }
+  const double summarize_ns =
+      std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCalls;
+  const policy::BatchFeatures f = policy::SummarizeBatch(lengths.data(), 256, file.shape, limits);
+  std::fprintf(out, "Host cost on this machine: SummarizeBatch(256 rows) %.0f ns", summarize_ns);
+  for (const char* kind : {"learned", "threshold"}) {
+    absl::StatusOr<std::unique_ptr<policy::RoutePolicy>> p = policy::MakePolicy(file, kind);
+    if (!p.ok()) continue;
+    t0 = Clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      policy::BatchFeatures g = f;
+      g.batch = 1 + (i & 255);
+      sink = sink + static_cast<int>((*p)->Choose(g).route);
+    }
+    std::fprintf(out, ", %s Choose() %.0f ns", kind,
+                 std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCalls);
+  }
+  std::fprintf(out, " (mean of %d calls)\n\n", kCalls);
+}
+
 absl::Status RunPolicy(const Flags& flags) {
   std::string gpu_name;
   PKV_ASSIGN_OR_RETURN(const std::vector<CellTimes> all, LoadCells(flags, &gpu_name));
@@ -159,6 +196,7 @@ absl::Status RunPolicy(const Flags& flags) {
     }
     PrintSummaries(out, sm, *runs);
     std::fprintf(out, "\n");
+    if (flags.Int("cost") != 0) PrintChooseCost(out, *file);
     sm_list.push_back(sm);
     runs_by_sm.push_back(std::move(*runs));
   }
@@ -184,6 +222,7 @@ int PolicyMain(int argc, char** argv) {
                {"gpu_name", "NVIDIA H200"},
                {"sm_count", "0"},
                {"cells", "1"},
+               {"cost", "1"},
                {"out", ""},
                {"hq", "32"},
                {"hkv", "8"},
