@@ -21,6 +21,10 @@ ABSL_FLAG(std::string, policy_file, "", "CUDA: decode-route policy file (pkv-ben
           "empty: <policy_dir>/<gpu>-<sms>sm.json, else an on-start calibration cached there");
 ABSL_FLAG(std::string, policy_dir, "policies", "CUDA: per-GPU decode-route policy files and the "
           "on-start calibration cache");
+ABSL_FLAG(bool, fused_small_batch, false, "CUDA: run steps of <= 8 tokens through the fused GEMV "
+          "layer (5 launches a layer instead of 9)");
+ABSL_FLAG(bool, pdl, false, "CUDA (sm_90+): programmatic dependent launch between layer kernels");
+ABSL_FLAG(bool, gemm_autotune, false, "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, "", "CUDA: learned | threshold | fixed:<route> (empty: the "
           "policy file's kind, learned by default)");
 ABSL_FLAG(int32_t, tp, 1, "Tensor-parallel ranks the model is split over (CPU backend: in-process "
@@ -63,6 +67,9 @@ int main(int argc, char** argv) {
   o.policy_file = absl::GetFlag(FLAGS_policy_file);
   o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
   o.decode_policy = absl::GetFlag(FLAGS_decode_policy);
+  o.fused_small_batch = absl::GetFlag(FLAGS_fused_small_batch);
+  o.pdl = absl::GetFlag(FLAGS_pdl);
+  o.gemm_autotune = absl::GetFlag(FLAGS_gemm_autotune);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.gpu = absl::GetFlag(FLAGS_gpu);
   o.max_model_len = absl::GetFlag(FLAGS_max_model_len);

@@ -97,6 +97,9 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.policy_file = o.policy_file;
     c.policy_dir = o.policy_dir;
     c.decode_policy = o.decode_policy;
+    c.fused_small_batch = o.fused_small_batch;
+    c.pdl = o.pdl;
+    c.gemm_autotune = o.gemm_autotune;
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
     return LoadCudaBackend(o.model_dir, c);

@@ -91,9 +91,9 @@ std::string ModelJson(const BpeTrainingResult& bpe) {
 }  // namespace
 
 absl::StatusOr<std::string> BuildTinyTokenizerJson(int vocab_size) {
-  if (vocab_size < 258 || vocab_size > 65536) {
+  if (vocab_size < 258 || vocab_size > 262144) {
     return absl::InvalidArgumentError(
-        absl::StrCat("tiny tokenizer vocab_size ", vocab_size, " is outside [258, 65536]"));
+        absl::StrCat("tiny tokenizer vocab_size ", vocab_size, " is outside [258, 262144]"));
   }
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<SplitRegex> split, SplitRegex::Compile(kLlama3Pattern));
   const std::string_view corpus = TinyTokenizerCorpus();

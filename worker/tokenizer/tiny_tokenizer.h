@@ -10,7 +10,7 @@
 
 namespace pkv {
 
-// REQUIRES: 258 <= vocab_size <= 65536.
+// REQUIRES: 258 <= vocab_size <= 262144 (Llama-3: 128256; Qwen2: 151936).
 absl::StatusOr<std::string> BuildTinyTokenizerJson(int vocab_size);
 
 }  // namespace pkv
