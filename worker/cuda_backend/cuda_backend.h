@@ -49,18 +49,20 @@ struct CudaBackendOptions {
   // Steps of at most fused_max_tokens tokens (after graph padding) run each layer as the fused
   // GEMV kernels (fused_plan.h: 5 launches a layer instead of 9, norm / RoPE / KV write / SiLU /
   // residual in the projections' prologue and epilogues). Shapes the kernels do not support keep
-  // the cuBLAS path. Off until measured (bench/results/e2e-2026-11-29-h200/FUSION.md).
-  bool fused_small_batch = false;
+  // the cuBLAS path. On: faster than cuBLAS at B=1 and B=8 for both measured shapes when paired
+  // with pdl (bench/results/final-2026-11-29-h200/README.md).
+  bool fused_small_batch = true;
   int32_t fused_max_tokens = 8;  // 1..8
   // Programmatic dependent launch between the per-layer kernels (sm_90+ running sm_90 code;
-  // ignored elsewhere): each kernel starts while the previous one drains. Off until measured.
-  bool pdl = false;
+  // ignored elsewhere): each kernel starts while the previous one drains. On: 2-6% faster than
+  // without it in the same run (bench/results/final-2026-11-29-h200/README.md).
+  bool pdl = true;
   // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
   // Time cuBLASLt's candidate algorithms against cublasGemmEx for every projection at every
   // graph batch bucket at load, and run the fastest (gemm.h). Adds seconds to the load of an 8B
-  // model. Off until measured.
+  // model. Off: measured -0.9% at B=8 and +0.25% at B=64 on the H200 (final-2026-11-29-h200).
   bool gemm_autotune = false;
   int device = 0;
   std::string dtype = "auto";  // auto | bfloat16 | float16

@@ -21,9 +21,9 @@ ABSL_FLAG(std::string, policy_file, "", "CUDA: decode-route policy file (pkv-ben
           "empty: <policy_dir>/<gpu>-<sms>sm.json, else an on-start calibration cached there");
 ABSL_FLAG(std::string, policy_dir, "policies", "CUDA: per-GPU decode-route policy files and the "
           "on-start calibration cache");
-ABSL_FLAG(bool, fused_small_batch, false, "CUDA: run steps of <= 8 tokens through the fused GEMV "
+ABSL_FLAG(bool, fused_small_batch, true, "CUDA: run steps of <= 8 tokens through the fused GEMV "
           "layer (5 launches a layer instead of 9)");
-ABSL_FLAG(bool, pdl, false, "CUDA (sm_90+): programmatic dependent launch between layer kernels");
+ABSL_FLAG(bool, pdl, true, "CUDA (sm_90+): programmatic dependent launch between layer kernels");
 ABSL_FLAG(bool, gemm_autotune, false, "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, "", "CUDA: learned | threshold | fixed:<route> (empty: the "
           "policy file's kind, learned by default)");

@@ -30,8 +30,8 @@ struct WorkerOptions {
   std::string policy_file;
   std::string policy_dir = "policies";
   std::string decode_policy;
-  bool fused_small_batch = false;  // CUDA: fused GEMV layer for steps of <= 8 tokens
-  bool pdl = false;                // CUDA: programmatic dependent launch
+  bool fused_small_batch = true;   // CUDA: fused GEMV layer for steps of <= 8 tokens
+  bool pdl = true;                 // CUDA: programmatic dependent launch
   bool gemm_autotune = false;      // CUDA: cuBLASLt algorithm search at load
   int32_t tp = 1;    // tensor-parallel ranks (CPU backend: in-process rank threads)
   int32_t gpu = -1;  // CUDA device ordinal of this worker; -1: device 0 of CUDA_VISIBLE_DEVICES
