@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/model/sampler.h"
 
 namespace pkv::cuda_backend {
 namespace {
@@ -83,18 +84,8 @@ StagingCaps StepHost::Caps() const {
   return c;
 }
 
-absl::Status ValidateSamplingParams(const SamplingParams& p) {
-  if (std::isnan(p.temperature) || std::isinf(p.temperature)) {
-    return absl::InvalidArgumentError("sampling: temperature must be finite");
-  }
-  if (p.top_k < 0) return absl::InvalidArgumentError("sampling: top_k must be >= 0");
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
-    return absl::InvalidArgumentError("sampling: top_p must be in (0, 1]");
-  }
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
-    return absl::InvalidArgumentError("sampling: min_p must be in [0, 1]");
-  }
-  if (p.top_logprobs < 0) return absl::InvalidArgumentError("sampling: top_logprobs must be >= 0");
+absl::Status ValidateCudaSamplingParams(const SamplingParams& p) {
+  PKV_RETURN_IF_ERROR(pkv::ValidateSamplingParams(p));  // the CPU sampler's checks
   if (p.logprobs && p.top_logprobs > gpu::kMaxTopLogprobs) {
     return absl::InvalidArgumentError(absl::StrCat("sampling: top_logprobs ", p.top_logprobs,
                                                    " exceeds the CUDA backend's limit ",
@@ -135,7 +126,7 @@ absl::Status StepBuilder::ValidateRow(const BatchRow& row, size_t r, bool need_p
   if (row.sample && need_params && row.params == nullptr) return bad("samples without params");
   if (row.sample && row.sample_index < 0) return bad("negative sample_index");
   if (row.sample && need_params) {
-    absl::Status st = ValidateSamplingParams(*row.params);
+    absl::Status st = ValidateCudaSamplingParams(*row.params);
     if (!st.ok()) return bad(st.message());
   }
   return absl::OkStatus();

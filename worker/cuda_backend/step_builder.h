@@ -132,7 +132,8 @@ class StepBuilder {
   StepLimits limits_;
 };
 
-// The CPU sampler's parameter checks (sampler.h), same messages, plus the GPU's top_logprobs bound.
-absl::Status ValidateSamplingParams(const SamplingParams& p);
+// The CPU sampler's parameter checks (pkv::ValidateSamplingParams in sampler.h) plus the GPU's
+// top_logprobs bound.
+absl::Status ValidateCudaSamplingParams(const SamplingParams& p);
 
 }  // namespace pkv::cuda_backend

@@ -1,4 +1,5 @@
 #include "worker/model/cpu_backend.h"
+#include "worker/model/cpu_step.h"
 
 #include <algorithm>
 #include <cmath>
@@ -188,28 +189,8 @@ absl::Status CpuModelBackend::Step(absl::Span<const BatchRow> rows,
                                    std::vector<SampleResult>* samples, StepStats* stats) {
   PKV_RETURN_IF_ERROR(ValidateBatch(rows, /*need_params=*/true));
   RunBatch(rows);
-  const int64_t vocab = weights_.config.vocab_size;
-  int64_t s = 0;
-  for (const BatchRow& row : rows) {
-    if (!row.sample) continue;
-    SampleResult result;
-    PKV_RETURN_IF_ERROR(SampleToken(absl::MakeConstSpan(&logits_[s * vocab], vocab), *row.params,
-                                    row.sample_index, &result, &sampler_scratch_));
-    samples->push_back(std::move(result));
-    ++s;
-  }
-  if (stats != nullptr) {
-    *stats = StepStats{};
-    stats->decode_route = "cpu-reference";
-    stats->decode_launches = 0;
-    for (const BatchRow& row : rows) {
-      if (row.num_tokens == 1 && row.start_pos > 0) {
-        ++stats->num_decode_rows;
-      } else {
-        stats->num_prefill_tokens += row.num_tokens;
-      }
-    }
-  }
+  PKV_RETURN_IF_ERROR(SampleRows(rows, logits_, weights_.config.vocab_size, &sampler_scratch_, samples));
+  if (stats != nullptr) *stats = CpuStepStats(rows);
   return absl::OkStatus();
 }
 

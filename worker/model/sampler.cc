@@ -12,20 +12,6 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-absl::Status ValidateParams(const SamplingParams& p) {
-  if (std::isnan(p.temperature) || std::isinf(p.temperature)) {
-    return absl::InvalidArgumentError("sampling: temperature must be finite");
-  }
-  if (p.top_k < 0) return absl::InvalidArgumentError("sampling: top_k must be >= 0");
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
-    return absl::InvalidArgumentError("sampling: top_p must be in (0, 1]");
-  }
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
-    return absl::InvalidArgumentError("sampling: min_p must be in [0, 1]");
-  }
-  if (p.top_logprobs < 0) return absl::InvalidArgumentError("sampling: top_logprobs must be >= 0");
-  return absl::OkStatus();
-}
 
 // Ranking of candidates: larger z first, lower id on ties.
 struct ByScoreThenId {
@@ -117,6 +103,21 @@ void FillTopLogprobs(absl::Span<const float> logits, int32_t n, double inv_t, do
 
 }  // namespace
 
+absl::Status ValidateSamplingParams(const SamplingParams& p) {
+  if (std::isnan(p.temperature) || std::isinf(p.temperature)) {
+    return absl::InvalidArgumentError("sampling: temperature must be finite");
+  }
+  if (p.top_k < 0) return absl::InvalidArgumentError("sampling: top_k must be >= 0");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
+    return absl::InvalidArgumentError("sampling: top_p must be in (0, 1]");
+  }
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
+    return absl::InvalidArgumentError("sampling: min_p must be in [0, 1]");
+  }
+  if (p.top_logprobs < 0) return absl::InvalidArgumentError("sampling: top_logprobs must be >= 0");
+  return absl::OkStatus();
+}
+
 uint64_t Mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -132,7 +133,7 @@ double CounterUniform(uint64_t seed, uint64_t index) {
 absl::Status SampleToken(absl::Span<const float> logits, const SamplingParams& params,
                          int64_t sample_index, SampleResult* result, SamplerScratch* scratch) {
   if (logits.empty()) return absl::InvalidArgumentError("sampling: empty logits");
-  absl::Status st = ValidateParams(params);
+  absl::Status st = ValidateSamplingParams(params);
   if (!st.ok()) return st;
   SamplerScratch local;
   SamplerScratch* s = scratch ? scratch : &local;

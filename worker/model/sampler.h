@@ -48,6 +48,10 @@ uint64_t Mix64(uint64_t z);
 // Uniform in [0, 1) from (seed, index); see the header comment for the exact formula.
 double CounterUniform(uint64_t seed, uint64_t index);
 
+// INVALID_ARGUMENT for out-of-range params (temperature not finite, top_p not in (0, 1], min_p
+// not in [0, 1], negative top_k or top_logprobs). Every backend's sampler checks this first.
+absl::Status ValidateSamplingParams(const SamplingParams& params);
+
 // Samples one token. INVALID_ARGUMENT on empty or all-NaN/-inf logits, or on out-of-range params
 // (temperature NaN, top_p not in (0, 1], min_p not in [0, 1], negative top_k or top_logprobs).
 // `scratch` may be nullptr (buffers are then allocated per call).
