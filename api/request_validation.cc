@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace pkv::api {
 namespace {
@@ -17,45 +18,9 @@ bool IsRequestIdByte(unsigned char c) {
          c == '.' || c == ':' || c == '-';
 }
 
-// Length of the UTF-8 sequence starting at text[i], or 0 when it is malformed. Follows the
-// well-formed byte sequences table of Unicode 15 (D92): the second byte's range is narrowed after
-// E0/ED/F0/F4 so overlongs, surrogates and code points above U+10FFFF are rejected.
-size_t Utf8SequenceLength(absl::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + len > text.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return len;
-}
-
 // Offset of the first malformed byte, or text.size() when the text is valid.
 size_t FirstInvalidUtf8Offset(absl::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const size_t len = Utf8SequenceLength(text, i);
-    if (len == 0) return i;
-    i += len;
-  }
-  return i;
+  return utf8::FirstInvalid(std::string_view(text.data(), text.size()));
 }
 
 absl::Status ValidatePrompt(const pkv::v1::GenerateRequest& request,

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace pkv {
 
@@ -197,24 +198,6 @@ class Parser {
     return true;
   }
 
-  static void AppendUtf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
   absl::Status ParseString(std::string* out) {
     ++pos_;  // opening quote
     while (true) {
@@ -257,7 +240,7 @@ class Parser {
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             return Error("unpaired surrogate in \\u escape");
           }
-          AppendUtf8(cp, out);
+          utf8::AppendChar(static_cast<char32_t>(cp), out);
           break;
         }
         default:

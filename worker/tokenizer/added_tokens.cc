@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/tokenizer/bpe_model.h"
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace pkv {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace pkv::byte_level {
 namespace {

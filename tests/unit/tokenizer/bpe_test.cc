@@ -10,7 +10,7 @@
 #include "worker/tokenizer/pre_tokenizer.h"
 #include "worker/tokenizer/regex.h"
 #include "worker/tokenizer/tokenizer.h"
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace pkv {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/tokenizer/byte_level.h"
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace pkv::testing {
 namespace {

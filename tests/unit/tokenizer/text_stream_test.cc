@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/unit/tokenizer/test_util.h"
 #include "worker/tokenizer/tiny_tokenizer.h"
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace pkv {
 namespace {

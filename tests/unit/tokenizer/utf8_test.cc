@@ -1,6 +1,6 @@
 // utf8.h against ICU's UTF-8 macros and converter (an independent implementation), exhaustively
 // over all 1-3 byte strings and on random byte soup.
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 #include <unicode/utf8.h>
 

@@ -1,4 +1,4 @@
-#include "worker/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace pkv::utf8 {
 namespace {
@@ -59,6 +59,17 @@ Scan ScanAt(std::string_view s, size_t pos, int* len, char32_t* cp) {
 int DecodeChar(std::string_view text, size_t pos, char32_t* cp) {
   int len = 0;
   return ScanAt(text, pos, &len, cp) == Scan::kComplete ? len : 0;
+}
+
+size_t FirstInvalid(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    char32_t cp;
+    const int len = DecodeChar(text, pos, &cp);
+    if (len == 0) return pos;
+    pos += static_cast<size_t>(len);
+  }
+  return pos;
 }
 
 bool IsValid(std::string_view text) {

@@ -1,4 +1,4 @@
-// UTF-8 helpers for the tokenizer: strict validation, code point decoding, and a lossy
+// UTF-8 helpers shared by the JSON reader, request validation and the tokenizer: strict validation, code point decoding, and a lossy
 // incremental decoder for streaming detokenization.
 //
 // Validity follows RFC 3629 / Unicode 15 Table 3-7: no overlong forms, no surrogates
@@ -24,6 +24,10 @@ int DecodeChar(std::string_view text, size_t pos, char32_t* cp);
 
 // True when `text` is entirely well-formed UTF-8.
 bool IsValid(std::string_view text);
+
+// Offset of the first byte that does not start a complete well-formed character, or text.size()
+// when the whole text is valid.
+size_t FirstInvalid(std::string_view text);
 
 // Appends the UTF-8 encoding of `cp`. REQUIRES: cp <= 0x10FFFF and not a surrogate.
 void AppendChar(char32_t cp, std::string* out);
