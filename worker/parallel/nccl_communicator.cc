@@ -105,6 +105,13 @@ absl::Status NcclCommunicator::AllReduceSum(void* data, int64_t count, ncclDataT
                "ncclAllReduce");
 }
 
+absl::Status NcclCommunicator::AllReduceSum(void* data, int64_t count, CollectiveDType type) {
+  const ncclDataType_t nccl = type == CollectiveDType::kFloat32   ? ncclFloat32
+                              : type == CollectiveDType::kFloat16 ? ncclFloat16
+                                                                  : ncclBfloat16;
+  return AllReduceSum(data, count, nccl);
+}
+
 absl::Status NcclCommunicator::AllGather(const float* send, int64_t count, float* recv) {
   if (aborted_.load()) return absl::AbortedError("NCCL communicator was aborted");
   return Check(ncclAllGather(send, recv, static_cast<size_t>(count), ncclFloat32, comm_, stream_),

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/parallel/communicator.h"
+#include "worker/parallel/device_communicator.h"
 
 namespace pkv {
 
@@ -32,7 +32,7 @@ namespace pkv {
 // rank threads.
 absl::StatusOr<ncclUniqueId> NewNcclUniqueId();
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public DeviceCommunicator {
  public:
   // Joins group `id` as `rank` of `world_size` on CUDA device `device` (made current on the
   // calling thread), enqueuing collectives on `stream` (not owned; nullptr = the legacy default
@@ -54,8 +54,8 @@ class NcclCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   std::string transport() const override { return transport_; }
-  int device() const { return device_; }
-  cudaStream_t stream() const { return stream_; }
+  int device() const override { return device_; }
+  cudaStream_t stream() const override { return stream_; }
   void set_stream(cudaStream_t stream) { stream_ = stream; }
   void set_transport(std::string transport) { transport_ = std::move(transport); }
   ncclComm_t comm() const { return comm_; }
@@ -67,11 +67,14 @@ class NcclCommunicator : public Communicator {
   // In-place sum of `count` elements of `type` (ncclFloat16 / ncclBfloat16: a CUDA backend's
   // activations). data: device [count].
   absl::Status AllReduceSum(void* data, int64_t count, ncclDataType_t type);
+  // DeviceCommunicator: the same, for the backend's element types. Capturable into CUDA graphs.
+  absl::Status AllReduceSum(void* data, int64_t count, CollectiveDType type) override;
+  bool capturable() const override { return true; }
   // An error a collective hit after it was enqueued (ncclCommGetAsyncError).
   absl::Status CheckAsyncError();
   // ncclCommAbort: collectives of this rank blocked on the host return, later ones are ABORTED.
   // May run on another thread than the rank's (to unblock it).
-  void Abort();
+  void Abort() override;
 
  private:
   NcclCommunicator(ncclComm_t comm, int rank, int world_size, int device, cudaStream_t stream);
