@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -22,6 +23,7 @@
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
 #include "worker/cuda_backend/step_builder.h"
+#include "worker/cuda_backend/tp_hooks.h"
 #include "worker/model/model_config.h"
 
 namespace pkv {
@@ -69,6 +71,9 @@ class CudaModelBackend::Impl {
   // cuda_backend.cc: host half of a step.
   absl::Status Prepare(absl::Span<const BatchRow> rows, bool need_params, bool allow_graph,
                        DeviceStep* s);
+  // The part of Prepare after the batch is built into `host` (padding, staging upload, decode
+  // plan): a tensor-parallel rank stages the batch its backend built and validated once.
+  absl::Status Stage(bool allow_graph, DeviceStep* s);
   absl::Status Run(const DeviceStep& s, bool sample);
   absl::Status CollectSamples(std::vector<SampleResult>* samples);
   void FillStats(absl::Span<const BatchRow> rows, StepStats* stats) const;
@@ -122,6 +127,21 @@ class CudaModelBackend::Impl {
   absl::flat_hash_set<uint64_t> uncapturable;  // keys whose capture failed: stay eager
   StepTiming timing;
   int32_t current_bucket = 0;
+
+  // Tensor parallelism (tp_hooks.h): this rank's collectives; null on one GPU. Not owned.
+  cuda_backend::TpHooks* tp = nullptr;
 };
+
+namespace cuda_backend {
+
+// cuda_backend.cc: the two halves of a load around the weights upload (a tensor-parallel backend
+// uploads each rank's shard in between). StartLoad validates the options, makes options.device
+// current and creates the stream; FinishLoad sets up cuBLAS, attention, activations, the KV pool
+// and the step machinery.
+absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> StartLoad(
+    const CudaBackendOptions& options);
+absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source);
+
+}  // namespace cuda_backend
 
 }  // namespace pkv

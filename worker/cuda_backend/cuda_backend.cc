@@ -169,7 +169,7 @@ absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
 
 }  // namespace
 
-namespace {
+namespace cuda_backend {
 
 // Everything after the weights: cuBLAS, attention, activations, the KV pool, the step machinery.
 absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
@@ -210,11 +210,11 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> StartLoad(
   return m;
 }
 
-}  // namespace
+}  // namespace cuda_backend
 
 absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
     const std::string& model_dir, const CudaBackendOptions& options) {
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, StartLoad(options));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, cuda_backend::StartLoad(options));
   PKV_ASSIGN_OR_RETURN(m->config, LoadModelConfig(model_dir));
   {
     PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
@@ -223,19 +223,20 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
     PKV_ASSIGN_OR_RETURN(m->weights,
                          cuda_backend::UploadWeights(m->config, *checkpoint, dtype, m->stream));
   }  // unmaps the checkpoint files
-  PKV_RETURN_IF_ERROR(FinishLoad(m.get(), model_dir));
+  PKV_RETURN_IF_ERROR(cuda_backend::FinishLoad(m.get(), model_dir));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
 }
 
 absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::LoadRandom(
     const ModelConfig& config, uint64_t seed, const CudaBackendOptions& options) {
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, StartLoad(options));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, cuda_backend::StartLoad(options));
   m->config = config;
   const decode::DType dtype =
       options.dtype == "float16" ? decode::DType::kFloat16 : decode::DType::kBFloat16;
   PKV_ASSIGN_OR_RETURN(m->weights,
                        cuda_backend::RandomDeviceWeights(config, dtype, seed, m->stream));
-  PKV_RETURN_IF_ERROR(FinishLoad(m.get(), absl::StrCat("random weights (seed ", seed, ")")));
+  PKV_RETURN_IF_ERROR(
+      cuda_backend::FinishLoad(m.get(), absl::StrCat("random weights (seed ", seed, ")")));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -104,14 +105,27 @@ class Uploader {
   }
 
   absl::Status Copy(const TensorView& view, bool to_f32, decode::DType to, uint8_t* dst) {
+    return CopyRuns(view, TensorRuns{0, 0, 1, view.numel()}, to_f32, to, dst);
+  }
+
+  // The elements `runs` selects from `view`, packed in order at dst.
+  absl::Status CopyRuns(const TensorView& view, const TensorRuns& runs, bool to_f32,
+                        decode::DType to, uint8_t* dst) {
     const int64_t out_elem = to_f32 ? 4 : 2;
     const int64_t in_elem = DTypeSize(view.dtype());
     const int64_t per_chunk = kStagingBytes / std::max(out_elem, in_elem);
-    for (int64_t first = 0; first < view.numel(); first += per_chunk) {
-      const int64_t n = std::min(per_chunk, view.numel() - first);
+    const int64_t total = runs.runs * runs.width;
+    for (int64_t first = 0; first < total; first += per_chunk) {
+      const int64_t n = std::min(per_chunk, total - first);
       PKV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(done_[next_]));  // buffer free again
-      ConvertChunk(view.bytes.data() + first * in_elem, view.dtype(), n, to_f32, to,
-                   staging_[next_].bytes_ptr());
+      for (int64_t e = first; e < first + n;) {  // the pieces of the runs this chunk covers
+        const int64_t run = e / runs.width, offset = e % runs.width;
+        const int64_t len = std::min(runs.width - offset, first + n - e);
+        const int64_t src = runs.first + run * runs.stride + offset;
+        ConvertChunk(view.bytes.data() + src * in_elem, view.dtype(), len, to_f32, to,
+                     staging_[next_].bytes_ptr() + (e - first) * out_elem);
+        e += len;
+      }
       PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst + first * out_elem, staging_[next_].get(),
                                                n * out_elem, cudaMemcpyHostToDevice, stream_));
       PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(done_[next_], stream_));
@@ -203,6 +217,41 @@ absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Che
       PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
       PKV_RETURN_IF_ERROR(up.Copy(v, p.f32, dtype, dst + done));
       done += v.numel() * (p.f32 ? 4 : 2);
+    }
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return w;
+}
+
+absl::StatusOr<DeviceWeights> UploadWeightRuns(
+    const ModelConfig& config, const Checkpoint& checkpoint,
+    const std::function<TensorRuns(const std::string& name)>& runs_of, decode::DType dtype,
+    cudaStream_t stream) {
+  DeviceWeights w;
+  w.dtype = dtype;
+  const std::vector<Piece> pieces = LayOutPieces(config, &w);
+  PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
+  Uploader up;
+  PKV_RETURN_IF_ERROR(up.Init(stream));
+  for (const Piece& p : pieces) {
+    uint8_t* dst = w.arena.bytes_ptr() + p.offset;
+    int64_t done = 0;
+    for (const std::string& name : p.sources) {
+      PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
+      const TensorRuns runs = runs_of(name);
+      const int64_t numel = runs.runs * runs.width, bytes = numel * (p.f32 ? 4 : 2);
+      if (runs.first < 0 || runs.width < 0 || runs.runs < 0 || runs.stride < 0 ||
+          (numel > 0 && runs.first + (runs.runs - 1) * runs.stride + runs.width > v.numel())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor ", name, ": the shard's slice is outside its ", v.numel(), " elements"));
+      }
+      done += bytes;
+      if (done > p.bytes) break;  // reported below, before anything overflows the piece
+      PKV_RETURN_IF_ERROR(up.CopyRuns(v, runs, p.f32, dtype, dst + done - bytes));
+    }
+    if (done != p.bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          p.sources[0], ": the shard's slices do not fill its shape (", p.bytes, " bytes)"));
     }
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));

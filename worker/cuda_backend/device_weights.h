@@ -14,6 +14,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +61,26 @@ absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
 // RESOURCE_EXHAUSTED when the weights do not fit the GPU.
 absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
                                             decode::DType dtype, cudaStream_t stream);
+
+// Which elements of a checkpoint tensor a tensor-parallel shard holds: `runs` runs of `width`
+// elements, run i starting at element first + i * stride (row-major). A whole tensor is one run of
+// all its elements; a row slice of a [rows][cols] matrix one run; a column slice one run a row.
+struct TensorRuns {
+  int64_t first = 0;
+  int64_t stride = 0;
+  int64_t runs = 1;
+  int64_t width = 0;
+};
+
+// A shard's upload: `config` is the shard's config (local heads, intermediate size and vocabulary:
+// ShardConfig in worker/model/tp_shard.h), whose tensor specs size the arena; runs_of(name) says
+// which elements of checkpoint tensor `name` the shard holds. Only those bytes are read. The
+// caller validated the checkpoint against the whole model. INVALID_ARGUMENT when a slice does not
+// fit its tensor or does not fill the shard's shape.
+absl::StatusOr<DeviceWeights> UploadWeightRuns(
+    const ModelConfig& config, const Checkpoint& checkpoint,
+    const std::function<TensorRuns(const std::string& name)>& runs_of, decode::DType dtype,
+    cudaStream_t stream);
 
 // Random weights with the config's shapes, generated on the GPU from `seed` (benchmarks of real
 // model shapes without writing or reading a checkpoint).

@@ -84,14 +84,17 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   e.xn = xn.get();
   // The fused q/k/v GEMV of layer 0 norms x itself from the embedding's sums of squares.
   e.sum_sq = fused ? static_cast<float*>(sum_sq_mlp.get()) : nullptr;
-  PKV_RETURN_IF_ERROR(gpu::LaunchEmbedRmsNorm(e, stream));
+  // Tensor parallel: a vocabulary-parallel embedding, all-reduced (tp_hooks.h).
+  PKV_RETURN_IF_ERROR(tp != nullptr ? tp->EnqueueEmbed(*this, s)
+                                    : gpu::LaunchEmbedRmsNorm(e, stream));
   for (int l = 0; l < c.num_layers; ++l) {
     PKV_RETURN_IF_ERROR(fused ? EnqueueFusedLayer(l, s) : EnqueueLayer(l, s));
   }
   if (fused) return EnqueueFusedHead(s);
   if (s.logit_rows == 0) return absl::OkStatus();
-  return gemm->Linear(weights.dtype, final_xn.get(), s.logit_rows, c.hidden_size, weights.lm_head,
-                      c.vocab_size, logits.get(), true, stream);
+  PKV_RETURN_IF_ERROR(gemm->Linear(weights.dtype, final_xn.get(), s.logit_rows, c.hidden_size,
+                                   weights.lm_head, c.vocab_size, logits.get(), true, stream));
+  return tp != nullptr ? tp->EnqueueLogits(*this, s) : absl::OkStatus();
 }
 
 // One layer on cuBLAS and the unfused kernels; its closing add + norm feeds the next layer (the
@@ -127,6 +130,8 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   PKV_RETURN_IF_ERROR(gpu::LaunchQkvRopeKvWrite(r, stream));
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
   PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
+  // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.
+  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));
 
   gpu::AddNormArgs n;
   n.dtype = dt;
@@ -145,6 +150,7 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   PKV_RETURN_IF_ERROR(
       gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream, pdl));
   PKV_RETURN_IF_ERROR(gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
+  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));  // row-parallel
 
   n.bias = nullptr;
   if (l + 1 < c.num_layers) {
@@ -163,6 +169,11 @@ absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
   gpu::SampleArgs a;
   a.logits = static_cast<const float*>(logits.get());
   a.vocab = config.vocab_size;
+  if (tp != nullptr) {  // tensor parallel: the gathered logits, sampled on one rank only
+    if (tp->sample_logits() == nullptr) return absl::OkStatus();
+    a.logits = tp->sample_logits();
+    a.vocab = tp->full_vocab();
+  }
   a.params = s.sample_params;
   a.num_rows = s.header + 2;
   a.max_rows = s.logit_rows;

@@ -24,6 +24,12 @@ absl::Status CudaModelBackend::Impl::Prepare(absl::Span<const BatchRow> rows, bo
                                              bool allow_graph, DeviceStep* s) {
   const auto t0 = Clock::now();
   PKV_RETURN_IF_ERROR(builder->Build(rows, need_params, &host));
+  PKV_RETURN_IF_ERROR(Stage(allow_graph, s));
+  timing.prep_us = Micros(t0, Clock::now());
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
   int32_t bucket = 0;
   if (allow_graph && options.cuda_graphs && host.decode_only) {
     bucket = cuda_backend::GraphBucketFor(host.num_tokens, options.max_rows);
@@ -66,7 +72,6 @@ absl::Status CudaModelBackend::Impl::Prepare(absl::Span<const BatchRow> rows, bo
   s->page_ids = reinterpret_cast<const int32_t*>(base + layout.page_ids);
   current_bucket = bucket;
   timing.bucket = bucket;
-  timing.prep_us = Micros(t0, Clock::now());
   return absl::OkStatus();
 }
 
