@@ -29,6 +29,11 @@ ABSL_FLAG(std::string, decode_policy, "", "CUDA: learned | threshold | fixed:<ro
           "policy file's kind, learned by default)");
 ABSL_FLAG(int32_t, tp, 1, "Tensor-parallel ranks the model is split over (CPU backend: in-process "
           "rank threads); the model's KV heads and intermediate size must divide by it");
+ABSL_FLAG(std::vector<std::string>, tp_devices, {},
+          "CUDA with --tp N: the GPU of each rank, e.g. 0,1 (default: --gpu, --gpu + 1, ...); "
+          "one GPU repeated (0,0) runs the ranks on that GPU without NCCL (tests, experiments)");
+ABSL_FLAG(std::string, tp_comm, "auto", "CUDA with --tp N: auto | nccl | shared (auto: NCCL for "
+          "distinct GPUs, the shared-device communicator for one GPU)");
 ABSL_FLAG(int32_t, gpu, -1, "CUDA device of this worker, one worker per GPU (-1: device 0 of "
           "CUDA_VISIBLE_DEVICES); made current before anything else touches CUDA");
 ABSL_FLAG(int32_t, max_model_len, 0, "Max prompt+generated tokens (0: the model's maximum); the "
@@ -72,6 +77,8 @@ int main(int argc, char** argv) {
   o.gemm_autotune = absl::GetFlag(FLAGS_gemm_autotune);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.gpu = absl::GetFlag(FLAGS_gpu);
+  o.tp_devices = absl::GetFlag(FLAGS_tp_devices);
+  o.tp_comm = absl::GetFlag(FLAGS_tp_comm);
   o.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_running = absl::GetFlag(FLAGS_max_running);

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/shutdown_signal.h"
@@ -18,6 +19,7 @@
 #include "worker/model/tp_cpu_backend.h"
 #if PKV_HAVE_CUDA
 #include "worker/cuda_backend/cuda_backend.h"
+#include "worker/cuda_backend/tp_cuda_backend.h"
 #endif
 #include "worker/service/engine.h"
 #include "worker/service/test_faults.h"
@@ -39,10 +41,10 @@ std::string PortOf(const std::string& address) {
 // --tp / --gpu against the backend that will run. Errors say what to do next.
 absl::Status CheckParallelFlags(const WorkerOptions& o, bool use_cuda) {
   if (o.tp < 1) return absl::InvalidArgumentError(absl::StrCat("--tp must be >= 1, got ", o.tp));
-  if (use_cuda && o.tp > 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "--tp ", o.tp, " runs on the CPU backend only (the CUDA backend has no tensor "
-        "parallelism yet): pass --backend=cpu, or run one worker per GPU with --gpu"));
+  if (!o.tp_devices.empty() && (!use_cuda || static_cast<int>(o.tp_devices.size()) != o.tp)) {
+    return absl::InvalidArgumentError(absl::StrCat("--tp_devices lists ", o.tp_devices.size(),
+                                                   " GPU(s), --tp is ", o.tp,
+                                                   ": a CUDA worker's ranks need one GPU each"));
   }
   if (!use_cuda && o.gpu >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -52,6 +54,21 @@ absl::Status CheckParallelFlags(const WorkerOptions& o, bool use_cuda) {
 }
 
 #if PKV_HAVE_CUDA
+// The GPU of each tensor-parallel rank: --tp_devices, else --gpu (or 0), --gpu + 1, ...
+absl::StatusOr<std::vector<int>> TpDevices(const WorkerOptions& o) {
+  if (o.tp_devices.empty()) return ConsecutiveDevices(std::max(0, o.gpu), o.tp);
+  std::vector<int> devices;
+  for (const std::string& d : o.tp_devices) {
+    int v = 0;
+    if (!absl::SimpleAtoi(d, &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tp_devices: '", d, "' is not a GPU number"));
+    }
+    devices.push_back(v);
+  }
+  return devices;
+}
+
 // --gpu N: makes device N current on this thread before anything else touches CUDA, so no context
 // is created on device 0; the CUDA backend also receives N and sets it on its own threads.
 absl::Status SelectGpu(int gpu) {
@@ -102,6 +119,15 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.gemm_autotune = o.gemm_autotune;
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
+    if (o.tp > 1) {
+      TpCudaOptions t;
+      t.backend = c;
+      t.communicator = o.tp_comm;
+      absl::StatusOr<std::vector<int>> devices = TpDevices(o);
+      if (!devices.ok()) return devices.status();
+      t.devices = *std::move(devices);
+      return LoadTpCudaBackend(o.model_dir, t);
+    }
     return LoadCudaBackend(o.model_dir, c);
   }
 #else

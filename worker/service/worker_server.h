@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "worker/service/worker_security.h"
 
@@ -35,6 +36,10 @@ struct WorkerOptions {
   bool gemm_autotune = false;      // CUDA: cuBLASLt algorithm search at load
   int32_t tp = 1;    // tensor-parallel ranks (CPU backend: in-process rank threads)
   int32_t gpu = -1;  // CUDA device ordinal of this worker; -1: device 0 of CUDA_VISIBLE_DEVICES
+  // cuda, tp > 1: the device of each rank (empty: gpu, gpu + 1, ...; all equal: ranks share one
+  // GPU) and the communicator (auto | nccl | shared; tp_cuda_backend.h).
+  std::vector<std::string> tp_devices;
+  std::string tp_comm = "auto";
   int32_t max_model_len = 0;     // 0: the model's max_position_embeddings
   int32_t max_batch_tokens = 512;
   int32_t max_running = 64;
