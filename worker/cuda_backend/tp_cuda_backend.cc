@@ -127,10 +127,12 @@ absl::Status TpCudaBackend::RunRanks(bool sample, std::vector<SampleResult>* sam
     int32_t logit_rows = 0;
     absl::Status enqueued = [&]() -> absl::Status {
       PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks.devices[r]));
+      const auto t0 = Clock::now();
       m.timing = StepTiming{};
       m.host = ranks.host;  // vectors keep their capacity: no allocation once warm
       DeviceStep s;
       PKV_RETURN_IF_ERROR(m.Stage(/*allow_graph=*/sample, &s));
+      m.timing.prep_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
       hooks.BeginStep();
       PKV_RETURN_IF_ERROR(m.Run(s, sample));
       logit_rows = s.logit_rows;
