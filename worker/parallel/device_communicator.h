@@ -29,7 +29,7 @@ class DeviceCommunicator : public Communicator {
  public:
   using Communicator::AllReduceSum;
 
-  virtual int device() const = 0;          // CUDA ordinal of the rank's GPU
+  virtual int device() const = 0;           // CUDA ordinal of the rank's GPU
   virtual cudaStream_t stream() const = 0;  // where the rank's collectives are enqueued
 
   // In-place sum over the ranks of `count` elements of `type`. data: device [count].

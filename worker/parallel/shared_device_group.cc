@@ -46,8 +46,8 @@ absl::StatusOr<std::unique_ptr<SharedDeviceGroup>> SharedDeviceGroup::Create(
     int device, const std::vector<cudaStream_t>& streams) {
   const int n = static_cast<int>(streams.size());
   if (n < 1 || n > kMaxRanks) {
-    return absl::InvalidArgumentError(absl::StrCat("a shared-device group has 1 to ", kMaxRanks,
-                                                   " ranks, got ", n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shared-device group has 1 to ", kMaxRanks, " ranks, got ", n));
   }
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<InProcessGroup> host, InProcessGroup::Create(n));
   std::unique_ptr<SharedDeviceGroup> g(new SharedDeviceGroup(device, streams, std::move(host)));
@@ -126,8 +126,8 @@ absl::Status SharedDeviceGroup::AllGather(int r, const float* send, int64_t coun
   PKV_RETURN_IF_ERROR(Enter(r, const_cast<float*>(send), count));
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   for (int q = 0; q < world_size(); ++q) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(recv + q * count, ptrs_[q], bytes,
-                                             cudaMemcpyDeviceToDevice, streams_[r]));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(recv + q * count, ptrs_[q], bytes, cudaMemcpyDeviceToDevice, streams_[r]));
   }
   return Leave(r);
 }

@@ -31,8 +31,8 @@ __device__ __forceinline__ void Store(__nv_bfloat16* p, float v) { *p = __float2
 // Rank order, float32 accumulation, one rounding: the same bits whichever rank computes it.
 template <typename T>
 __global__ void SliceSumKernel(SliceSumParams p) {
-  for (int64_t i = p.begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < p.end; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t i = p.begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < p.end;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = Load(static_cast<const T*>(p.data[0]) + i);
     for (int q = 1; q < p.n; ++q) sum += Load(static_cast<const T*>(p.data[q]) + i);
     for (int q = 0; q < p.n; ++q) Store(static_cast<T*>(p.data[q]) + i, sum);
