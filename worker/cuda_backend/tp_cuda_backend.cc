@@ -104,6 +104,10 @@ int32_t TpCudaBackend::last_num_collectives() const { return ranks_->hooks[0]->n
 
 int64_t TpCudaBackend::rank_weight_bytes() const { return ranks_->impls[0]->weights.arena_bytes; }
 
+int64_t TpCudaBackend::rank_weight_read_bytes() const {
+  return ranks_->impls[0]->weights.step_read_bytes;
+}
+
 int64_t TpCudaBackend::rank_kv_bytes() const { return ranks_->impls[0]->kv_pool.bytes(); }
 
 absl::Status TpCudaBackend::FillKvCacheRandom(uint64_t seed) {

@@ -97,7 +97,8 @@ class TpCudaBackend : public ModelBackend {
   int32_t last_num_collectives() const;
   // Rank 0's host timing of the last step (the batch build included in prep_us).
   const StepTiming& last_timing() const { return timing_; }
-  int64_t rank_weight_bytes() const;  // rank 0's weight arena
+  int64_t rank_weight_bytes() const;       // rank 0's weight arena
+  int64_t rank_weight_read_bytes() const;  // weight bytes rank 0 reads a decode step
   int64_t rank_kv_bytes() const;      // rank 0's KV pool
 
   class Ranks;  // tp_cuda_backend.cc: the per-rank state
