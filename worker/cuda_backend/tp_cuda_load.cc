@@ -42,7 +42,7 @@ absl::StatusOr<bool> ChooseSharedDevice(const TpCudaOptions& o) {
           absl::StrCat("tensor-parallel devices ", absl::StrJoin(o.devices, ","), ": GPU ", d,
                        " but ", count, " GPU(s) are visible",
                        visible ? absl::StrCat(" (CUDA_VISIBLE_DEVICES=", visible, ")") : "",
-                       "; --tp_devices 0,0 runs two ranks on GPU 0"));
+                       "; --tp_devices with one GPU repeated (0,0,...) puts every rank on it"));
     }
   }
   const bool same =

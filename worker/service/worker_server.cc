@@ -41,10 +41,14 @@ std::string PortOf(const std::string& address) {
 // --tp / --gpu against the backend that will run. Errors say what to do next.
 absl::Status CheckParallelFlags(const WorkerOptions& o, bool use_cuda) {
   if (o.tp < 1) return absl::InvalidArgumentError(absl::StrCat("--tp must be >= 1, got ", o.tp));
-  if (!o.tp_devices.empty() && (!use_cuda || static_cast<int>(o.tp_devices.size()) != o.tp)) {
+  if (!o.tp_devices.empty() && !use_cuda) {
+    return absl::InvalidArgumentError(
+        "--tp_devices places the ranks of a CUDA worker, but this worker runs on the CPU");
+  }
+  if (!o.tp_devices.empty() && static_cast<int>(o.tp_devices.size()) != o.tp) {
     return absl::InvalidArgumentError(absl::StrCat("--tp_devices lists ", o.tp_devices.size(),
                                                    " GPU(s), --tp is ", o.tp,
-                                                   ": a CUDA worker's ranks need one GPU each"));
+                                                   ": give one GPU per rank"));
   }
   if (!use_cuda && o.gpu >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
