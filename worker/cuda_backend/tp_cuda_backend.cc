@@ -34,6 +34,7 @@ TpCudaBackend::Ranks::~Ranks() {
     }
   }
 #if PKV_HAVE_NCCL
+  NcclCommunicator::FinalizeGroup(nccl);  // one thread holds every rank: finalize them together
   nccl.clear();
 #endif
   shared.reset();

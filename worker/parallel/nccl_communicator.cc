@@ -91,6 +91,19 @@ absl::StatusOr<std::vector<std::unique_ptr<NcclCommunicator>>> NcclCommunicator:
   return out;
 }
 
+void NcclCommunicator::FinalizeGroup(const std::vector<std::unique_ptr<NcclCommunicator>>& comms) {
+  ncclResult_t result = ncclGroupStart();
+  for (const auto& c : comms) {
+    if (result != ncclSuccess) break;
+    if (c != nullptr && !c->aborted_.load()) result = ncclCommFinalize(c->comm_);
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  if (result != ncclSuccess || end != ncclSuccess) {
+    PKV_LOG(WARNING) << "NCCL group finalize: "
+                     << ncclGetErrorString(result != ncclSuccess ? result : end);
+  }
+}
+
 absl::Status NcclCommunicator::Check(ncclResult_t result, const char* what) const {
   return result == ncclSuccess ? absl::OkStatus() : NcclError(result, what, comm_);
 }

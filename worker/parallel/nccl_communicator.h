@@ -48,6 +48,12 @@ class NcclCommunicator : public DeviceCommunicator {
       const std::vector<int>& devices, const std::vector<cudaStream_t>& streams);
 
   ~NcclCommunicator() override;  // ncclCommDestroy (after Abort: nothing)
+
+  // Finalizes every communicator of a group from one thread (ncclCommFinalize of each inside one
+  // ncclGroupStart/End, as NCCL requires when one thread holds several ranks: a lone finalize
+  // would wait for the ranks not yet finalized), so destroying them afterwards cannot block.
+  // Aborted communicators are skipped. Best effort: errors are logged.
+  static void FinalizeGroup(const std::vector<std::unique_ptr<NcclCommunicator>>& comms);
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
