@@ -7,7 +7,8 @@
 # One worker per GPU on a multi-GPU host: PKV_GPUS="0 1 2 3" (or "0,1,2,3") starts one worker per
 # listed GPU (worker i gets --gpu=<i-th id>; ports 50061, 50062, ... unless PKV_WORKER_PORTS is
 # set) and the router spreads sessions across them. PKV_TP=N passes --tp=N to every worker
-# (tensor parallelism; CPU backend only for now).
+# (tensor parallelism: CPU rank threads, or with the CUDA backend GPUs --gpu .. --gpu + N - 1, so
+# do not combine it with PKV_GPUS).
 set -euo pipefail
 mode=${1:-demo}
 BIN=${BUILD:-build}/bin

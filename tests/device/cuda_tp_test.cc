@@ -1,12 +1,14 @@
 // Tensor parallelism on the CUDA backend (worker/cuda_backend/tp_cuda_backend.h) against the
 // one-GPU CudaModelBackend (TP = 1, its reference) loading the same files: TP = 2 and 4 with the
-// ranks sharing this GPU (SharedDeviceGroup: eager steps), and TP = 1 over NCCL (world size 1: the
-// NCCL calls captured in the decode steps' CUDA graphs). For every step of a prefill, 32 decode
-// steps of a batch of several rows, a mixed prefill + decode batch and a batch moving between
-// graph buckets: logits within 16-bit rounding of TP = 1, and the greedy token of Step() equal to
-// TP = 1's wherever TP = 1's top-2 margin exceeds twice the measured logit error. Also: seeded
-// sampling on rank 0 equals the host sampler on the gathered logits, bad batches are refused like
-// TP = 1 without killing the group, bad device lists and splits are refused.
+// ranks sharing this GPU (SharedDeviceGroup: eager steps), TP = 1 over NCCL (world size 1: the
+// NCCL calls captured in the decode steps' CUDA graphs), and TP = 2 / 4 over NCCL with one rank
+// per GPU where the machine has that many GPUs (skipped otherwise). For every step of a prefill, 32
+// decode steps of a batch of several rows, a mixed prefill + decode batch and a batch moving
+// between graph buckets: logits within 16-bit rounding of TP = 1, and the greedy token of Step()
+// equal to TP = 1's wherever TP = 1's top-2 margin exceeds twice the measured logit error. Also:
+// seeded sampling on rank 0 equals the host sampler on the gathered logits, bad batches are refused
+// like TP = 1 without killing the group, bad device lists and splits are refused.
+#include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,8 +132,15 @@ class CudaTpTest : public ::testing::TestWithParam<TpCase> {
     ref_ = *std::move(ref);
     TpCudaOptions t;
     t.backend = o;
-    t.devices.assign(tc.tp, 0);
     t.communicator = tc.comm;
+    if (tc.comm == "shared") {
+      t.devices.assign(tc.tp, 0);
+    } else {  // NCCL: one rank per GPU; TP > 1 runs where the machine has the GPUs
+      int count = 0;
+      ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+      if (count < tc.tp) GTEST_SKIP() << "needs " << tc.tp << " GPUs, " << count << " visible";
+      for (int r = 0; r < tc.tp; ++r) t.devices.push_back(r);
+    }
     auto tp = TpCudaBackend::Load(dir_, t);
     ASSERT_TRUE(tp.ok()) << tp.status();
     tp_ = *std::move(tp);
@@ -334,6 +343,11 @@ std::vector<TpCase> Cases() {
 #if PKV_HAVE_NCCL
   c.push_back({"tiny", DType::kBF16, 1, "nccl", "workqueue"});
   c.push_back({"wide", DType::kBF16, 1, "nccl", "workqueue"});
+  // One rank per GPU; skipped on machines with fewer GPUs.
+  c.push_back({"tiny", DType::kBF16, 2, "nccl", "workqueue"});
+  c.push_back({"wide", DType::kBF16, 2, "nccl", "workqueue"});
+  c.push_back({"wide", DType::kBF16, 4, "nccl", "split"});
+  c.push_back({"qknorm", DType::kF16, 2, "nccl", "workqueue"});
 #endif
   return c;
 }
