@@ -27,22 +27,20 @@ TpCudaBackend::Ranks::Ranks(std::vector<int> devices_in)
 
 TpCudaBackend::Ranks::~Ranks() {
   threads.reset();
-  for (int r = 0; r < tp(); ++r) {  // no collective is in flight: every step ended synchronised
-    if (impls[r] != nullptr) {
-      cudaSetDevice(devices[r]);
-      cudaStreamSynchronize(impls[r]->stream);
-    }
+  // Every step ended synchronised, so nothing is in flight. The ranks' backends go first: NCCL
+  // waits in ncclCommDestroy for every CUDA graph that captured its collectives to be destroyed.
+  for (int r = 0; r < tp(); ++r) {
+    if (impls[r] == nullptr) continue;
+    cudaSetDevice(devices[r]);
+    cudaStreamSynchronize(impls[r]->stream);
+    hooks[r].reset();
+    impls[r].reset();
   }
 #if PKV_HAVE_NCCL
   NcclCommunicator::FinalizeGroup(nccl);  // one thread holds every rank: finalize them together
   nccl.clear();
 #endif
   shared.reset();
-  for (int r = 0; r < tp(); ++r) {
-    cudaSetDevice(devices[r]);
-    hooks[r].reset();
-    impls[r].reset();
-  }
 }
 
 void TpCudaBackend::Ranks::Abort(const std::string& reason) {

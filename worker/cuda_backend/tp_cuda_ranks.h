@@ -28,8 +28,8 @@ namespace pkv {
 class TpCudaBackend::Ranks {
  public:
   explicit Ranks(std::vector<int> devices_in);
-  // Tears down in dependency order: threads, communicators, then each rank's hooks and backend
-  // with its device current.
+  // Tears down in dependency order: threads, each rank's hooks and backend (its CUDA graphs) with
+  // its device current, then the communicators.
   ~Ranks();
   Ranks(const Ranks&) = delete;
   Ranks& operator=(const Ranks&) = delete;
