@@ -185,10 +185,11 @@ absl::Status WaitServing(const std::string& address, absl::Duration timeout,
 }
 
 StreamResult RunGenerate(pkv::v1::Generation::Stub* stub, const pkv::v1::GenerateRequest& request,
-                         absl::Duration deadline) {
+                         absl::Duration deadline, bool wait_for_ready) {
   StreamResult r;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  if (wait_for_ready) ctx.set_wait_for_ready(true);
   const absl::Time start = absl::Now();
   auto reader = stub->Generate(&ctx, request);
   pkv::v1::GenerateResponse resp;

@@ -128,7 +128,7 @@ TEST_F(GenerateTest, ThirtyTwoConcurrentStreamsComplete) {
           MakeRequest({static_cast<uint32_t>(10 + i), 20, 30, static_cast<uint32_t>(i)}, 24);
       req.mutable_sampling()->set_ignore_eos(true);
       req.set_session_id(absl::StrCat("session-", i % 8));
-      results[i] = RunGenerate(stub.get(), req);
+      results[i] = RunGenerate(stub.get(), req, absl::Seconds(60), /*wait_for_ready=*/true);
     });
   }
   for (auto& t : threads) t.join();

@@ -34,6 +34,7 @@ Outcome Stream(pkv::v1::Generation::Stub* stub, const pkv::v1::GenerateRequest& 
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   for (const auto& [key, value] : control.metadata) ctx.AddMetadata(key, value);
+  if (control.wait_for_ready) ctx.set_wait_for_ready(true);
   const absl::Time start = absl::Now();
   std::atomic<bool> finished{false};
   std::atomic<bool> cancelled{false};
@@ -220,7 +221,10 @@ std::vector<Outcome> References(const Cluster& cluster,
                                 const std::vector<pkv::v1::GenerateRequest>& requests) {
   // Concurrently: outputs do not depend on batching (greedy and the seeded sampler are batch-
   // invariant; the model tests check that), and a serial run would cost seconds.
-  std::vector<Outcome> out = RunConcurrently(cluster, requests, absl::Seconds(60));
+  StreamControl patient;
+  patient.wait_for_ready = true;
+  std::vector<Outcome> out = RunConcurrently(
+      cluster, requests, absl::Seconds(60), std::vector<StreamControl>(requests.size(), patient));
   for (size_t i = 0; i < out.size(); ++i) {
     EXPECT_TRUE(out[i].status.ok()) << out[i].status.error_message();
     EXPECT_EQ(out[i].tokens.size(), requests[i].sampling().max_tokens());

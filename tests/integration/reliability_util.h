@@ -47,6 +47,10 @@ struct StreamControl {
   std::function<void(int tokens)> on_progress;
   // Extra request metadata (e.g. an API key).
   std::vector<std::pair<std::string, std::string>> metadata;
+  // Wait for the channel to connect instead of failing fast. For healthy-path streams whose test is
+  // not about connecting: on a loaded 2-core machine a fresh channel's first connect attempt can
+  // fail transiently (seen once in CI), which would fail a test about something else.
+  bool wait_for_ready = false;
 };
 
 // Runs one Generate call to its end with `deadline`. Thread-safe (one call per thread).
