@@ -54,7 +54,7 @@ M=/tmp/tiny; "$R" pkv-make-model --out $M --shape tiny >/dev/null
 W="--model=$M --backend=cuda --insecure --kv_pages=2048"
 "$R" pkv-worker $W --tp 1 --listen=127.0.0.1:50061 --metrics_listen=127.0.0.1:19101 \
   > "$OUT/worker_tp1.log" 2>&1 & echo $! >> "$PIDS"
-"$R" pkv-worker $W --tp 2 --tp_devices 0,0 --listen=127.0.0.1:50062 \
+"$R" pkv-worker $W --tp 2 --tp_devices 0,0 --experimental_cuda_tp --listen=127.0.0.1:50062 \
   --metrics_listen=127.0.0.1:19103 > "$OUT/worker_tp2.log" 2>&1 & echo $! >> "$PIDS"
 "$R" pkv-router --insecure --listen=127.0.0.1:50051 --metrics_listen=127.0.0.1:19102 \
   --workers=127.0.0.1:50061 > "$OUT/router_tp1.log" 2>&1 & echo $! >> "$PIDS"
