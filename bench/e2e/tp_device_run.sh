@@ -94,7 +94,7 @@ grep -E "healthy|rc=|identical|repeatable|tensor parallel" "$OUT/workers.log" >>
 
 el tp-bench smoke >> "$S"
 timeout "$(cap 20 0)" "$R" pkv-tp-bench cuda --shape llama3-1b --layers 4 --gpus 0 --share_gpu \
-  --tp 1,2,4 --batch 1,8 --context 256 --warmup 2 --steps 8 --timed_steps 4 \
+  --tp 1,2,4 --batch 1,8 --context 256 --steps 8 --timed_steps 4 \
   > "$OUT/tp_bench_shared_gpu.tsv" 2> "$OUT/tp_bench_shared_gpu.log"
 echo "tp-bench rc=$?" >> "$S"; cat "$OUT/tp_bench_shared_gpu.tsv" >> "$S"
 el done >> "$S"
