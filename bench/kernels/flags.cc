@@ -1,5 +1,7 @@
 #include "bench/kernels/flags.h"
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 
 namespace pkv::bench {
@@ -30,6 +32,22 @@ std::string Flags::Usage() const {
   std::string s;
   for (const auto& [k, v] : values_) absl::StrAppend(&s, "  --", k, " (default '", v, "')\n");
   return s;
+}
+
+int RunSubcommand(const char* name, Flags& flags, int argc, char** argv,
+                  const std::function<absl::Status(const Flags&)>& run) {
+  absl::Status st = flags.Parse(argc, argv);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pkv-bench %s: %s\nflags:\n%s", name, std::string(st.message()).c_str(),
+                 flags.Usage().c_str());
+    return 2;
+  }
+  st = run(flags);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pkv-bench %s: %s\n", name, std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace pkv::bench

@@ -3,6 +3,7 @@
 // --out; each subcommand parses its own argv instead.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -23,5 +24,10 @@ class Flags {
  private:
   std::map<std::string, std::string> values_;
 };
+
+// The shared body of a subcommand's main: parses argv into `flags` (usage and exit code 2 on a
+// bad flag), runs `run` and reports its error as "pkv-bench <name>: ..." with exit code 1.
+int RunSubcommand(const char* name, Flags& flags, int argc, char** argv,
+                  const std::function<absl::Status(const Flags&)>& run);
 
 }  // namespace pkv::bench

@@ -206,18 +206,7 @@ int KernelsMain(int argc, char** argv) {
                {"plan_only", "0"},
                {"paper_counters", "0"},
                {"ctas_per_sm", "2"}});
-  absl::Status st = flags.Parse(argc, argv);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pkv-bench kernels: %s\nflags:\n%s", std::string(st.message()).c_str(),
-                 flags.Usage().c_str());
-    return 2;
-  }
-  st = Run(flags);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pkv-bench kernels: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return RunSubcommand("kernels", flags, argc, argv, Run);
 }
 
 }  // namespace pkv::bench

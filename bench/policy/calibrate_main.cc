@@ -145,18 +145,7 @@ int CalibrateMain(int argc, char** argv) {
                {"d", "128"},
                {"page", "16"},
                {"ctas_per_sm", "2"}});
-  absl::Status st = flags.Parse(argc, argv);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pkv-bench calibrate: %s\nflags:\n%s", std::string(st.message()).c_str(),
-                 flags.Usage().c_str());
-    return 2;
-  }
-  st = Run(flags);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pkv-bench calibrate: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return RunSubcommand("calibrate", flags, argc, argv, Run);
 }
 
 }  // namespace pkv::bench

@@ -229,18 +229,7 @@ int PolicyMain(int argc, char** argv) {
                {"d", "128"},
                {"page", "16"},
                {"ctas_per_sm", "2"}});
-  absl::Status st = flags.Parse(argc, argv);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pkv-bench policy: %s\nflags:\n%s", std::string(st.message()).c_str(),
-                 flags.Usage().c_str());
-    return 2;
-  }
-  st = RunPolicy(flags);
-  if (!st.ok()) {
-    std::fprintf(stderr, "pkv-bench policy: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return RunSubcommand("policy", flags, argc, argv, RunPolicy);
 }
 
 }  // namespace pkv::bench

@@ -58,88 +58,65 @@ grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Genera
   });
 }
 
+grpc::ServerUnaryReactor* WorkerService::Answer(
+    grpc::CallbackServerContext* context, bool admin,
+    const std::function<grpc::Status(Engine* engine)>& answer) {
+  auto* reactor = context->DefaultReactor();
+  grpc::Status status = policy_.Authorize(*context, admin);
+  if (status.ok()) status = answer(engine_.load());
+  reactor->Finish(std::move(status));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* WorkerService::Abort(grpc::CallbackServerContext* context,
                                                const pkv::v1::AbortRequest* request,
                                                pkv::v1::AbortResponse* response) {
-  auto* reactor = context->DefaultReactor();
-  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
-  if (!allowed.ok()) {
-    reactor->Finish(std::move(allowed));
-    return reactor;
-  }
-  Engine* engine = engine_.load();
-  if (engine == nullptr) {
-    reactor->Finish(NotReady());
-    return reactor;
-  }
-  response->set_found(engine->CancelByRequestId(request->request_id()));
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answer(context, /*admin=*/false, [&](Engine* engine) {
+    if (engine == nullptr) return NotReady();
+    response->set_found(engine->CancelByRequestId(request->request_id()));
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerService::GetLoad(grpc::CallbackServerContext* context,
                                                  const pkv::v1::GetLoadRequest* request,
                                                  pkv::v1::Load* response) {
-  auto* reactor = context->DefaultReactor();
-  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
-  if (!allowed.ok()) {
-    reactor->Finish(std::move(allowed));
-    return reactor;
-  }
-  Engine* engine = engine_.load();
-  if (engine == nullptr) {
-    reactor->Finish(NotReady());
-    return reactor;
-  }
-  const EngineLoad load = engine->GetLoad();
-  response->set_running(static_cast<uint32_t>(load.running));
-  response->set_waiting(static_cast<uint32_t>(load.waiting));
-  response->set_queued_tokens(static_cast<uint64_t>(load.queued_tokens));
-  response->set_kv_pages_used(static_cast<uint64_t>(load.pages_used));
-  response->set_kv_pages_free(static_cast<uint64_t>(load.pages_free));
-  response->set_kv_pages_total(static_cast<uint64_t>(load.pages_total));
-  response->set_draining(load.draining);
-  response->set_worker_id(worker_id_);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answer(context, /*admin=*/false, [&](Engine* engine) {
+    if (engine == nullptr) return NotReady();
+    const EngineLoad load = engine->GetLoad();
+    response->set_running(static_cast<uint32_t>(load.running));
+    response->set_waiting(static_cast<uint32_t>(load.waiting));
+    response->set_queued_tokens(static_cast<uint64_t>(load.queued_tokens));
+    response->set_kv_pages_used(static_cast<uint64_t>(load.pages_used));
+    response->set_kv_pages_free(static_cast<uint64_t>(load.pages_free));
+    response->set_kv_pages_total(static_cast<uint64_t>(load.pages_total));
+    response->set_draining(load.draining);
+    response->set_worker_id(worker_id_);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerService::Drain(grpc::CallbackServerContext* context,
                                                const pkv::v1::DrainRequest* request,
                                                pkv::v1::DrainResponse* response) {
-  auto* reactor = context->DefaultReactor();
-  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/true);
-  if (!allowed.ok()) {
-    reactor->Finish(std::move(allowed));
-    return reactor;
-  }
-  Engine* engine = engine_.load();
-  if (engine != nullptr) {
-    const EngineLoad load = engine->GetLoad();
-    response->set_in_flight(static_cast<uint32_t>(load.running + load.waiting));
-  }
-  if (on_drain_) on_drain_(request->timeout_seconds());
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answer(context, /*admin=*/true, [&](Engine* engine) {
+    if (engine != nullptr) {  // a worker still loading may be drained too
+      const EngineLoad load = engine->GetLoad();
+      response->set_in_flight(static_cast<uint32_t>(load.running + load.waiting));
+    }
+    if (on_drain_) on_drain_(request->timeout_seconds());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerService::GetModelInfo(grpc::CallbackServerContext* context,
                                                       const pkv::v1::GetModelInfoRequest* request,
                                                       pkv::v1::ModelInfo* response) {
-  auto* reactor = context->DefaultReactor();
-  grpc::Status allowed = policy_.Authorize(*context, /*admin=*/false);
-  if (!allowed.ok()) {
-    reactor->Finish(std::move(allowed));
-    return reactor;
-  }
-  Engine* engine = engine_.load();
-  if (engine == nullptr) {
-    reactor->Finish(NotReady());
-    return reactor;
-  }
-  *response = engine->GetModelInfo();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Answer(context, /*admin=*/false, [&](Engine* engine) {
+    if (engine == nullptr) return NotReady();
+    *response = engine->GetModelInfo();
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace pkv

@@ -42,6 +42,11 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
                                          pkv::v1::ModelInfo* response) override;
 
  private:
+  // A unary RPC: authorization, then `answer` (given the engine, or nullptr while loading) fills
+  // the response and returns the status the reactor finishes with.
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, bool admin,
+                                   const std::function<grpc::Status(Engine* engine)>& answer);
+
   const std::string worker_id_;
   std::function<void(double)> on_drain_;
   PeerPolicy policy_;
