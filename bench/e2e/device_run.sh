@@ -44,7 +44,8 @@ el stream >> "$S"
 { M=/tmp/tiny; "$R" pkv-make-model --out $M --shape tiny;
   "$R" pkv-worker --model=$M --backend=cuda --listen=127.0.0.1:50061 --metrics_listen=127.0.0.1:19101 --kv_pages=4096 > /tmp/worker.log 2>&1 & WP=$!
   "$R" pkv-router --insecure --listen=127.0.0.1:50051 --metrics_listen=127.0.0.1:19102 --workers=127.0.0.1:50061 > /tmp/router.log 2>&1 & RP=$!
-  for i in $(seq 1 60); do "$R" pkv health --addr 127.0.0.1:50051 >/dev/null 2>&1 && break; sleep 1; done
+  for i in $(seq 1 60); do  # readiness: a worker is healthy
+    "$R" pkv health --addr 127.0.0.1:50051 --service pkv.v1.Generation >/dev/null 2>&1 && break; sleep 1; done
   timeout 30 "$R" pkv generate --router 127.0.0.1:50051 --prompt "The quick brown fox" --max_tokens 48 --temperature 0; echo "generate rc=$?"
   timeout 30 "$R" pkv generate --router 127.0.0.1:50051 --prompt "Hello" --max_tokens 24 --temperature 0.8 --top_p 0.9 --seed 7 --logprobs --top_logprobs 2; echo "generate2 rc=$?"
   python3 -c "import urllib.request as u;print('\n'.join(l for l in u.urlopen('http://127.0.0.1:19101/metrics').read().decode().splitlines() if l.startswith(('pkv_decode_steps_total','pkv_decode_launches','pkv_kv_cache_pages'))))"

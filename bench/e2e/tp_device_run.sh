@@ -54,15 +54,16 @@ M=/tmp/tiny; "$R" pkv-make-model --out $M --shape tiny >/dev/null
 W="--model=$M --backend=cuda --insecure --kv_pages=2048"
 "$R" pkv-worker $W --tp 1 --listen=127.0.0.1:50061 --metrics_listen=127.0.0.1:19101 \
   > "$OUT/worker_tp1.log" 2>&1 & echo $! >> "$PIDS"
-"$R" pkv-worker $W --tp 2 --tp_devices 0,0 --experimental_cuda_tp --listen=127.0.0.1:50062 \
+"$R" pkv-worker $W --tp 2 --tp_devices 0,0 --listen=127.0.0.1:50062 \
   --metrics_listen=127.0.0.1:19103 > "$OUT/worker_tp2.log" 2>&1 & echo $! >> "$PIDS"
 "$R" pkv-router --insecure --listen=127.0.0.1:50051 --metrics_listen=127.0.0.1:19102 \
   --workers=127.0.0.1:50061 > "$OUT/router_tp1.log" 2>&1 & echo $! >> "$PIDS"
 "$R" pkv-router --insecure --listen=127.0.0.1:50052 --metrics_listen=127.0.0.1:19104 \
   --workers=127.0.0.1:50062 > "$OUT/router_tp2.log" 2>&1 & echo $! >> "$PIDS"
 for i in $(seq 1 30); do
-  "$R" pkv health --addr 127.0.0.1:50051 >/dev/null 2>&1 &&
-    "$R" pkv health --addr 127.0.0.1:50052 >/dev/null 2>&1 && break
+  # Readiness (the Generation service: SERVING once a worker is healthy), not liveness ("").
+  "$R" pkv health --addr 127.0.0.1:50051 --service pkv.v1.Generation >/dev/null 2>&1 &&
+    "$R" pkv health --addr 127.0.0.1:50052 --service pkv.v1.Generation >/dev/null 2>&1 && break
   sleep 1
 done
 echo "healthy after ${i}s"

@@ -28,7 +28,7 @@ namespace {
 using ::pkv::testing::ArgMax;
 using ::pkv::testing::CompareLogits;
 using ::pkv::testing::LogitError;
-using ::pkv::testing::ShuffledPages;
+using ::pkv::testing::ShuffledPagePool;
 
 constexpr int32_t kPageSize = 16;
 constexpr int32_t kPool = 512;
@@ -121,7 +121,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     Seq s;
     s.tokens.resize(len);
     for (int32_t& t : s.tokens) t = static_cast<int32_t>(rng_() % (vocab_ - 2));
-    s.pages = ShuffledPages((capacity + kPageSize - 1) / kPageSize, kPool, &pool_rng_);
+    s.pages = pages_.Take((capacity + kPageSize - 1) / kPageSize);
     return s;
   }
 
@@ -154,7 +154,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
   std::unique_ptr<CudaModelBackend> gpu_;
   int32_t vocab_ = 0;
   std::mt19937 rng_{1234};
-  std::mt19937 pool_rng_{99};
+  ShuffledPagePool pages_{kPool, 99};
   std::vector<float> last_gpu_logits_;
 };
 

@@ -34,7 +34,7 @@ namespace {
 using ::pkv::testing::ArgMax;
 using ::pkv::testing::CompareLogits;
 using ::pkv::testing::LogitError;
-using ::pkv::testing::ShuffledPages;
+using ::pkv::testing::ShuffledPagePool;
 
 constexpr int32_t kPageSize = 16;
 constexpr int32_t kPool = 512;
@@ -155,7 +155,7 @@ class CudaTpTest : public ::testing::TestWithParam<TpCase> {
     Seq s;
     s.tokens.resize(len);
     for (int32_t& t : s.tokens) t = static_cast<int32_t>(rng_() % (vocab_ - 2));
-    s.pages = ShuffledPages((capacity + kPageSize - 1) / kPageSize, kPool, &pool_rng_);
+    s.pages = pages_.Take((capacity + kPageSize - 1) / kPageSize);
     return s;
   }
 
@@ -208,7 +208,7 @@ class CudaTpTest : public ::testing::TestWithParam<TpCase> {
   std::vector<float> ref_logits_, tp_logits_;
   int32_t vocab_ = 0;
   std::mt19937 rng_{4321};
-  std::mt19937 pool_rng_{77};
+  ShuffledPagePool pages_{kPool, 77};
 };
 
 // One prefill step of 4 prompts, then 32 decode steps of the 4 rows, teacher-forced with TP = 1's

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
 #include "tests/unit/model/test_model.h"
@@ -90,12 +91,18 @@ absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config,
   return absl::OkStatus();
 }
 
-std::vector<int32_t> ShuffledPages(int32_t count, int32_t pool, std::mt19937* rng) {
-  std::vector<int32_t> all(pool);
-  std::iota(all.begin(), all.end(), 0);
-  std::shuffle(all.begin(), all.end(), *rng);
-  all.resize(count);
-  return all;
+ShuffledPagePool::ShuffledPagePool(int32_t pool, uint32_t seed) : free_(pool) {
+  std::iota(free_.begin(), free_.end(), 0);
+  std::mt19937 rng(seed);
+  std::shuffle(free_.begin(), free_.end(), rng);
+}
+
+std::vector<int32_t> ShuffledPagePool::Take(int32_t count) {
+  EXPECT_LE(count, static_cast<int32_t>(free_.size())) << "the test's page pool ran dry";
+  count = std::min(count, static_cast<int32_t>(free_.size()));
+  std::vector<int32_t> out(free_.end() - count, free_.end());
+  free_.resize(free_.size() - count);
+  return out;
 }
 
 LogitError CompareLogits(const float* got, const float* ref, int64_t n) {

@@ -23,8 +23,18 @@ ModelConfig DeviceTestConfig(const std::string& name);
 absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config, DType dtype,
                               uint32_t seed, float scale);
 
-// `count` distinct page ids drawn from [0, pool) in random order.
-std::vector<int32_t> ShuffledPages(int32_t count, int32_t pool, std::mt19937* rng);
+// A pool of page ids [0, pool) in random order, handed out without replacement: sequences of one
+// test never share a page (two rows of one step writing the same KV slot would race, and the
+// result would depend on which write lands last).
+class ShuffledPagePool {
+ public:
+  ShuffledPagePool(int32_t pool, uint32_t seed);
+  // The next `count` unused pages; fails the test when the pool runs dry.
+  std::vector<int32_t> Take(int32_t count);
+
+ private:
+  std::vector<int32_t> free_;  // popped from the back
+};
 
 struct LogitError {
   double max_abs = 0;  // max |got - ref|

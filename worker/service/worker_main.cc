@@ -32,8 +32,6 @@ ABSL_FLAG(int32_t, tp, 1, "Tensor-parallel ranks the model is split over (CPU ba
 ABSL_FLAG(std::vector<std::string>, tp_devices, {},
           "CUDA with --tp N: the GPU of each rank, e.g. 0,1 (default: --gpu, --gpu + 1, ...); "
           "one GPU repeated (0,0) runs the ranks on that GPU without NCCL (tests, experiments)");
-ABSL_FLAG(bool, experimental_cuda_tp, false, "Allow --backend=cuda with --tp > 1. Experimental: "
-          "mixed multi-row prefill batches fail their device test (bench/results/tp-NOT-RUN.md)");
 ABSL_FLAG(std::string, tp_comm, "auto", "CUDA with --tp N: auto | nccl | shared (auto: NCCL for "
           "distinct GPUs, the shared-device communicator for one GPU)");
 ABSL_FLAG(int32_t, gpu, -1, "CUDA device of this worker, one worker per GPU (-1: device 0 of "
@@ -81,7 +79,6 @@ int main(int argc, char** argv) {
   o.gpu = absl::GetFlag(FLAGS_gpu);
   o.tp_devices = absl::GetFlag(FLAGS_tp_devices);
   o.tp_comm = absl::GetFlag(FLAGS_tp_comm);
-  o.experimental_cuda_tp = absl::GetFlag(FLAGS_experimental_cuda_tp);
   o.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_running = absl::GetFlag(FLAGS_max_running);

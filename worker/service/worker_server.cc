@@ -124,12 +124,6 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
     if (o.tp > 1) {
-      if (!o.experimental_cuda_tp) {
-        return absl::FailedPreconditionError(
-            "--tp > 1 on the CUDA backend is experimental and not yet correct for mixed prefill "
-            "batches; pass --experimental_cuda_tp to try it, or use --tp 1 (one worker per GPU "
-            "behind the router: PKV_GPUS in scripts/cluster.sh)");
-      }
       TpCudaOptions t;
       t.backend = c;
       t.communicator = o.tp_comm;

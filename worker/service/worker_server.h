@@ -40,9 +40,6 @@ struct WorkerOptions {
   // GPU) and the communicator (auto | nccl | shared; tp_cuda_backend.h).
   std::vector<std::string> tp_devices;
   std::string tp_comm = "auto";
-  // CUDA tensor parallelism is experimental (a device test of mixed multi-row prefill batches
-  // fails): --backend=cuda --tp > 1 is refused unless this is set.
-  bool experimental_cuda_tp = false;
   int32_t max_model_len = 0;     // 0: the model's max_position_embeddings
   int32_t max_batch_tokens = 512;
   int32_t max_running = 64;
