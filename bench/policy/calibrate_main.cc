@@ -4,6 +4,10 @@
 //   pkv-bench calibrate --measurements sweep_calibration.tsv --gpu_name "NVIDIA H200"
 //       [--sm_count N (0: every partition in the file)] [--out_dir policies | --out FILE]
 //       [--kind learned|threshold] [--hq 32 --hkv 8 --d 128 --page 16 --ctas_per_sm 2]
+//       [--cv 1] (out-of-fold regret of the whole fit: nested leave-one-out, leave-one-kind-out)
+//       fit options (bench/NOTES.md, "Policy v2 attempt"): --selection regret|per_route|
+//       regret_per_route, --candidates a,b,.. --max_extra_inputs N --min_gain G --ridges l,..
+//       --margins m,.. --pool 1 (fit on every SM partition's cells, score this one)
 //
 // Fit on calibration measurements only (../shared/traces/README.md): the held-out and third
 // grids are for `pkv-bench policy`. The shape and CTAs per SM describe how the measurements were
@@ -11,11 +15,14 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "bench/kernels/flags.h"
 #include "common/status_macros.h"
 #include "kernels/policy/cost_model.h"
+#include "kernels/policy/cross_validation.h"
 #include "kernels/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
@@ -39,7 +46,62 @@ std::string DescribeRules(const policy::ThresholdRules& r) {
                       absl::StrJoin(parts, "; "));
 }
 
-absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells, int sm,
+// The experiment knobs of the learned fit (bench/NOTES.md, "Policy v2"): candidate inputs,
+// how many may be added, the ridge grid. Defaults: CostFitOptions'.
+absl::Status ApplyFitFlags(const Flags& flags, policy::CostFitOptions* fit) {
+  if (!flags.Str("candidates").empty()) {
+    fit->candidates.clear();
+    for (absl::string_view name : absl::StrSplit(flags.Str("candidates"), ',')) {
+      PKV_ASSIGN_OR_RETURN(policy::Input in, policy::ParseInput(name));
+      fit->candidates.push_back(in);
+    }
+  }
+  if (flags.Int("max_extra_inputs") >= 0) fit->max_extra_inputs = flags.Int("max_extra_inputs");
+  if (!flags.Str("min_gain").empty() && !absl::SimpleAtod(flags.Str("min_gain"), &fit->min_gain)) {
+    return absl::InvalidArgumentError("--min_gain: not a number");
+  }
+  if (!flags.Str("margins").empty()) {
+    fit->margins.clear();
+    for (absl::string_view v : absl::StrSplit(flags.Str("margins"), ',')) {
+      double margin = 0;
+      if (!absl::SimpleAtod(v, &margin) || !(margin >= 0)) {
+        return absl::InvalidArgumentError(absl::StrCat("--margins: bad value '", v, "'"));
+      }
+      fit->margins.push_back(margin);
+    }
+  }
+  if (!flags.Str("ridges").empty()) {
+    fit->ridges.clear();
+    for (absl::string_view v : absl::StrSplit(flags.Str("ridges"), ',')) {
+      double lambda = 0;
+      if (!absl::SimpleAtod(v, &lambda) || !(lambda >= 0)) {
+        return absl::InvalidArgumentError(absl::StrCat("--ridges: bad value '", v, "'"));
+      }
+      fit->ridges.push_back(lambda);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Out-of-fold regret of the whole fit, selection included (cross_validation.h).
+// `fit_cells` are what the fit sees (the partition's cells, or every partition's when pooled);
+// only cells of `sm` are scored.
+absl::Status PrintCrossValidation(const std::vector<CellTimes>& fit_cells,
+                                  const policy::CostFitOptions& fit, int sm) {
+  const std::pair<const char*, std::vector<int>> schemes[] = {
+      {"nested leave-one-out", policy::CellNameFolds(fit_cells)},
+      {"leave-one-kind-out", policy::KindFolds(fit_cells)}};
+  for (const auto& [name, folds] : schemes) {
+    PKV_ASSIGN_OR_RETURN(policy::CvReport cv, policy::CrossValidateFit(fit_cells, fit, folds, sm));
+    std::printf(
+        "  cv %-20s (%d folds): geomean regret %.4f, worst %.3f (%s), worst vs fused %.3f\n", name,
+        cv.folds, cv.gm_regret, cv.worst_regret, cv.worst_cell.c_str(), cv.worst_vs_fused);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells,
+                                     const std::vector<CellTimes>& fit_cells, int sm,
                                      const policy::ReadOptions& ro, const Flags& flags) {
   PolicyFile file;
   file.kind = flags.Str("kind");
@@ -57,10 +119,13 @@ absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells, int sm
   if (flags.Int("route_inputs") == 0) fit.route_base = {};
   if (flags.Str("selection") == "per_route") {
     fit.selection = policy::InputSelection::kPerRouteError;
+  } else if (flags.Str("selection") == "regret_per_route") {
+    fit.selection = policy::InputSelection::kRegretPerRoute;
   } else if (flags.Str("selection") != "regret") {
-    return absl::InvalidArgumentError("--selection: supported regret, per_route");
+    return absl::InvalidArgumentError("--selection: supported regret, per_route, regret_per_route");
   }
-  PKV_ASSIGN_OR_RETURN(file.learned, policy::FitCostModel(cells, fit, &file.learned_report));
+  PKV_RETURN_IF_ERROR(ApplyFitFlags(flags, &fit));
+  PKV_ASSIGN_OR_RETURN(file.learned, policy::FitCostModel(fit_cells, fit, &file.learned_report));
   file.has_learned = true;
   std::vector<std::string> inputs;
   for (decode::Route r : policy::kCandidateRoutes) {
@@ -74,10 +139,14 @@ absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells, int sm
   }
   std::printf("## %d SMs: %zu calibration cells\n", sm, cells.size());
   std::printf(
-      "learned: inputs %s, ridge %g; leave-one-out regret: geomean %.4f, worst %.3f; "
+      "learned: inputs %s, ridge %g, default %s, margin %g; leave-one-out regret: geomean %.4f, "
+      "worst %.3f; "
       "fit RMS log error %.3f\n",
-      absl::StrJoin(inputs, "; ").c_str(), file.learned.ridge, file.learned_report.loo_gm_regret,
-      file.learned_report.loo_worst_regret, file.learned_report.fit_rms_log_error);
+      absl::StrJoin(inputs, "; ").c_str(), file.learned.ridge,
+      std::string(decode::RouteName(file.learned.default_route)).c_str(), file.learned.margin,
+      file.learned_report.loo_gm_regret, file.learned_report.loo_worst_regret,
+      file.learned_report.fit_rms_log_error);
+  if (flags.Int("cv") != 0) PKV_RETURN_IF_ERROR(PrintCrossValidation(fit_cells, fit, sm));
   std::printf("threshold: %s\n", DescribeRules(file.threshold).c_str());
   for (const char* kind : {"learned", "threshold"}) {
     PKV_ASSIGN_OR_RETURN(auto p, policy::MakePolicy(file, kind));
@@ -115,7 +184,14 @@ absl::Status Run(const Flags& flags) {
     if (cells.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("no cell at ", sm, " SMs has every route"));
     }
-    PKV_ASSIGN_OR_RETURN(PolicyFile file, Calibrate(cells, sm, ro, flags));
+    std::vector<CellTimes> fit_cells = cells;
+    if (flags.Int("pool") != 0) {
+      fit_cells.clear();
+      for (int32_t other : sms) {
+        for (CellTimes& c : policy::CompleteCells(all, other)) fit_cells.push_back(std::move(c));
+      }
+    }
+    PKV_ASSIGN_OR_RETURN(PolicyFile file, Calibrate(cells, fit_cells, sm, ro, flags));
     const std::string path =
         !flags.Str("out").empty()
             ? flags.Str("out")
@@ -140,6 +216,13 @@ int CalibrateMain(int argc, char** argv) {
                {"drop_never_best", "1"},
                {"clamp", "1"},
                {"route_inputs", "1"},
+               {"cv", "0"},
+               {"candidates", ""},
+               {"max_extra_inputs", "-1"},
+               {"ridges", ""},
+               {"min_gain", ""},
+               {"pool", "0"},
+               {"margins", ""},
                {"hq", "32"},
                {"hkv", "8"},
                {"d", "128"},

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "kernels/policy/cost_fit_internal.h"
 #include "kernels/policy/least_squares.h"
 
 namespace pkv::policy {
@@ -47,16 +48,26 @@ absl::StatusOr<CostModelPolicy> CostModelPolicy::Create(const CostModel& model) 
                                                        " has a non-finite coefficient"));
       }
       p.dense_[ri][static_cast<int>(m.inputs[k])] = m.coef[k];
+      p.uses_v2_inputs_ = p.uses_v2_inputs_ || m.inputs[k] >= kFirstV2Input;
     }
     p.modelled_[ri] = true;
     any = true;
   }
   if (!any) return absl::InvalidArgumentError("cost model: no candidate route is modelled");
+  const int d = static_cast<int>(model.default_route);
+  if (!(model.margin >= 0) || !std::isfinite(model.margin)) {
+    return absl::InvalidArgumentError("cost model: margin must be finite and >= 0");
+  }
+  if (model.margin > 0 && (d < 0 || d >= decode::kNumRoutes || !p.modelled_[d])) {
+    return absl::InvalidArgumentError("cost model: a margin needs a modelled default route");
+  }
+  p.default_route_ = d;
+  p.margin_ = model.margin;
   return p;
 }
 
 ModelInputs CostModelPolicy::Inputs(const BatchFeatures& batch) const {
-  ModelInputs x = ComputeInputs(batch);
+  ModelInputs x = ComputeInputs(batch, uses_v2_inputs_);
   for (int k = 0; k < kNumInputs; ++k) x[k] = std::clamp(x[k], lo_[k], hi_[k]);
   return x;
 }
@@ -80,6 +91,13 @@ RouteChoice CostModelPolicy::Choose(const BatchFeatures& batch) const {
       best = r;
     }
   }
+  if (margin_ > 0 && static_cast<int>(best) != default_route_) {
+    const double d = LogPredict(x, default_route_);
+    if (d - best_log <= margin_) {
+      best_log = d;
+      best = static_cast<Route>(default_route_);
+    }
+  }
   return RouteChoice{best, split_.min_split_tokens, split_.workqueue_chunk_tokens,
                      std::exp(best_log)};
 }
@@ -90,9 +108,9 @@ double CostModelPolicy::PredictUs(const BatchFeatures& batch, Route route) const
   return std::exp(LogPredict(Inputs(batch), ri));
 }
 
-namespace {
+namespace internal {
 
-absl::Status CheckCells(const std::vector<CellTimes>& cells) {
+static absl::Status CheckCells(const std::vector<CellTimes>& cells) {
   if (cells.empty()) return absl::InvalidArgumentError("cost model fit: no calibration cells");
   for (const CellTimes& c : cells) {
     if (!c.complete()) {
@@ -120,12 +138,22 @@ absl::StatusOr<RouteModel> FitRoute(const std::vector<CellTimes>& cells,
   return m;
 }
 
-// Every candidate route fitted with its inputs (by route) and ridge, except cell `skip`.
-// What the fit does besides least squares (CostFitOptions' drop_never_best, clamp_inputs).
-struct FitFlags {
-  bool drop_never_best = false;
-  bool clamp_inputs = false;
-};
+// The route of lowest geometric-mean regret when always taken, over `cells` except `skip`.
+static Route BestSingleRoute(const std::vector<CellTimes>& cells, int skip) {
+  Route best = Route::kWorkqueue;
+  double best_sum = INFINITY;
+  for (Route r : kCandidateRoutes) {
+    double sum = 0;
+    for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+      if (i != skip) sum += std::log(cells[i].time(r) / cells[i].best_us());
+    }
+    if (sum < best_sum) {
+      best_sum = sum;
+      best = r;
+    }
+  }
+  return best;
+}
 
 absl::StatusOr<CostModel> FitExcept(const std::vector<CellTimes>& cells,
                                     const std::array<std::vector<Input>, decode::kNumRoutes>& in,
@@ -134,6 +162,8 @@ absl::StatusOr<CostModel> FitExcept(const std::vector<CellTimes>& cells,
   CostModel m;
   m.ridge = ridge;
   m.split = split;
+  m.default_route = BestSingleRoute(cells, skip);
+  m.margin = flags.margin;
   std::array<bool, decode::kNumRoutes> ever_best{};
   std::array<double, kNumInputs> lo, hi;
   lo.fill(INFINITY);
@@ -156,6 +186,18 @@ absl::StatusOr<CostModel> FitExcept(const std::vector<CellTimes>& cells,
     if (flags.drop_never_best && !ever_best[ri]) continue;
     PKV_ASSIGN_OR_RETURN(m.routes[ri], FitRoute(cells, in[ri], ridge, skip, r));
   }
+  // Only inputs a route uses keep a range (clamping the others changes nothing; the policy file
+  // then names only inputs the model needs).
+  std::array<bool, kNumInputs> used{};
+  for (const RouteModel& rm : m.routes) {
+    for (Input x : rm.inputs) used[static_cast<int>(x)] = true;
+  }
+  for (int k = 0; k < kNumInputs; ++k) {
+    if (!used[k]) {
+      m.input_lo[k] = -INFINITY;
+      m.input_hi[k] = INFINITY;
+    }
+  }
   return m;
 }
 
@@ -173,11 +215,6 @@ std::array<std::vector<Input>, decode::kNumRoutes> Shared(
   }
   return in;
 }
-
-struct LooScore {
-  double sum_log_regret = 0;
-  double worst = 1.0;
-};
 
 absl::StatusOr<LooScore> LeaveOneOut(const std::vector<CellTimes>& cells,
                                      const std::array<std::vector<Input>, decode::kNumRoutes>& in,
@@ -215,8 +252,8 @@ std::vector<Input> WithOneFirst(std::vector<Input> inputs) {
   return inputs;
 }
 
-void FillReport(const std::vector<CellTimes>& cells, const CostModel& m, const LooScore& loo,
-                CostFitReport* report) {
+static void FillReport(const std::vector<CellTimes>& cells, const CostModel& m, const LooScore& loo,
+                       CostFitReport* report) {
   if (report == nullptr) return;
   report->cells = static_cast<int>(cells.size());
   report->loo_gm_regret = std::exp(loo.sum_log_regret / cells.size());
@@ -236,73 +273,20 @@ void FillReport(const std::vector<CellTimes>& cells, const CostModel& m, const L
   report->fit_rms_log_error = n > 0 ? std::sqrt(sq / n) : 0;
 }
 
-// Greedy forward selection of one shared input set (and the ridge) by leave-one-out regret.
-absl::Status SelectByRegret(const std::vector<CellTimes>& cells, const CostFitOptions& options,
-                            FitFlags flags, std::vector<Input>* chosen, double* ridge,
-                            LooScore* best) {
-  const double n = static_cast<double>(cells.size());
-  best->sum_log_regret = INFINITY;
-  for (double lambda : options.ridges) {
-    PKV_ASSIGN_OR_RETURN(LooScore s,
-                         LeaveOneOut(cells, Shared(*chosen, options.route_base), lambda, flags));
-    if (s.sum_log_regret < best->sum_log_regret - options.min_gain * n) {
-      *best = s;
-      *ridge = lambda;
-    }
-  }
-  for (int step = 0; step < options.max_extra_inputs; ++step) {
-    std::vector<Input> step_best;
-    double step_ridge = *ridge;
-    LooScore step_score = *best;
-    for (Input in : options.candidates) {
-      if (std::find(chosen->begin(), chosen->end(), in) != chosen->end()) continue;
-      std::vector<Input> trial = *chosen;
-      trial.push_back(in);
-      for (double lambda : options.ridges) {
-        PKV_ASSIGN_OR_RETURN(LooScore s,
-                             LeaveOneOut(cells, Shared(trial, options.route_base), lambda, flags));
-        if (s.sum_log_regret < step_score.sum_log_regret - options.min_gain * n) {
-          step_score = s;
-          step_best = trial;
-          step_ridge = lambda;
-        }
-      }
-    }
-    if (step_best.empty()) break;
-    *chosen = std::move(step_best);
-    *ridge = step_ridge;
-    *best = step_score;
-  }
-  return absl::OkStatus();
-}
+}  // namespace internal
 
-// Greedy forward selection of each route's inputs by its leave-one-out log-time error (ridge
-// fixed at the first candidate).
-absl::StatusOr<std::vector<Input>> SelectForRoute(const std::vector<CellTimes>& cells,
-                                                  const CostFitOptions& options, double ridge,
-                                                  Route r) {
-  std::vector<Input> chosen = WithOneFirst(options.base);
-  PKV_ASSIGN_OR_RETURN(double best, RouteLooError(cells, chosen, ridge, r));
-  for (int step = 0; step < options.max_extra_inputs; ++step) {
-    std::vector<Input> step_best;
-    for (Input in : options.candidates) {
-      if (std::find(chosen.begin(), chosen.end(), in) != chosen.end()) continue;
-      std::vector<Input> trial = chosen;
-      trial.push_back(in);
-      PKV_ASSIGN_OR_RETURN(double e, RouteLooError(cells, trial, ridge, r));
-      // Relative gain threshold: the mean squared log error must drop by min_gain of itself.
-      if (e < best * (1.0 - 100 * options.min_gain)) {
-        best = e;
-        step_best = trial;
-      }
-    }
-    if (step_best.empty()) break;
-    chosen = std::move(step_best);
-  }
-  return chosen;
-}
-
-}  // namespace
+using internal::CheckCells;
+using internal::FillReport;
+using internal::FitExcept;
+using internal::FitFlags;
+using internal::LeaveOneOut;
+using internal::LooScore;
+using internal::SelectByRegret;
+using internal::SelectForRoute;
+using internal::SelectMargin;
+using internal::SelectPerRouteByRegret;
+using internal::Shared;
+using internal::WithOneFirst;
 
 absl::StatusOr<CostModel> FitCostModelWith(const std::vector<CellTimes>& cells,
                                            std::vector<Input> inputs, double ridge,
@@ -319,7 +303,7 @@ absl::StatusOr<CostModel> FitCostModel(const std::vector<CellTimes>& cells,
       options.ridges.empty() ? std::vector<double>{0.0} : options.ridges;
   CostFitOptions opt = options;
   opt.ridges = ridges;
-  const FitFlags flags{opt.drop_never_best, opt.clamp_inputs};
+  FitFlags flags{opt.drop_never_best, opt.clamp_inputs, 0.0};
   std::array<std::vector<Input>, decode::kNumRoutes> in =
       Shared(WithOneFirst(opt.base), opt.route_base);
   double ridge = ridges.front();
@@ -328,11 +312,18 @@ absl::StatusOr<CostModel> FitCostModel(const std::vector<CellTimes>& cells,
     std::vector<Input> chosen = WithOneFirst(opt.base);
     PKV_RETURN_IF_ERROR(SelectByRegret(cells, opt, flags, &chosen, &ridge, &loo));
     in = Shared(chosen, opt.route_base);
+  } else if (cells.size() >= 4 && opt.selection == InputSelection::kRegretPerRoute) {
+    PKV_RETURN_IF_ERROR(SelectPerRouteByRegret(cells, opt, flags, &in, &ridge, &loo));
   } else if (cells.size() >= 4) {
     for (Route r : kCandidateRoutes) {
       PKV_ASSIGN_OR_RETURN(in[static_cast<int>(r)], SelectForRoute(cells, opt, ridge, r));
     }
     PKV_ASSIGN_OR_RETURN(loo, LeaveOneOut(cells, in, ridge, flags));
+  }
+  if (cells.size() >= 4 && opt.margins.size() > 1) {
+    PKV_RETURN_IF_ERROR(SelectMargin(cells, opt, in, ridge, &flags, &loo));
+  } else if (!opt.margins.empty()) {
+    flags.margin = opt.margins.front();
   }
   PKV_ASSIGN_OR_RETURN(CostModel m, FitExcept(cells, in, ridge, -1, opt.split, flags));
   FillReport(cells, m, loo, report);

@@ -44,6 +44,12 @@ struct CostModel {
   std::array<double, kNumInputs> input_hi;
   double ridge = 0.0;  // the lambda it was fitted with (informational)
   SplitParams split;
+  // Policy v2: the choice leaves `default_route` (the best single route on the calibration
+  // cells) only when another route is predicted faster by more than `margin` in log time
+  // (0.02: 2%). A prediction error smaller than the margin then costs at most the default's own
+  // regret. Margin 0 (policy files of version 1): the lowest prediction wins.
+  decode::Route default_route = decode::Route::kWorkqueue;
+  double margin = 0.0;
 
   CostModel() {
     input_lo.fill(-INFINITY);
@@ -54,7 +60,8 @@ struct CostModel {
 class CostModelPolicy final : public RoutePolicy {
  public:
   // INVALID_ARGUMENT when a route's coefficients do not match its inputs, a coefficient is not
-  // finite, an input repeats within a route, or no candidate route is modelled.
+  // finite, an input repeats within a route, no candidate route is modelled, or the margin is
+  // negative, not finite, or set with a default route that is not modelled.
   static absl::StatusOr<CostModelPolicy> Create(const CostModel& model);
 
   RouteChoice Choose(const BatchFeatures& batch) const override;
@@ -73,11 +80,19 @@ class CostModelPolicy final : public RoutePolicy {
   std::array<bool, decode::kNumRoutes> modelled_{};
   ModelInputs lo_{}, hi_{};
   SplitParams split_;
+  bool uses_v2_inputs_ = false;  // some route uses an input from kFirstV2Input on
+  int default_route_ = static_cast<int>(decode::Route::kWorkqueue);
+  double margin_ = 0.0;
 };
 
 enum class InputSelection {
   kRegret,         // one input set for all routes, by leave-one-out regret of the choice
   kPerRouteError,  // each route its own inputs, by leave-one-out error of its log-time prediction
+  // Policy v2: each route its own inputs, by leave-one-out regret of the choice. A step adds the
+  // one (route, input) pair, with the ridge, that lowers the regret most; a route takes at most
+  // max_extra_inputs. A choice depends only on the differences between routes' predictions, so
+  // an input may describe one route's weakness without being forced on the others.
+  kRegretPerRoute,
 };
 
 struct CostFitOptions {
@@ -102,6 +117,9 @@ struct CostFitOptions {
   // An input (or ridge) is only taken when it lowers the mean leave-one-out log regret by more
   // than this (0.0005: 0.05% of geometric-mean regret), so noise does not grow the model.
   double min_gain = 0.0005;
+  // Margins (CostModel::margin) tried after the inputs are selected, by the same leave-one-out
+  // regret; the first is the fallback. {0}: no margin.
+  std::vector<double> margins = {0.0};
   // Leave routes that are the fastest on no calibration cell unmodelled (never chosen): a route
   // the calibration never saw win can only be chosen by a prediction error.
   bool drop_never_best = true;

@@ -63,6 +63,11 @@ constexpr const char* kInputNames[kNumInputs] = {
     "log2_batch",
     "log_pair_mib",
     "log_fused_imbalance",
+    "log_fill",
+    "tail_wave",
+    "log_mean_len",
+    "log_max_over_min",
+    "log_slots",
 };
 
 // Estimated critical path of a workqueue plan over the balanced one (bytes per resident slot).
@@ -99,7 +104,7 @@ absl::StatusOr<Input> ParseInput(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown cost-model input '", name, "'"));
 }
 
-ModelInputs ComputeInputs(const BatchFeatures& f) {
+ModelInputs ComputeInputs(const BatchFeatures& f, bool v2) {
   ModelInputs x{};
   const double slots = std::max(1.0, static_cast<double>(f.num_sms) * f.ctas_per_sm);
   const double per_slot = static_cast<double>(std::max<int64_t>(f.total_kv_bytes, 0)) / slots;
@@ -121,6 +126,15 @@ ModelInputs ComputeInputs(const BatchFeatures& f) {
   // longest pair streams on one CTA, against per_slot bytes for a balanced route.
   x[static_cast<int>(Input::kLogFusedImbalance)] =
       per_slot > 0 ? std::log(std::max(1.0, pair_bytes / per_slot)) : 0.0;
+  if (!v2) return x;
+  const double fill = pairs / slots;
+  x[static_cast<int>(Input::kLogFill)] = fill > 0 ? std::clamp(std::log(fill), -8.0, 4.0) : -8.0;
+  // Pairs run in ceil(fill) waves of `slots`; the last one holds fill - (ceil(fill) - 1) of a wave.
+  x[static_cast<int>(Input::kTailWave)] = fill > 0 ? fill - (std::ceil(fill) - 1.0) : 1.0;
+  x[static_cast<int>(Input::kLogMeanLen)] = std::log1p(std::max(f.mean_len, 0.0) / 1024.0);
+  x[static_cast<int>(Input::kLogMaxOverMin)] =
+      std::min(12.0, std::log((1.0 + std::max(f.max_len, 0)) / (1.0 + std::max(f.min_len, 0))));
+  x[static_cast<int>(Input::kLogSlots)] = std::log(slots / 264.0);
   return x;
 }
 

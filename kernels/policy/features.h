@@ -54,6 +54,12 @@ enum class Input : int32_t {
   kLog2Batch,          // log2(batch), 0 for an empty batch
   kLogPairMiB,         // ln(1 + bytes of the longest (row, kv head) pair / 1 MiB)
   kLogFusedImbalance,  // ln max(1, longest pair's bytes / bytes per slot): fused's critical path
+  // Policy v2 candidates (appended: files naming only the inputs above still load).
+  kLogFill,        // ln((row, kv head) pairs per resident slot), in [-8, 4]: uncapped fill
+  kTailWave,       // share of the last wave of pairs that is busy, in (0, 1] (1: whole waves)
+  kLogMeanLen,     // ln(1 + mean length / 1024 tokens): per-pair work against per-pair overhead
+  kLogMaxOverMin,  // ln((1 + max) / (1 + min)) capped at 12: the spread of the extremes
+  kLogSlots,       // ln(resident slots / 264): the SM partition (constant within one partition)
   kCount
 };
 inline constexpr int kNumInputs = static_cast<int>(Input::kCount);
@@ -62,7 +68,12 @@ using ModelInputs = std::array<double, kNumInputs>;
 absl::string_view InputName(Input input);
 absl::StatusOr<Input> ParseInput(absl::string_view name);
 
+// The first input added by policy v2: inputs before it are the version-1 set.
+inline constexpr Input kFirstV2Input = Input::kLogFill;
+
 // All inputs of one batch; O(1), no allocation. Finite for every batch (empty ones included).
-ModelInputs ComputeInputs(const BatchFeatures& f);
+// With v2 = false the inputs from kFirstV2Input on are left 0 (a model that uses none of them
+// skips their logarithms: Choose() runs every decode step).
+ModelInputs ComputeInputs(const BatchFeatures& f, bool v2 = true);
 
 }  // namespace pkv::policy

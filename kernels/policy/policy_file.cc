@@ -1,5 +1,6 @@
 #include "kernels/policy/policy_file.h"
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -61,14 +62,23 @@ std::string LearnedJson(const CostModel& m, const CostFitReport& rep) {
     routes.push_back(absl::StrCat("      ", Quote(decode::RouteName(r)), ": {",
                                   absl::StrJoin(terms, ", "), "}"));
   }
+  std::array<bool, kNumInputs> used{};
+  for (const RouteModel& rm : m.routes) {
+    for (Input in : rm.inputs) used[static_cast<int>(in)] = true;
+  }
   std::vector<std::string> ranges;
   for (int k = 0; k < kNumInputs; ++k) {
-    if (std::isfinite(m.input_lo[k]) && std::isfinite(m.input_hi[k])) {
+    if (used[k] && std::isfinite(m.input_lo[k]) && std::isfinite(m.input_hi[k])) {
       ranges.push_back(absl::StrCat("      ", Quote(InputName(static_cast<Input>(k))), ": [",
                                     Num(m.input_lo[k]), ", ", Num(m.input_hi[k]), "]"));
     }
   }
-  return absl::StrCat("{\"ridge\": ", Num(m.ridge), ",\n    \"input_range\": {\n",
+  const std::string margin =
+      m.margin > 0
+          ? absl::StrCat(", \"default_route\": ", Quote(decode::RouteName(m.default_route)),
+                         ", \"margin\": ", Num(m.margin))
+          : "";
+  return absl::StrCat("{\"ridge\": ", Num(m.ridge), margin, ",\n    \"input_range\": {\n",
                       absl::StrJoin(ranges, ",\n"), "},\n    \"routes\": {\n",
                       absl::StrJoin(routes, ",\n"),
                       "},\n    \"loo_gm_regret\": ", Num(rep.loo_gm_regret),
@@ -80,9 +90,10 @@ std::string LearnedJson(const CostModel& m, const CostFitReport& rep) {
 
 std::string PolicyFileToJson(const PolicyFile& f) {
   std::string out =
-      absl::StrCat("{\n  \"format\": \"pkv-decode-policy\", \"version\": ", kPolicyFileVersion,
-                   ",\n  \"kind\": ", Quote(f.kind), ",\n  \"gpu\": {\"name\": ", Quote(f.gpu_name),
-                   ", \"num_sms\": ", f.num_sms, ", \"ctas_per_sm\": ", f.ctas_per_sm,
+      absl::StrCat("{\n  \"format\": \"pkv-decode-policy\", \"version\": ",
+                   f.has_learned && f.learned.margin > 0 ? 2 : 1, ",\n  \"kind\": ", Quote(f.kind),
+                   ",\n  \"gpu\": {\"name\": ", Quote(f.gpu_name), ", \"num_sms\": ", f.num_sms,
+                   ", \"ctas_per_sm\": ", f.ctas_per_sm,
                    "},\n  \"shape\": {\"num_q_heads\": ", f.shape.num_q_heads,
                    ", \"num_kv_heads\": ", f.shape.num_kv_heads,
                    ", \"head_dim\": ", f.shape.head_dim, ", \"page_size\": ", f.shape.page_size,
@@ -156,10 +167,26 @@ absl::StatusOr<ThresholdRules> ParseThreshold(const JsonValue& t, const SplitPar
   return r;
 }
 
-absl::Status ParseLearned(const JsonValue& l, PolicyFile* f) {
+// Version 2's "default_route" and "margin" (absent: margin 0).
+absl::Status ParseMargin(const JsonValue& l, int64_t version, CostModel* m) {
+  PKV_ASSIGN_OR_RETURN(m->margin, JsonGetNumberOr(l, "margin", 0.0, "learned"));
+  if (l.Find("margin") == nullptr) return absl::OkStatus();
+  if (version < 2) return Error("learned.margin needs version 2");
+  if (!(m->margin >= 0) || !std::isfinite(m->margin)) {
+    return Error("learned.margin must be finite and >= 0");
+  }
+  PKV_ASSIGN_OR_RETURN(std::string name, JsonGetStringOr(l, "default_route", "", "learned"));
+  absl::StatusOr<Route> r = decode::ParseRoute(name);
+  if (!r.ok()) return Error(absl::StrCat("learned.default_route: ", r.status().message()));
+  m->default_route = *r;
+  return absl::OkStatus();
+}
+
+absl::Status ParseLearned(const JsonValue& l, int64_t version, PolicyFile* f) {
   CostModel& m = f->learned;
   m.split = f->split;
   PKV_ASSIGN_OR_RETURN(m.ridge, JsonGetNumberOr(l, "ridge", 0.0, "learned"));
+  PKV_RETURN_IF_ERROR(ParseMargin(l, version, &m));
   PKV_ASSIGN_OR_RETURN(const JsonValue* routes,
                        Member(l, "routes", JsonValue::Type::kObject, "learned"));
   for (const JsonValue::Member& member : routes->members()) {
@@ -214,8 +241,8 @@ absl::Status ParseHeader(const JsonValue& root, PolicyFile* f) {
     return Error("format must be \"pkv-decode-policy\"");
   }
   PKV_ASSIGN_OR_RETURN(int64_t version, JsonGetInt(root, "version", "policy"));
-  if (version != kPolicyFileVersion) {
-    return Error(absl::StrCat("version ", version, " is not supported (this build reads ",
+  if (version < 1 || version > kPolicyFileVersion) {
+    return Error(absl::StrCat("version ", version, " is not supported (this build reads 1 to ",
                               kPolicyFileVersion, ")"));
   }
   PKV_ASSIGN_OR_RETURN(f->kind, JsonGetStringOr(root, "kind", "learned", "policy"));
@@ -263,7 +290,8 @@ absl::StatusOr<PolicyFile> ParsePolicyFile(std::string_view json) {
   }
   if (const JsonValue* l = root->Find("learned"); l != nullptr) {
     if (!l->is_object()) return Error("learned must be an object");
-    PKV_RETURN_IF_ERROR(ParseLearned(*l, &f));
+    PKV_ASSIGN_OR_RETURN(int64_t version, JsonGetInt(*root, "version", "policy"));
+    PKV_RETURN_IF_ERROR(ParseLearned(*l, version, &f));
     f.has_learned = true;
   }
   if (f.kind != "learned" && f.kind != "threshold") {

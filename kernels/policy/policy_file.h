@@ -17,6 +17,12 @@
 //                          "workqueue": {...}, "persistent": {...}},    per route: input -> w
 //               "loo_gm_regret": 1.004, "loo_worst_regret": 1.06}       cost_model.h
 // The section named by "kind" must be present; the other is optional.
+// Version 2 (policy v2) adds to "learned": "default_route": "workqueue", "margin": 0.02
+// (CostModel::default_route / margin). A file is written as version 1 when its margin is 0, so
+// builds that read only version 1 keep loading it, and as version 2 otherwise, which such builds
+// refuse by version instead of silently dropping the margin. "input_range" lists the inputs a
+// route uses (clamping others changes nothing); a build that does not know an input refuses the
+// file by its name.
 // Thread-safety: pure functions (WritePolicyFile writes a temporary file and renames it).
 #pragma once
 
@@ -33,7 +39,7 @@
 
 namespace pkv::policy {
 
-inline constexpr int kPolicyFileVersion = 1;
+inline constexpr int kPolicyFileVersion = 2;  // the newest version this build reads and writes
 
 struct PolicyFile {
   std::string kind = "learned";

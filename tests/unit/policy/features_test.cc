@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -75,6 +76,23 @@ void ExpectInputsInBounds(const BatchFeatures& f) {
   EXPECT_LE(x[static_cast<int>(Input::kMeanOverMax)], 1.0);
   EXPECT_GE(x[static_cast<int>(Input::kLog2Batch)], 0.0);
   EXPECT_GE(x[static_cast<int>(Input::kLogPairMiB)], 0.0);
+  // Policy v2 inputs.
+  EXPECT_GE(x[static_cast<int>(Input::kLogFill)], -8.0);
+  EXPECT_LE(x[static_cast<int>(Input::kLogFill)], 4.0);
+  EXPECT_GT(x[static_cast<int>(Input::kTailWave)], 0.0);
+  EXPECT_LE(x[static_cast<int>(Input::kTailWave)], 1.0);
+  EXPECT_GE(x[static_cast<int>(Input::kLogMeanLen)], 0.0);
+  EXPECT_GE(x[static_cast<int>(Input::kLogMaxOverMin)], 0.0);
+  EXPECT_LE(x[static_cast<int>(Input::kLogMaxOverMin)], 12.0);
+  // Without v2 the version-1 inputs are the same and the v2 ones are left 0.
+  const ModelInputs v1 = ComputeInputs(f, /*v2=*/false);
+  for (int k = 0; k < kNumInputs; ++k) {
+    if (k < static_cast<int>(kFirstV2Input)) {
+      EXPECT_EQ(v1[k], x[k]) << InputName(static_cast<Input>(k));
+    } else {
+      EXPECT_EQ(v1[k], 0.0) << InputName(static_cast<Input>(k));
+    }
+  }
 }
 
 TEST(FeaturesTest, InputsAreFiniteAndBoundedOnRandomBatches) {
@@ -118,6 +136,32 @@ TEST(FeaturesTest, WorkqueueImbalanceSeesUnsplittableLongRows) {
   // With 8 rows there is room to split the long rows: no imbalance.
   const ModelInputs xs = ComputeInputs(SummarizeBatch(ragged.data(), 8, shape, limits));
   EXPECT_EQ(xs[static_cast<int>(Input::kLogWqImbalance)], 0.0);
+}
+
+TEST(FeaturesTest, WaveInputsFollowTheCountOfPairsAndSlots) {
+  // Integer arithmetic on random batches, independent of the floating-point code: pairs = B x
+  // H_kv run in ceil(pairs / slots) waves, the last one `pairs - (waves - 1) * slots` busy.
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int rows = std::uniform_int_distribution<int>(1, 300)(rng);
+    const int hkv = 1 << std::uniform_int_distribution<int>(0, 4)(rng);
+    const KvShape shape{hkv * 4, hkv, 128, 16};
+    const decode::DeviceLimits limits{std::uniform_int_distribution<int>(1, 140)(rng),
+                                      std::uniform_int_distribution<int>(1, 4)(rng)};
+    const std::vector<int32_t> len = RandomLengths(rng, rows);
+    const ModelInputs x = ComputeInputs(SummarizeBatch(len.data(), rows, shape, limits));
+    const int64_t pairs = int64_t{rows} * hkv, slots = int64_t{limits.num_sms} * limits.ctas_per_sm;
+    const int64_t waves = (pairs + slots - 1) / slots;
+    const double busy = static_cast<double>(pairs - (waves - 1) * slots) / slots;
+    EXPECT_NEAR(x[static_cast<int>(Input::kTailWave)], busy, 1e-9) << rows << " " << slots;
+    const double fill = static_cast<double>(pairs) / slots;
+    EXPECT_NEAR(x[static_cast<int>(Input::kLogFill)], std::clamp(std::log(fill), -8.0, 4.0), 1e-12);
+    int32_t mx = 0, mn = len[0];
+    for (int32_t l : len) mx = std::max(mx, l), mn = std::min(mn, l);
+    EXPECT_NEAR(x[static_cast<int>(Input::kLogMaxOverMin)],
+                std::min(12.0, std::log((1.0 + mx) / (1.0 + mn))), 1e-12);
+    EXPECT_NEAR(x[static_cast<int>(Input::kLogSlots)], std::log(slots / 264.0), 1e-12);
+  }
 }
 
 TEST(FeaturesTest, InputNamesRoundTrip) {
