@@ -202,6 +202,11 @@ void GenerateStream::FailLocked(grpc::Status status) {
   out_.SetFinal(std::move(status));
 }
 
+void GenerateStream::RecordRequestOnceLocked() {
+  if (std::exchange(request_recorded_, true)) return;
+  rc_.metrics->RecordRequest(final_code_, absl::ToDoubleSeconds(absl::Now() - start_time_));
+}
+
 void GenerateStream::AddPushbackLocked() {
   trailers_.emplace_back("grpc-retry-pushback-ms", absl::StrCat(rc_.options->retry_pushback_ms));
 }
@@ -212,7 +217,11 @@ void GenerateStream::Flush() {
   {
     absl::MutexLock lock(&mu_);
     action = out_.Next();
-    if (action.kind != ResponseQueue::Action::Kind::kWrite) trailers = trailers_;
+    if (action.kind == ResponseQueue::Action::Kind::kWriteAndFinish ||
+        action.kind == ResponseQueue::Action::Kind::kFinish) {
+      trailers = trailers_;
+      RecordRequestOnceLocked();
+    }
   }
   using Kind = ResponseQueue::Action::Kind;
   if (action.kind != Kind::kNone) watchdog_.WriteStarted();
@@ -293,7 +302,7 @@ void GenerateStream::OnDone() {
   bool release_slot = false;
   {
     absl::MutexLock lock(&mu_);
-    rc_.metrics->RecordRequest(final_code_, absl::ToDoubleSeconds(absl::Now() - start_time_));
+    RecordRequestOnceLocked();
     if (call_ != nullptr) {  // finished while a worker call still runs (e.g. client gone)
       call_->MarkAbandoned();
       to_cancel = call_;

@@ -110,6 +110,10 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ArmStallTimerLocked(absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts the request in pkv_router_requests_total / _request_duration_seconds, once: when its
+  // final status is handed to gRPC (so a client that has its status sees it counted), or at
+  // OnDone for a stream that ended without one (client gone).
+  void RecordRequestOnceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddPushbackLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Performs the queue's next action after the caller unlocked.
   void Flush();
@@ -143,6 +147,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   grpc::ByteBuffer wire_;
   std::vector<std::pair<std::string, std::string>> trailers_ ABSL_GUARDED_BY(mu_);
   absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnknown;
+  bool request_recorded_ ABSL_GUARDED_BY(mu_) = false;
 
   // Attempts. Every WorkerCall lives until this stream is destroyed (pointers stay valid).
   std::vector<std::unique_ptr<WorkerCall>> calls_ ABSL_GUARDED_BY(mu_);

@@ -367,7 +367,8 @@ TEST_F(BadInputTest, StreamsBeyondThePerConnectionLimitWait) {
   const Outcome after = Stream(stub.get(), small, absl::Seconds(30));
   EXPECT_TRUE(after.status.ok()) << after.status.error_message();
   for (auto& h : held) EXPECT_EQ(h->Drain().first.error_code(), grpc::StatusCode::CANCELLED);
-  // The router saw the two held streams and the two served ones, never the one that waited.
+  // The router saw the two held streams and the two served ones, never the one that waited. (The
+  // router counts a stream before it hands gRPC the final status, so one sample suffices.)
   EXPECT_EQ(RouterSample(*cluster_, "pkv_router_request_duration_seconds_count"),
             requests_before + kMaxStreamsPerConnection + 2);
   ExpectAllServingAndQuiescent();
