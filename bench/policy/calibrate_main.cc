@@ -4,6 +4,8 @@
 //   pkv-bench calibrate --measurements sweep_calibration.tsv --gpu_name "NVIDIA H200"
 //       [--sm_count N (0: every partition in the file)] [--out_dir policies | --out FILE]
 //       [--kind learned|threshold] [--hq 32 --hkv 8 --d 128 --page 16 --ctas_per_sm 2]
+//       [--traces a.tsv,b.tsv] (the trace grids the sweep replayed: recompute each cell's
+//       features from its lengths, checked against the f_* columns, for the length-shape inputs)
 //       [--cv 1] (out-of-fold regret of the whole fit: nested leave-one-out, leave-one-kind-out)
 //       fit options (bench/NOTES.md, "Policy v2 attempt"): --selection regret|per_route|
 //       regret_per_route, --candidates a,b,.. --max_extra_inputs N --min_gain G --ridges l,..
@@ -27,6 +29,7 @@
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
 #include "kernels/policy/threshold_policy.h"
+#include "kernels/policy/trace_join.h"
 
 namespace pkv::bench {
 namespace {
@@ -174,6 +177,11 @@ absl::Status Run(const Flags& flags) {
   ro.sm_count = flags.Int("sm_count");
   PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> all,
                        policy::ReadMeasurements(flags.Str("measurements"), ro));
+  if (!flags.Str("traces").empty()) {
+    PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces,
+                         policy::ReadTraceFiles(flags.Str("traces")));
+    PKV_RETURN_IF_ERROR(policy::AttachLengthShape(traces, ro, &all));
+  }
   const std::vector<int32_t> sms = policy::SmCounts(all);
   if (sms.empty()) return absl::InvalidArgumentError("no measurements for the requested SMs");
   if (!flags.Str("out").empty() && sms.size() > 1) {
@@ -206,6 +214,7 @@ absl::Status Run(const Flags& flags) {
 
 int CalibrateMain(int argc, char** argv) {
   Flags flags({{"measurements", ""},
+               {"traces", ""},
                {"gpu_name", "NVIDIA H200"},
                {"sm_count", "0"},
                {"out_dir", "policies"},

@@ -84,7 +84,9 @@ absl::StatusOr<LiveResult> MeasureLive(const LiveOptions& options) {
       cell.gpu_us[static_cast<int>(route)] = r.gpu_us;
       if (tsv != nullptr) WriteTsvRow(tsv, r, info);
     }
-    cell.features = policy::FromPlanFeatures(rows->front().features, cfg.shape, limits);
+    // From the lengths (not the plan's PlanFeatures) so the length shape is there too.
+    cell.features = policy::SummarizeBatch(
+        line.lengths.data(), static_cast<int32_t>(line.lengths.size()), cfg.shape, limits);
     result.cells.push_back(std::move(cell));
   }
   if (tsv != nullptr) std::fclose(tsv);

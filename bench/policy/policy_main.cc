@@ -4,6 +4,7 @@
 //
 //   pkv-bench policy --measurements sweep_heldout.tsv [--sm_count N]      (offline: recorded times)
 //   pkv-bench policy --live 1 --trace heldout-20260623.tsv [--sm_count N] (GPU: plan + time now)
+//       [--traces GRID.tsv,..] (offline: the trace grids replayed, for length-shape inputs)
 //       [--policy_dir policies | --policy_file FILE] [--gpu_name "NVIDIA H200"] [--out FILE.md]
 //
 // Policies shown: learned and threshold (from the policy file of the GPU and SM partition),
@@ -21,10 +22,12 @@
 #include "bench/kernels/flags.h"
 #include "bench/policy/policy_report.h"
 #include "common/status_macros.h"
+#include "kernels/policy/cost_model.h"
 #include "kernels/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
 #include "kernels/policy/threshold_policy.h"
+#include "kernels/policy/trace_join.h"
 #if PKV_HAVE_CUDA
 #include "bench/policy/live.h"
 #endif
@@ -61,6 +64,15 @@ absl::StatusOr<PolicyRun> Run(const std::string& name, const policy::RoutePolicy
 absl::StatusOr<std::vector<PolicyRun>> RunAll(const policy::PolicyFile& file,
                                               const std::vector<CellTimes>& cells) {
   std::vector<PolicyRun> runs;
+  if (file.has_learned && policy::UsesLengthShape(file.learned)) {
+    for (const CellTimes& c : cells) {
+      if (!c.features.has_length_shape()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the learned policy uses a length-shape input and cell ", c.cell,
+            " has none: pass the sweep's trace grid with --traces"));
+      }
+    }
+  }
   for (const char* kind : {"learned", "threshold"}) {
     if ((kind == std::string("learned") && !file.has_learned) ||
         (kind == std::string("threshold") && !file.has_threshold)) {
@@ -122,7 +134,14 @@ absl::StatusOr<std::vector<CellTimes>> LoadCells(const Flags& flags, std::string
   ro.ctas_per_sm = flags.Int("ctas_per_sm");
   ro.sm_count = flags.Int("sm_count");
   *gpu_name = flags.Str("gpu_name");
-  return policy::ReadMeasurements(flags.Str("measurements"), ro);
+  PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> cells,
+                       policy::ReadMeasurements(flags.Str("measurements"), ro));
+  if (!flags.Str("traces").empty()) {
+    PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces,
+                         policy::ReadTraceFiles(flags.Str("traces")));
+    PKV_RETURN_IF_ERROR(policy::AttachLengthShape(traces, ro, &cells));
+  }
+  return cells;
 }
 
 // Host cost of choosing: SummarizeBatch over a 256-row batch and Choose() of each policy, timed
@@ -212,6 +231,7 @@ absl::Status RunPolicy(const Flags& flags) {
 
 int PolicyMain(int argc, char** argv) {
   Flags flags({{"measurements", ""},
+               {"traces", ""},
                {"live", "0"},
                {"trace", "../shared/traces/heldout-20260623.tsv"},
                {"lines", ""},

@@ -48,7 +48,8 @@ absl::StatusOr<CostModelPolicy> CostModelPolicy::Create(const CostModel& model) 
                                                        " has a non-finite coefficient"));
       }
       p.dense_[ri][static_cast<int>(m.inputs[k])] = m.coef[k];
-      p.uses_v2_inputs_ = p.uses_v2_inputs_ || m.inputs[k] >= kFirstV2Input;
+      p.uses_v2_inputs_ = p.uses_v2_inputs_ ||
+                        (m.inputs[k] >= kFirstV2Input && m.inputs[k] < kFirstV3Input);
     }
     p.modelled_[ri] = true;
     any = true;
@@ -102,6 +103,15 @@ RouteChoice CostModelPolicy::Choose(const BatchFeatures& batch) const {
                      std::exp(best_log)};
 }
 
+bool UsesLengthShape(const CostModel& model) {
+  for (const RouteModel& m : model.routes) {
+    for (Input in : m.inputs) {
+      if (IsLengthShapeInput(in)) return true;
+    }
+  }
+  return false;
+}
+
 double CostModelPolicy::PredictUs(const BatchFeatures& batch, Route route) const {
   const int ri = static_cast<int>(route);
   if (ri < 0 || ri >= decode::kNumRoutes || !modelled_[ri]) return std::nan("");
@@ -116,6 +126,25 @@ static absl::Status CheckCells(const std::vector<CellTimes>& cells) {
     if (!c.complete()) {
       return absl::InvalidArgumentError(absl::StrCat("cost model fit: cell ", c.cell, " at ",
                                                      c.sm_count, " SMs lacks a candidate route"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A fit that may use a length-shape input needs it on every cell (measurements read without
+// --traces do not have it, and would fit the input as 0).
+static absl::Status CheckLengthShape(const std::vector<CellTimes>& cells,
+                                     const std::vector<std::vector<Input>>& input_lists) {
+  bool needed = false;
+  for (const std::vector<Input>& list : input_lists) {
+    for (Input in : list) needed = needed || IsLengthShapeInput(in);
+  }
+  if (!needed) return absl::OkStatus();
+  for (const CellTimes& c : cells) {
+    if (!c.features.has_length_shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cost model fit: cell ", c.cell, " has no length shape, which input long_frac / "
+          "long_token_frac needs (read the measurements with their traces: --traces)"));
     }
   }
   return absl::OkStatus();
@@ -292,6 +321,7 @@ absl::StatusOr<CostModel> FitCostModelWith(const std::vector<CellTimes>& cells,
                                            std::vector<Input> inputs, double ridge,
                                            const SplitParams& split) {
   PKV_RETURN_IF_ERROR(CheckCells(cells));
+  PKV_RETURN_IF_ERROR(internal::CheckLengthShape(cells, {inputs}));
   return FitExcept(cells, Shared(WithOneFirst(std::move(inputs)), {}), ridge, -1, split,
                    FitFlags{});
 }
@@ -299,6 +329,11 @@ absl::StatusOr<CostModel> FitCostModelWith(const std::vector<CellTimes>& cells,
 absl::StatusOr<CostModel> FitCostModel(const std::vector<CellTimes>& cells,
                                        const CostFitOptions& options, CostFitReport* report) {
   PKV_RETURN_IF_ERROR(CheckCells(cells));
+  {
+    std::vector<std::vector<Input>> lists = {options.base, options.candidates};
+    for (const std::vector<Input>& r : options.route_base) lists.push_back(r);
+    PKV_RETURN_IF_ERROR(internal::CheckLengthShape(cells, lists));
+  }
   const std::vector<double> ridges =
       options.ridges.empty() ? std::vector<double>{0.0} : options.ridges;
   CostFitOptions opt = options;

@@ -85,6 +85,10 @@ class CostModelPolicy final : public RoutePolicy {
   double margin_ = 0.0;
 };
 
+// Some route uses a length-shape input (features.h, kFirstV3Input): evaluating the model on
+// recorded measurements needs their traces (trace_join.h).
+bool UsesLengthShape(const CostModel& model);
+
 enum class InputSelection {
   kRegret,         // one input set for all routes, by leave-one-out regret of the choice
   kPerRouteError,  // each route its own inputs, by leave-one-out error of its log-time prediction

@@ -30,7 +30,20 @@ BatchFeatures SummarizeBatch(const int32_t* lengths, int32_t num_rows, const KvS
     const double var = std::max(0.0, sum_sq / num_rows - f.mean_len * f.mean_len);
     f.len_cv = f.mean_len > 0 ? std::sqrt(var) / f.mean_len : 0.0;
   }
-  return FromPlanFeatures(f, shape, limits);
+  BatchFeatures b = FromPlanFeatures(f, shape, limits);
+  // Length shape: needs the max first, so a second pass (256 rows: a few tens of ns).
+  int32_t long_rows = 0;
+  int64_t long_tokens = 0;
+  for (int32_t r = 0; r < num_rows; ++r) {
+    const int32_t len = lengths[r];
+    if (2 * static_cast<int64_t>(len) > f.max_len) {
+      ++long_rows;
+      long_tokens += len;
+    }
+  }
+  b.long_rows = long_rows;
+  b.long_tokens = long_tokens;
+  return b;
 }
 
 BatchFeatures FromPlanFeatures(const decode::PlanFeatures& f, const KvShape& shape,
@@ -68,6 +81,8 @@ constexpr const char* kInputNames[kNumInputs] = {
     "log_mean_len",
     "log_max_over_min",
     "log_slots",
+    "long_frac",
+    "long_token_frac",
 };
 
 // Estimated critical path of a workqueue plan over the balanced one (bytes per resident slot).
@@ -122,6 +137,16 @@ ModelInputs ComputeInputs(const BatchFeatures& f, bool v2) {
       f.batch > 0 ? std::log2(static_cast<double>(f.batch)) : 0;
   const double pair_bytes = 4.0 * f.head_dim * std::max(f.max_len, 0);
   x[static_cast<int>(Input::kLogPairMiB)] = std::log1p(pair_bytes / (1024.0 * 1024.0));
+  if (f.has_length_shape() && f.batch > 0) {
+    // Exact token count from the bytes (the recorded mean length is rounded).
+    const double bytes_per_token = 4.0 * f.head_dim * f.num_kv_heads;
+    const double tokens = bytes_per_token > 0 ? f.total_kv_bytes / bytes_per_token
+                                              : f.mean_len * f.batch;
+    x[static_cast<int>(Input::kLongFrac)] =
+        std::clamp(static_cast<double>(f.long_rows) / f.batch, 0.0, 1.0);
+    x[static_cast<int>(Input::kLongTokenFrac)] =
+        tokens > 0 ? std::clamp(static_cast<double>(f.long_tokens) / tokens, 0.0, 1.0) : 0.0;
+  }
   // The fused route runs one CTA per (row, kv head): its step lasts at least as long as the
   // longest pair streams on one CTA, against per_slot bytes for a balanced route.
   x[static_cast<int>(Input::kLogFusedImbalance)] =

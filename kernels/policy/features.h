@@ -32,9 +32,16 @@ struct BatchFeatures {
   int32_t page_size = 0;
   int32_t num_sms = 0;      // SMs the kernels may use (DeviceLimits::num_sms)
   int32_t ctas_per_sm = 0;  // resident attention CTAs per SM (DeviceLimits::ctas_per_sm)
+  // Policy v3, the length shape the summary above misses: rows longer than half the longest row
+  // and their tokens. A bimodal batch has a block of long rows, a zipf batch one or a few, with
+  // the same batch, bytes, max/min/mean and spread. -1: not known (features rebuilt from
+  // PlanFeatures, which does not carry them; measurements.h AttachLengthShape fills them in).
+  int32_t long_rows = -1;
+  int64_t long_tokens = -1;
+  bool has_length_shape() const { return long_rows >= 0 && long_tokens >= 0; }
 };
 
-// One pass over lengths[0..num_rows). REQUIRES: lengths non-negative (the planner checks them).
+// Two passes over lengths[0..num_rows) (the second counts the rows longer than max / 2). REQUIRES: lengths non-negative (the planner checks them).
 BatchFeatures SummarizeBatch(const int32_t* lengths, int32_t num_rows, const KvShape& shape,
                              const decode::DeviceLimits& limits);
 
@@ -60,6 +67,9 @@ enum class Input : int32_t {
   kLogMeanLen,     // ln(1 + mean length / 1024 tokens): per-pair work against per-pair overhead
   kLogMaxOverMin,  // ln((1 + max) / (1 + min)) capped at 12: the spread of the extremes
   kLogSlots,       // ln(resident slots / 264): the SM partition (constant within one partition)
+  // Policy v3 candidates (length shape; need BatchFeatures::has_length_shape(), else 0).
+  kLongFrac,       // rows longer than max / 2, over the batch, in [0, 1]
+  kLongTokenFrac,  // their share of the batch's tokens, in [0, 1]
   kCount
 };
 inline constexpr int kNumInputs = static_cast<int>(Input::kCount);
@@ -70,9 +80,13 @@ absl::StatusOr<Input> ParseInput(absl::string_view name);
 
 // The first input added by policy v2: inputs before it are the version-1 set.
 inline constexpr Input kFirstV2Input = Input::kLogFill;
+// The first length-shape input (policy v3): a model using one needs features with the length
+// shape (SummarizeBatch computes it; measurements read from a sweep TSV need their traces).
+inline constexpr Input kFirstV3Input = Input::kLongFrac;
+inline bool IsLengthShapeInput(Input in) { return in >= kFirstV3Input && in < Input::kCount; }
 
 // All inputs of one batch; O(1), no allocation. Finite for every batch (empty ones included).
-// With v2 = false the inputs from kFirstV2Input on are left 0 (a model that uses none of them
+// With v2 = false the v2 inputs (kFirstV2Input .. kFirstV3Input) are left 0 (a model that uses none of them
 // skips their logarithms: Choose() runs every decode step).
 ModelInputs ComputeInputs(const BatchFeatures& f, bool v2 = true);
 

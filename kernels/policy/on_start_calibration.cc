@@ -166,7 +166,9 @@ absl::StatusOr<PolicyFile> CalibrateOnDevice(const OnStartCalibrationOptions& o,
       cell.gpu_us[static_cast<int>(r)] = us;
       absl::StrAppend(&line, absl::StrFormat(" %s %.1f us", decode::RouteName(r), us));
     }
-    cell.features = FromPlanFeatures(plan.features, o.shape, o.limits);
+    // From the lengths, as the worker computes them (the plan's features lack the length shape).
+    cell.features = SummarizeBatch(g.lengths.data(), static_cast<int32_t>(g.lengths.size()),
+                                   o.shape, o.limits);
     cells.push_back(std::move(cell));
     Progress(o, absl::StrCat(line, absl::StrFormat(
                                        " (%.1f s)",

@@ -84,10 +84,15 @@ void ExpectInputsInBounds(const BatchFeatures& f) {
   EXPECT_GE(x[static_cast<int>(Input::kLogMeanLen)], 0.0);
   EXPECT_GE(x[static_cast<int>(Input::kLogMaxOverMin)], 0.0);
   EXPECT_LE(x[static_cast<int>(Input::kLogMaxOverMin)], 12.0);
-  // Without v2 the version-1 inputs are the same and the v2 ones are left 0.
+  // Policy v3 (length shape) inputs: shares.
+  for (Input in : {Input::kLongFrac, Input::kLongTokenFrac}) {
+    EXPECT_GE(x[static_cast<int>(in)], 0.0) << InputName(in);
+    EXPECT_LE(x[static_cast<int>(in)], 1.0) << InputName(in);
+  }
+  // Without v2 the version-1 and v3 inputs are the same and the v2 ones are left 0.
   const ModelInputs v1 = ComputeInputs(f, /*v2=*/false);
   for (int k = 0; k < kNumInputs; ++k) {
-    if (k < static_cast<int>(kFirstV2Input)) {
+    if (k < static_cast<int>(kFirstV2Input) || k >= static_cast<int>(kFirstV3Input)) {
       EXPECT_EQ(v1[k], x[k]) << InputName(static_cast<Input>(k));
     } else {
       EXPECT_EQ(v1[k], 0.0) << InputName(static_cast<Input>(k));
