@@ -172,7 +172,8 @@ std::vector<Case> ProtocolCases() {
                    "", "/pkv.v1.Generation/Nope"});
   cases.push_back({"unknown service", Valid().SerializeAsString(), grpc::StatusCode::UNIMPLEMENTED,
                    "", "/pkv.v1.Nothing/Generate"});
-  cases.push_back({"malformed Abort", std::string("\x0a\x05ab", 3),
+  // Field 1 announces 5 bytes and 2 follow.
+  cases.push_back({"malformed Abort", std::string("\x0a\x05" "ab", 4),
                    grpc::StatusCode::INVALID_ARGUMENT,
                    "the request is not a valid pkv.v1.AbortRequest", "/pkv.v1.Generation/Abort"});
   cases.push_back({"Abort without request_id", "", grpc::StatusCode::INVALID_ARGUMENT,

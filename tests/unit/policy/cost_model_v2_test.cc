@@ -61,7 +61,9 @@ TEST(CostModelV2Test, PerRouteRegretSelectionGivesTheInputToTheRouteThatNeedsIt)
     EXPECT_NEAR(report.loo_gm_regret, 1.0, 1e-9);
     const auto& p = m->routes[static_cast<int>(Route::kPersistent)];
     for (size_t k = 0; k < p.inputs.size(); ++k) {
-      if (p.inputs[k] == Input::kLenCv) EXPECT_NEAR(p.coef[k], slope, 1e-6);
+      if (p.inputs[k] == Input::kLenCv) {
+        EXPECT_NEAR(p.coef[k], slope, 1e-6);
+      }
     }
   }
 }
