@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU-machine call that checks and measures everything the CPU machines cannot:
 #   1. every device test binary (decode engine, prefill, CUDA model backend incl. the fused
-#      small-batch path and PDL, GEMV/GEMM, sampling kernel, NCCL communicator)
+#      small-batch path and PDL, GEMV/GEMM, sampling kernel, NCCL communicator, CUDA TP on one GPU)
 #   2. a real cluster on the GPU: pkv-make-model llama3-1b, pkv-worker --backend=cuda with an empty
 #      policy directory (so the on-start route calibration runs and caches its file), pkv-router,
 #      pkv generate streams (greedy, seeded, 8 concurrent); then the integration suite with its
@@ -27,7 +27,8 @@ el "device tests"
 T=$OUT/device_tests.log
 for tl in decode_attention_device_test:150 cuda_backend_device_test:150 \
           prefill_attention_device_test:60 sampling_kernel_device_test:60 gemv_device_test:60 \
-          gemm_tune_device_test:60 skinny_gemm_device_test:30 nccl_communicator_test:30; do
+          gemm_tune_device_test:60 skinny_gemm_device_test:30 nccl_communicator_test:30 \
+          cuda_tp_device_test:60; do
   IFS=: read -r t c <<< "$tl"
   echo "=== $t" >> "$T"
   timeout "$c" "$R" "$t" --gtest_brief=1 >> "$T" 2>&1
