@@ -71,6 +71,10 @@ absl::Status RouterServer::Start() {
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options_.max_metadata_bytes);
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, options_.handshake_timeout_ms);
+  // Ping-flood policy (RELIABILITY S4), gRPC core's defaults pinned: a PING sooner than 5 min after
+  // the last with no data in flight is a strike; a third strike gets GOAWAY too_many_pings.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5 * 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
   {
     absl::MutexLock lock(&health_mu_);
     server_ = builder.BuildAndStart();
