@@ -35,6 +35,10 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
   if (o.max_step_tokens < 1 || o.max_rows < 1 || o.num_kv_pages < 0) {
     return absl::InvalidArgumentError("max_step_tokens and max_rows must be positive");
   }
+  if (o.fused_max_hidden < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fused_max_hidden ", o.fused_max_hidden, " is negative (0: no limit)"));
+  }
   if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_prefetch_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat("fused_max_tokens ", o.fused_max_tokens,
                                                    " is not in [1, 8] or fused_prefetch_steps ",

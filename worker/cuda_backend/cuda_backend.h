@@ -49,10 +49,15 @@ struct CudaBackendOptions {
   // Steps of at most fused_max_tokens tokens (after graph padding) run each layer as the fused
   // GEMV kernels (fused_plan.h: 5 launches a layer instead of 9, norm / RoPE / KV write / SiLU /
   // residual in the projections' prologue and epilogues). Shapes the kernels do not support keep
-  // the cuBLAS path. On: faster than cuBLAS at B=1 and B=8 for both measured shapes when paired
-  // with pdl (bench/results/final-2026-11-29-h200/README.md).
+  // the cuBLAS path, and so do models wider than fused_max_hidden (see below).
   bool fused_small_batch = true;
   int32_t fused_max_tokens = 8;  // 1..8
+  // At load, a model with hidden_size > fused_max_hidden turns fused_small_batch off (0: no
+  // limit; SetFusedSmallBatch(true) still forces it on). Measured on the H200 with pdl
+  // (bench/results/norm-rope-2026-11-29-h200): llama3-1b (hidden 2048) fused is 2-14% faster
+  // than cuBLAS at B = 1..8; llama3-8b (4096) cuBLAS is 1.5-10% faster since the norm and RoPE
+  // kernels were widened.
+  int32_t fused_max_hidden = 2048;
   // Programmatic dependent launch between the per-layer kernels (sm_90+ running sm_90 code;
   // ignored elsewhere): each kernel starts while the previous one drains. On: 2-6% faster than
   // without it in the same run (bench/results/final-2026-11-29-h200/README.md).

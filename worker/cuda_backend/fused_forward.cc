@@ -52,6 +52,13 @@ absl::Status CudaModelBackend::Impl::SetUpFused() {
                 << fused_plans->qkv.parts << ", o " << fused_plans->o.parts << ", gate/up "
                 << fused_plans->gate_up.parts << ", down " << fused_plans->down.parts
                 << "), programmatic dependent launch " << (pdl_usable ? "usable" : "unavailable");
+  if (options.fused_max_hidden > 0 && config.hidden_size > options.fused_max_hidden &&
+      options.fused_small_batch) {
+    options.fused_small_batch = false;
+    PKV_LOG(INFO) << "cuda backend: fused small-batch path off by default: hidden size "
+                  << config.hidden_size << " > fused_max_hidden " << options.fused_max_hidden
+                  << " (cuBLAS is faster there)";
+  }
   return absl::OkStatus();
 }
 

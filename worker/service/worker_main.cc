@@ -23,6 +23,8 @@ ABSL_FLAG(std::string, policy_dir, "policies", "CUDA: per-GPU decode-route polic
           "on-start calibration cache");
 ABSL_FLAG(bool, fused_small_batch, true, "CUDA: run steps of <= 8 tokens through the fused GEMV "
           "layer (5 launches a layer instead of 9)");
+ABSL_FLAG(int32_t, fused_max_hidden, 2048, "CUDA: models with a larger hidden size keep the "
+          "cuBLAS path at every batch size (faster there on the H200); 0: no limit");
 ABSL_FLAG(bool, pdl, true, "CUDA (sm_90+): programmatic dependent launch between layer kernels");
 ABSL_FLAG(bool, gemm_autotune, false, "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, "", "CUDA: learned | threshold | fixed:<route> (empty: the "
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
   o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
   o.decode_policy = absl::GetFlag(FLAGS_decode_policy);
   o.fused_small_batch = absl::GetFlag(FLAGS_fused_small_batch);
+  o.fused_max_hidden = absl::GetFlag(FLAGS_fused_max_hidden);
   o.pdl = absl::GetFlag(FLAGS_pdl);
   o.gemm_autotune = absl::GetFlag(FLAGS_gemm_autotune);
   o.tp = absl::GetFlag(FLAGS_tp);

@@ -119,6 +119,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.policy_dir = o.policy_dir;
     c.decode_policy = o.decode_policy;
     c.fused_small_batch = o.fused_small_batch;
+    c.fused_max_hidden = o.fused_max_hidden;
     c.pdl = o.pdl;
     c.gemm_autotune = o.gemm_autotune;
     c.max_step_tokens = std::max(1, o.max_batch_tokens);

@@ -32,6 +32,7 @@ struct WorkerOptions {
   std::string policy_dir = "policies";
   std::string decode_policy;
   bool fused_small_batch = true;   // CUDA: fused GEMV layer for steps of <= 8 tokens
+  int32_t fused_max_hidden = 2048;  // CUDA: wider models keep cuBLAS (CudaBackendOptions)
   bool pdl = true;                 // CUDA: programmatic dependent launch
   bool gemm_autotune = false;      // CUDA: cuBLASLt algorithm search at load
   int32_t tp = 1;    // tensor-parallel ranks (CPU backend: in-process rank threads)
