@@ -174,10 +174,8 @@ TEST_F(Http2AbuseTest, PingFloodGetsGoawayTooManyPings) {
   Outcome legit;
   std::thread legit_thread([&] {
     auto stub = NewRouterStub(*cluster_);
-    StreamControl control;
-    control.wait_for_ready = true;
     legit = Stream(stub.get(), GreedyRequest(1, kLegitPromptLen, kLegitMaxTokens),
-                   absl::Seconds(30), control);
+                   absl::Seconds(30));
   });
   PingFloodResult r;
   for (int i = 0; i < kMaxPings && r.closed_at == absl::InfiniteFuture(); ++i) {
@@ -249,7 +247,6 @@ class LegitLoad {
       absl::Time last = absl::InfiniteFuture();
       const absl::Time start = absl::Now();
       StreamControl control;
-      control.wait_for_ready = true;
       control.on_progress = [&](int) {
         const absl::Time now = absl::Now();
         if (last != absl::InfiniteFuture()) {  // the first chunk's wait is TTFT, not ITL

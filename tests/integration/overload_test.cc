@@ -223,7 +223,6 @@ TEST(OverloadTest, CancellationMatrixOverSeeds) {
       prompt_of.push_back(rng() % prompts.size());
       requests.push_back(prompts[prompt_of.back()]);
       StreamControl c;
-      c.wait_for_ready = true;
       if (i % 3 == 0) {
         // Cancel by time (queued or prefilling) or after a few tokens (decoding); both leave at
         // least 15 of the 45 tokens, so a cancel never races the stream's completion.

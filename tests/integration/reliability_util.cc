@@ -221,10 +221,7 @@ std::vector<Outcome> References(const Cluster& cluster,
                                 const std::vector<pkv::v1::GenerateRequest>& requests) {
   // Concurrently: outputs do not depend on batching (greedy and the seeded sampler are batch-
   // invariant; the model tests check that), and a serial run would cost seconds.
-  StreamControl patient;
-  patient.wait_for_ready = true;
-  std::vector<Outcome> out = RunConcurrently(
-      cluster, requests, absl::Seconds(60), std::vector<StreamControl>(requests.size(), patient));
+  std::vector<Outcome> out = RunConcurrently(cluster, requests, absl::Seconds(60));
   for (size_t i = 0; i < out.size(); ++i) {
     EXPECT_TRUE(out[i].status.ok()) << out[i].status.error_message();
     EXPECT_EQ(out[i].tokens.size(), requests[i].sampling().max_tokens());

@@ -47,10 +47,12 @@ struct StreamControl {
   std::function<void(int tokens)> on_progress;
   // Extra request metadata (e.g. an API key).
   std::vector<std::pair<std::string, std::string>> metadata;
-  // Wait for the channel to connect instead of failing fast. For healthy-path streams whose test is
-  // not about connecting: on a loaded 2-core machine a fresh channel's first connect attempt can
-  // fail transiently (seen once in CI), which would fail a test about something else.
-  bool wait_for_ready = false;
+  // Wait for the channel to connect instead of failing fast (within the deadline). On by default:
+  // on a loaded 2-core machine a fresh channel's first connect attempt can fail transiently (seen
+  // twice in CI runs, as UNAVAILABLE before any token), which would fail a test about something
+  // else. Only a test about connecting to a router that is down turns it off. Statuses the router
+  // sends (UNAVAILABLE "no healthy worker" included) arrive either way.
+  bool wait_for_ready = true;
 };
 
 // Runs one Generate call to its end with `deadline`. Thread-safe (one call per thread).
