@@ -105,7 +105,9 @@ void DnsDiscovery::ResolveOnce() {
     failing_ = true;
     return;
   }
-  if (failing_) PKV_LOG(INFO) << "worker discovery: " << name_ << " resolves again";
+  if (failing_) {
+    PKV_LOG(INFO) << "worker discovery: " << name_ << " resolves again";
+  }
   failing_ = false;
   apply_(answer.ok() ? *answer : std::vector<std::string>());
 }

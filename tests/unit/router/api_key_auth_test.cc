@@ -61,8 +61,12 @@ TEST(ApiKeyAuthTest, AcceptsExactlyTheConfiguredKeys) {
       EXPECT_FALSE((*auth)->IsValidKey(key + "x"));
       EXPECT_FALSE((*auth)->IsValidKey(key.substr(0, key.size() - 1)));
       const std::string upper = absl::AsciiStrToUpper(key), lower = absl::AsciiStrToLower(key);
-      if (upper != key) EXPECT_FALSE((*auth)->IsValidKey(upper)) << "case variant accepted";
-      if (lower != key) EXPECT_FALSE((*auth)->IsValidKey(lower)) << "case variant accepted";
+      if (upper != key) {
+        EXPECT_FALSE((*auth)->IsValidKey(upper)) << "case variant accepted";
+      }
+      if (lower != key) {
+        EXPECT_FALSE((*auth)->IsValidKey(lower)) << "case variant accepted";
+      }
     }
     EXPECT_FALSE((*auth)->IsValidKey(""));
     EXPECT_FALSE((*auth)->IsValidKey(RandomKey(rng, 40)));
