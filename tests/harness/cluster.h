@@ -93,10 +93,11 @@ struct StreamResult {
   absl::Duration time_to_first_chunk = absl::InfiniteDuration();
 };
 
-// Runs Generate to completion (or error) with the given deadline. `wait_for_ready`: wait for the
-// channel to connect instead of failing fast (healthy-path tests; see reliability_util.h).
+// Runs Generate to completion (or error) with the given deadline. `wait_for_ready` (default on):
+// wait for the channel to connect instead of failing fast, so a transient first-connect failure
+// on a loaded machine does not fail a test about something else (see reliability_util.h).
 StreamResult RunGenerate(pkv::v1::Generation::Stub* stub, const pkv::v1::GenerateRequest& request,
-                         absl::Duration deadline = absl::Seconds(60), bool wait_for_ready = false);
+                         absl::Duration deadline = absl::Seconds(60), bool wait_for_ready = true);
 
 // GET http://address/path over a plain socket; the body on 200.
 absl::StatusOr<std::string> HttpGet(const std::string& address, const std::string& path);

@@ -286,6 +286,7 @@ struct HeldStream {
     request.mutable_sampling()->set_logprobs(true);
     request.mutable_sampling()->set_top_logprobs(20);
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
+    ctx.set_wait_for_ready(true);
     reader = stub->Generate(&ctx, request);
   }
   // Reads what arrived before the router cancelled the stream; the final status and token count.

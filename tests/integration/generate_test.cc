@@ -128,7 +128,7 @@ TEST_F(GenerateTest, ThirtyTwoConcurrentStreamsComplete) {
           MakeRequest({static_cast<uint32_t>(10 + i), 20, 30, static_cast<uint32_t>(i)}, 24);
       req.mutable_sampling()->set_ignore_eos(true);
       req.set_session_id(absl::StrCat("session-", i % 8));
-      results[i] = RunGenerate(stub.get(), req, absl::Seconds(60), /*wait_for_ready=*/true);
+      results[i] = RunGenerate(stub.get(), req);
     });
   }
   for (auto& t : threads) t.join();
@@ -140,6 +140,7 @@ TEST_F(GenerateTest, ThirtyTwoConcurrentStreamsComplete) {
 
 TEST_F(GenerateTest, CancelledStreamFreesItsPages) {
   grpc::ClientContext ctx;
+  ctx.set_wait_for_ready(true);
   pkv::v1::GenerateRequest req = MakeRequest({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 900);
   req.mutable_sampling()->set_ignore_eos(true);
   auto reader = stub_->Generate(&ctx, req);
