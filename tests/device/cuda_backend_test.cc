@@ -28,6 +28,8 @@ namespace {
 using ::pkv::testing::ArgMax;
 using ::pkv::testing::CompareLogits;
 using ::pkv::testing::LogitError;
+using ::pkv::testing::Row;
+using ::pkv::testing::Seq;
 using ::pkv::testing::ShuffledPagePool;
 
 constexpr int32_t kPageSize = 16;
@@ -50,26 +52,6 @@ std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
                   (info.param.tuned ? "_tuned" : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
-}
-
-// A sequence: its tokens and its (shuffled) block table, shared by both backends.
-struct Seq {
-  std::vector<int32_t> tokens;
-  std::vector<int32_t> pages;
-};
-
-BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample = true,
-             const SamplingParams* params = nullptr, int32_t sample_index = 0) {
-  BatchRow r;
-  r.tokens = s.tokens.data() + begin;
-  r.num_tokens = end - begin;
-  r.start_pos = begin;
-  r.pages = s.pages.data();
-  r.num_pages = static_cast<int32_t>(s.pages.size());
-  r.sample = sample;
-  r.params = params;
-  r.sample_index = sample_index;
-  return r;
 }
 
 class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {

@@ -34,6 +34,8 @@ namespace {
 using ::pkv::testing::ArgMax;
 using ::pkv::testing::CompareLogits;
 using ::pkv::testing::LogitError;
+using ::pkv::testing::Row;
+using ::pkv::testing::Seq;
 using ::pkv::testing::ShuffledPagePool;
 
 constexpr int32_t kPageSize = 16;
@@ -81,25 +83,6 @@ std::string CaseName(const ::testing::TestParamInfo<TpCase>& info) {
   const TpCase& c = info.param;
   return c.model + "_" + std::string(DTypeName(c.dtype)) + "_tp" + std::to_string(c.tp) + "_" +
          c.comm + "_" + c.route;
-}
-
-struct Seq {
-  std::vector<int32_t> tokens;
-  std::vector<int32_t> pages;
-};
-
-BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample = true,
-             const SamplingParams* params = nullptr, int32_t sample_index = 0) {
-  BatchRow r;
-  r.tokens = s.tokens.data() + begin;
-  r.num_tokens = end - begin;
-  r.start_pos = begin;
-  r.pages = s.pages.data();
-  r.num_pages = static_cast<int32_t>(s.pages.size());
-  r.sample = sample;
-  r.params = params;
-  r.sample_index = sample_index;
-  return r;
 }
 
 class CudaTpTest : public ::testing::TestWithParam<TpCase> {

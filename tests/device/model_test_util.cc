@@ -134,4 +134,18 @@ int32_t ArgMax(const float* v, int32_t n, float* margin) {
   return best;
 }
 
+BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample,
+             const SamplingParams* params, int32_t sample_index) {
+  BatchRow r;
+  r.tokens = s.tokens.data() + begin;
+  r.num_tokens = end - begin;
+  r.start_pos = begin;
+  r.pages = s.pages.data();
+  r.num_pages = static_cast<int32_t>(s.pages.size());
+  r.sample = sample;
+  r.params = params;
+  r.sample_index = sample_index;
+  return r;
+}
+
 }  // namespace pkv::testing

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "worker/model/model_backend.h"
 #include "worker/model/model_config.h"
 #include "worker/model/safetensors.h"
 
@@ -46,5 +47,16 @@ LogitError CompareLogits(const float* got, const float* ref, int64_t n);
 
 // Index of the largest value (lowest index on ties) and the gap to the second largest.
 int32_t ArgMax(const float* v, int32_t n, float* margin);
+
+// A sequence of a backend test: its tokens and its (shuffled) block table, shared by the backends
+// a test compares.
+struct Seq {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> pages;
+};
+
+// The batch row feeding s.tokens[begin, end) at positions begin.. (views into `s`).
+BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample = true,
+             const SamplingParams* params = nullptr, int32_t sample_index = 0);
 
 }  // namespace pkv::testing
