@@ -52,6 +52,8 @@ class CudaModelBackend::Impl {
   // forward.cc: everything from the embedding to the logits of the step's logit rows.
   absl::Status EnqueueForward(const DeviceStep& s);
   absl::Status EnqueueSample(const DeviceStep& s);
+  // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
+  absl::Status EnqueueQkvRope(int layer, const DeviceStep& s);
   absl::Status EnqueueAttention(int layer, const DeviceStep& s);
   absl::Status EnqueueGenericAttention(int layer, const DeviceStep& s, int32_t first,
                                        int32_t count);

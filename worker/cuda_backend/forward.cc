@@ -40,6 +40,31 @@ absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const De
   return gpu::LaunchGenericAttention(a, stream);
 }
 
+absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep& s) {
+  const ModelConfig& c = config;
+  const cuda_backend::LayerWeights& w = weights.layers[layer];
+  gpu::QkvRopeArgs r;
+  r.dtype = weights.dtype;
+  r.qkv = static_cast<const float*>(qkv.get());
+  r.bias = w.qkv_bias;
+  r.q_norm = w.q_norm;
+  r.k_norm = w.k_norm;
+  r.eps = c.rms_norm_eps;
+  r.positions = s.positions;
+  r.kv_slots = s.kv_slots;
+  r.inv_freq = static_cast<const double*>(inv_freq.get());
+  r.num_tokens = s.tokens;
+  r.num_q_heads = c.num_q_heads;
+  r.num_kv_heads = c.num_kv_heads;
+  r.head_dim = c.head_dim;
+  r.page_size = options.page_size;
+  r.q_out = q.get();
+  r.k_cache = k_cache[layer];
+  r.v_cache = v_cache[layer];
+  r.pdl = UsePdl();
+  return gpu::LaunchQkvRopeKvWrite(r, stream);
+}
+
 absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceStep& s) {
   if (decode != nullptr && s.decode_tokens > 0) {
     PKV_RETURN_IF_ERROR(decode->Launch(q.get(), k_cache[layer], v_cache[layer], s.page_ids,
@@ -108,26 +133,7 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   const bool pdl = UsePdl();
   const cuda_backend::LayerWeights& w = weights.layers[l];
   PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream));
-  gpu::QkvRopeArgs r;
-  r.dtype = dt;
-  r.qkv = static_cast<const float*>(qkv.get());
-  r.bias = w.qkv_bias;
-  r.q_norm = w.q_norm;
-  r.k_norm = w.k_norm;
-  r.eps = c.rms_norm_eps;
-  r.positions = s.positions;
-  r.kv_slots = s.kv_slots;
-  r.inv_freq = static_cast<const double*>(inv_freq.get());
-  r.num_tokens = s.tokens;
-  r.num_q_heads = c.num_q_heads;
-  r.num_kv_heads = c.num_kv_heads;
-  r.head_dim = c.head_dim;
-  r.page_size = options.page_size;
-  r.q_out = q.get();
-  r.k_cache = k_cache[l];
-  r.v_cache = v_cache[l];
-  r.pdl = pdl;
-  PKV_RETURN_IF_ERROR(gpu::LaunchQkvRopeKvWrite(r, stream));
+  PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
   PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.

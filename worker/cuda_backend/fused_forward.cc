@@ -129,26 +129,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
     a.y = qkv.get();
     a.y_f32 = true;
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));
-    gpu::QkvRopeArgs r;
-    r.dtype = weights.dtype;
-    r.qkv = static_cast<const float*>(qkv.get());
-    r.bias = w.qkv_bias;
-    r.q_norm = w.q_norm;
-    r.k_norm = w.k_norm;
-    r.eps = c.rms_norm_eps;
-    r.positions = s.positions;
-    r.kv_slots = s.kv_slots;
-    r.inv_freq = static_cast<const double*>(inv_freq.get());
-    r.num_tokens = s.tokens;
-    r.num_q_heads = c.num_q_heads;
-    r.num_kv_heads = c.num_kv_heads;
-    r.head_dim = c.head_dim;
-    r.page_size = options.page_size;
-    r.q_out = q.get();
-    r.k_cache = k_cache[l];
-    r.v_cache = v_cache[l];
-    r.pdl = UsePdl();
-    PKV_RETURN_IF_ERROR(gpu::LaunchQkvRopeKvWrite(r, stream));
+    PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   }
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
 
