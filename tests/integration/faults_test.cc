@@ -20,23 +20,6 @@ namespace pkv::testing {
 namespace {
 
 using grpc::health::v1::HealthCheckResponse;
-constexpr absl::Duration kStreamDeadline = absl::Seconds(60);  // a hang detector, not a bound
-
-std::unique_ptr<Cluster> StartCluster(int workers, std::vector<std::string> worker_args,
-                                      std::vector<std::string> router_args = {},
-                                      bool start_router = true,
-                                      std::vector<std::string> w0_args = {}) {
-  ClusterOptions options;
-  options.num_workers = workers;
-  options.start_router = start_router;
-  options.per_worker_args = {std::move(w0_args)};
-  options.worker_args = {"--enable_test_faults"};
-  options.worker_args.insert(options.worker_args.end(), worker_args.begin(), worker_args.end());
-  options.router_args = std::move(router_args);
-  auto cluster = Cluster::Start(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
 
 // grpc.health.v1 Check with a short deadline on a fresh connection; nullopt when it failed
 // (a stopped process does not answer).

@@ -17,19 +17,6 @@
 namespace pkv::testing {
 namespace {
 
-constexpr absl::Duration kStreamDeadline = absl::Seconds(60);  // a hang detector, not a bound
-
-std::unique_ptr<Cluster> StartCluster(int workers, std::vector<std::string> worker_args,
-                                      std::vector<std::string> router_args = {}) {
-  ClusterOptions options;
-  options.num_workers = workers;
-  options.worker_args = {"--enable_test_faults"};
-  options.worker_args.insert(options.worker_args.end(), worker_args.begin(), worker_args.end());
-  options.router_args = std::move(router_args);
-  auto cluster = Cluster::Start(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
 
 void ExpectSameAsReference(const Outcome& got, const Outcome& reference, const std::string& what) {
   EXPECT_TRUE(got.status.ok()) << what << ": " << got.status.error_message();

@@ -170,6 +170,21 @@ std::unique_ptr<pkv::v1::Generation::Stub> NewRouterStub(const Cluster& cluster)
       cluster.router_address(), grpc::InsecureChannelCredentials(), args));
 }
 
+std::unique_ptr<Cluster> StartCluster(int workers, std::vector<std::string> worker_args,
+                                      std::vector<std::string> router_args, bool start_router,
+                                      std::vector<std::string> w0_args) {
+  ClusterOptions options;
+  options.num_workers = workers;
+  options.start_router = start_router;
+  options.per_worker_args = {std::move(w0_args)};
+  options.worker_args = {"--enable_test_faults"};
+  options.worker_args.insert(options.worker_args.end(), worker_args.begin(), worker_args.end());
+  options.router_args = std::move(router_args);
+  auto cluster = Cluster::Start(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? *std::move(cluster) : nullptr;
+}
+
 std::vector<Outcome> RunConcurrently(const Cluster& cluster,
                                      const std::vector<pkv::v1::GenerateRequest>& requests,
                                      absl::Duration deadline,

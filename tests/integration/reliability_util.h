@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@
 #include "tests/harness/cluster.h"
 
 namespace pkv::testing {
+
+// The fault tests' per-stream deadline: a hang detector, not a bound.
+inline constexpr absl::Duration kStreamDeadline = absl::Seconds(60);
+
+// A router + `workers` workers with test faults enabled (--enable_test_faults plus worker_args on
+// every worker, w0_args on worker 0 only); null (and a test failure) when it does not start.
+std::unique_ptr<Cluster> StartCluster(int workers, std::vector<std::string> worker_args,
+                                      std::vector<std::string> router_args = {},
+                                      bool start_router = true,
+                                      std::vector<std::string> w0_args = {});
 
 // VmRSS of a live process in KiB (from /proc/<pid>/status); -1 when unreadable.
 int64_t RssKiB(pid_t pid);

@@ -24,7 +24,7 @@ namespace {
 constexpr int kClients = 64;
 constexpr uint32_t kTokens = 48;
 // Far beyond any stream's life (about 1.5 s, plus a 3 s stall and a move): a hang detector.
-constexpr absl::Duration kStreamDeadline = absl::Seconds(30);
+constexpr absl::Duration kSoakStreamDeadline = absl::Seconds(30);
 
 absl::Duration SoakDuration() {
   int seconds = 60;
@@ -79,7 +79,7 @@ TEST(SoakTest, SixtyFourStreamsSurviveAKilledAndAFrozenWorker) {
       for (size_t n = 0; !stop.load(); ++n) {
         const size_t k = (c + n) % prompts.size();
         prompt_of[c].push_back(k);
-        outcomes[c].push_back(Stream(stub.get(), prompts[k], kStreamDeadline));
+        outcomes[c].push_back(Stream(stub.get(), prompts[k], kSoakStreamDeadline));
       }
     });
   }
