@@ -6,18 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/request_validation.h"
+#include "common/deadline.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace pkv::router {
 namespace {
-
-bool DeadlinePassed(const grpc::CallbackServerContext* ctx) {
-  const auto deadline = ctx->deadline();
-  return deadline != std::chrono::system_clock::time_point::max() &&
-         std::chrono::system_clock::now() >= deadline;
-}
 
 // What a request may hold in the admission queue: its prompt's token ids, or the bytes of a text
 // prompt (an upper bound on its tokens for byte-level tokenizers).
@@ -34,6 +29,7 @@ GenerateStream::GenerateStream(const RouterContext& rc, grpc::CallbackServerCont
     : rc_(rc),
       ctx_(ctx),
       start_time_(absl::Now()),
+      deadline_(ServerCallDeadline(*ctx)),
       watchdog_(rc.timers, absl::Milliseconds(rc.options->client_write_timeout_ms), ctx,
                 [metrics = rc.metrics, ms = rc.options->client_write_timeout_ms] {
                   metrics->RecordSlowClientCancel();
@@ -52,7 +48,7 @@ absl::Status GenerateStream::PrepareLocked() {
     rc_.metrics->RecordRejection(RouterMetrics::Rejection::kDraining);
     return absl::UnavailableError("router is draining (shutting down); retry on another router");
   }
-  if (DeadlinePassed(ctx_)) {
+  if (DeadlinePassed(deadline_)) {
     // Expired on arrival (RELIABILITY C4): answered before it costs a slot or a worker anything.
     return absl::DeadlineExceededError("deadline expired before the request was admitted");
   }
@@ -82,7 +78,7 @@ void GenerateStream::Start() {
     if (!prepared.ok()) {
       FailLocked(ToGrpcStatus(prepared));
     } else {
-      table_handle_ = rc_.requests->Add(request_.request_id());
+      table_handle_ = rc_.requests->Add(request_.request_id(), this);
       registered_ = true;
       const AdmissionController::Result admission =
           rc_.admission->Acquire([this](absl::Status status) { OnAdmission(std::move(status)); },
@@ -148,11 +144,21 @@ void GenerateStream::StartAttempt() {
       stub = rc_.registry->BeginCall(placement->worker);  // counts it in the worker's load
       if (stub == nullptr) tried_workers_.push_back(placement->worker);
     }
-    if (DeadlinePassed(ctx_)) {
+    if (DeadlinePassed(deadline_)) {
       if (stub != nullptr) rc_.registry->EndCall(placement->worker);
       stub = nullptr;
       FailLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                               "deadline expired before a worker could take the request"));
+    } else if (stub == nullptr && rc_.registry->num_suspect() > 0 &&
+               suspect_waits_ < kMaxSuspectWaits) {
+      // Workers are being verified after streams reported them lost (the router may have torn
+      // their transports down itself after a pause): wait for the verdict rather than fail.
+      ++suspect_waits_;
+      ScheduleRetryLocked(kSuspectWait);
+    } else if (stub == nullptr && first_chunk_seen_) {
+      // A migration found no worker: the client has tokens, so ABORTED + tokens-emitted (a
+      // blind retry would repeat them), never UNAVAILABLE.
+      AbortAfterTokensLocked();
     } else if (stub == nullptr) {
       FailLocked(grpc::Status(
           grpc::StatusCode::UNAVAILABLE,
@@ -164,11 +170,12 @@ void GenerateStream::StartAttempt() {
       const int w = placement->worker;
       if (!first_chunk_seen_) ++placements_;
       attempt_chunks_ = 0;
+      attempt_tokens_ = 0;
+      inconclusive_probes_ = 0;
       tried_workers_.push_back(w);
       rc_.metrics->RecordPlacement(placement->reason);
-      rc_.requests->SetWorker(table_handle_, request_.request_id(), w);
-      calls_.push_back(
-          std::make_unique<WorkerCall>(this, w, BuildWorkerRequestLocked(), ctx_->deadline()));
+      calls_.push_back(std::make_unique<WorkerCall>(this, w, BuildWorkerRequestLocked(),
+                                                    ToClientDeadline(deadline_)));
       call = call_ = calls_.back().get();
       Ref();  // dropped in OnWorkerDone
       last_worker_message_ = absl::Now();
@@ -266,33 +273,62 @@ void GenerateStream::OnWriteDone(bool ok) {
   Flush();
 }
 
-void GenerateStream::OnCancel() { ClientGone(); }
+void GenerateStream::OnCancel() {
+  // A reset by the client (not its deadline) counts against its connection's reset budget.
+  if (!DeadlinePassed(deadline_)) rc_.connections->RecordReset(ctx_->peer());
+  ClientGone();
+}
 
 void GenerateStream::ClientGone() {
+  EndForClient(DeadlinePassed(deadline_)
+                   ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
+                   : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"),
+               /*client_gone=*/true);
+}
+
+bool GenerateStream::AbortByRequest(const std::string& request_id) {
+  return EndForClient(
+      grpc::Status(grpc::StatusCode::CANCELLED,
+                   absl::StrCat("aborted by Generation.Abort (request_id ", request_id, ")")),
+      /*client_gone=*/false);
+}
+
+bool GenerateStream::EndForClient(grpc::Status status, bool client_gone) {
   WorkerCall* to_cancel = nullptr;
-  uint64_t ticket = 0, backoff = 0;
+  uint64_t ticket = 0, backoff = 0, stall = 0;
+  bool ended = false;
   {
     absl::MutexLock lock(&mu_);
-    client_gone_ = true;
-    if (!out_.finish_started()) {
-      out_.DropPending();
-      const auto deadline = ctx_->deadline();
-      const bool expired = deadline != std::chrono::system_clock::time_point::max() &&
-                           std::chrono::system_clock::now() >= deadline;
-      FailLocked(expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
-                         : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
+    if (client_gone) {
+      client_gone_ = true;
+      // Nothing more can reach the client: whatever was queued (a Complete too) is dropped.
+      if (!out_.finish_started()) {
+        out_.DropPending();
+        FailLocked(std::move(status));
+        ended = true;
+      }
+    } else if (!completed_ && !out_.has_final()) {
+      // Abort: the tokens already queued still reach the client, then CANCELLED.
+      FailLocked(std::move(status));
+      ended = true;
     }
-    if (call_ != nullptr) {
+    if (call_ != nullptr && (client_gone || ended)) {
+      // Cancelled by the router on the client's behalf: not the worker's failure.
       call_->MarkAbandoned();
       to_cancel = call_;
     }
-    ticket = std::exchange(admission_ticket_, 0);
-    backoff = std::exchange(backoff_timer_, 0);
+    if (client_gone || ended) {
+      ticket = std::exchange(admission_ticket_, 0);
+      backoff = std::exchange(backoff_timer_, 0);
+      stall = std::exchange(stall_timer_, 0);
+    }
   }
   if (to_cancel != nullptr) to_cancel->Cancel();  // reaches the worker at once
   if (ticket != 0 && rc_.admission->CancelWait(ticket)) Unref();
   if (backoff != 0 && rc_.timers->Cancel(backoff)) Unref();
+  if (stall != 0 && rc_.timers->Cancel(stall)) Unref();
   Flush();
+  return ended;
 }
 
 void GenerateStream::OnDone() {

@@ -52,6 +52,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "pkv/v1/generation.pb.h"
 #include "router/client_write_watchdog.h"
+#include "router/request_table.h"
 #include "router/response_queue.h"
 #include "router/router_context.h"
 #include "router/worker_call.h"
@@ -61,8 +62,17 @@ namespace pkv::router {
 // The reactor writes serialized responses (grpc::ByteBuffer): GenerationService registers Generate
 // as a raw method so that it can answer an unparsable request with INVALID_ARGUMENT itself
 // (gRPC 1.51 would answer UNIMPLEMENTED with no message).
+// Inconclusive progress checks in a row (output said to be produced, none arriving) after which
+// the worker is convicted: about kMaxInconclusiveProbes stall timeouts of nothing at all.
+inline constexpr int kMaxInconclusiveProbes = 3;
+// With no placeable worker but some being verified (WorkerRegistry::ReportLost), a placement waits
+// kSuspectWait at a time, at most kMaxSuspectWaits times (beyond the verification's deadline).
+inline constexpr absl::Duration kSuspectWait = absl::Milliseconds(50);
+inline constexpr int kMaxSuspectWaits = 60;
+
 class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
-                             public WorkerCallObserver {
+                             public WorkerCallObserver,
+                             public AbortableStream {
  public:
   GenerateStream(const RouterContext& rc, grpc::CallbackServerContext* ctx,
                  const pkv::v1::GenerateRequest& request);
@@ -71,6 +81,13 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 
   void OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateResponse message) override;
   void OnWorkerDone(WorkerCall* call, const grpc::Status& status) override;
+
+  // AbortableStream (Generation.Abort).
+  void Ref() override { refs_.fetch_add(1); }
+  void Unref() override {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+  bool AbortByRequest(const std::string& request_id) override;
 
  private:
   ~GenerateStream() override;
@@ -86,8 +103,33 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   void OnAdmission(absl::Status status);
   // The client cancelled, its deadline passed, or a write failed: stop everything at once.
   void ClientGone();
+  // Ends the stream on the client's behalf (gone, or Abort) and cancels the worker call, which
+  // is then not a worker failure. `client_gone`: nothing more can be delivered (queued messages
+  // are dropped); else the queued tokens are delivered before `status`. True when this ended it.
+  bool EndForClient(grpc::Status status, bool client_gone);
   void StartAttempt();
+  // The stall timer: silence by the router's clock starts a progress check (Worker.GetProgress);
+  // its answer re-arms the timer or convicts the worker (JudgeSilenceLocked).
   void OnStallTimer();
+  struct ProgressProbe {
+    grpc::ClientContext ctx;
+    pkv::v1::GetProgressRequest request;
+    pkv::v1::Progress response;
+    WorkerCall* call = nullptr;  // the attempt it asks about
+    absl::Time sent_at;
+  };
+  struct StallVerdict {
+    bool convict = false;
+    bool proven = false;  // the worker's own answer shows the fault (else: it did not answer)
+    std::string reason;
+    absl::Time next_check;  // when not convicted
+  };
+  void OnProgressAnswer(const ProgressProbe* probe, const grpc::Status& status);
+  StallVerdict JudgeSilenceLocked(const ProgressProbe& probe, const grpc::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t SilenceMs(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::ToInt64Milliseconds(now - last_worker_message_);
+  }
   void OnBackoffTimer();
   void HandleWorkerFailureLocked(WorkerCall* call, const grpc::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -120,14 +162,10 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   void Serialize(const pkv::v1::GenerateResponse& message);  // into wire_
   void Perform(ResponseQueue::Action action);
 
-  void Ref() { refs_.fetch_add(1); }
-  void Unref() {
-    if (refs_.fetch_sub(1) == 1) delete this;
-  }
-
   const RouterContext rc_;
   grpc::CallbackServerContext* const ctx_;
   const absl::Time start_time_;
+  const absl::Time deadline_;  // the client's, clamped (common/deadline.h); InfiniteFuture: none
   std::atomic<int> refs_{1};  // the server reaction's own reference, dropped in OnDone
   // Cancels the call when the client leaves a write unread too long (client_write_timeout_ms).
   ClientWriteWatchdog watchdog_;
@@ -156,7 +194,15 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   int placements_ ABSL_GUARDED_BY(mu_) = 0;  // before the first chunk
   int migration_placements_ ABSL_GUARDED_BY(mu_) = 0;  // attempts of the current migration
   int attempt_chunks_ ABSL_GUARDED_BY(mu_) = 0;        // chunks from the live attempt
+  uint64_t attempt_tokens_ ABSL_GUARDED_BY(mu_) = 0;   // tokens from the live attempt
+  // Stall checks: the attempt a progress check is out for; answers that were neither progress nor
+  // a legitimate wait in a row (a worker that says it produced tokens that never arrive); and
+  // why the last conviction happened.
+  WorkerCall* probing_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int inconclusive_probes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string stall_reason_ ABSL_GUARDED_BY(mu_);
   int migrations_ ABSL_GUARDED_BY(mu_) = 0;
+  int suspect_waits_ ABSL_GUARDED_BY(mu_) = 0;
   bool migrating_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status last_error_ ABSL_GUARDED_BY(mu_);
   std::string worker_id_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,7 @@
 // GenerateStream, worker-facing half: relaying worker messages, classifying a worker's failure,
 // failover before the first chunk, migration or ABORTED after it, and stall detection.
+#include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,7 @@ void GenerateStream::OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateRe
         }
         ++attempt_chunks_;
         const auto& ids = message.chunk().token_ids();
+        attempt_tokens_ += static_cast<uint64_t>(ids.size());
         emitted_token_ids_.insert(emitted_token_ids_.end(), ids.begin(), ids.end());
         out_.PushChunk(std::move(*message.mutable_chunk()));
         break;
@@ -60,6 +63,7 @@ void GenerateStream::OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateRe
 
 void GenerateStream::OnWorkerDone(WorkerCall* call, const grpc::Status& status) {
   int lost_worker = -1;
+  bool proven = false;
   std::string why;
   {
     absl::MutexLock lock(&mu_);
@@ -71,12 +75,17 @@ void GenerateStream::OnWorkerDone(WorkerCall* call, const grpc::Status& status) 
         // check (the breaker's half-open probe readmits it).
         if (IsLostWorker(call, status)) {
           lost_worker = call->worker();
+          proven = call->stall_proven();
           why = last_error_.error_message();
         }
       }
     }
   }
-  if (lost_worker >= 0) rc_.registry->ReportLost(lost_worker, why);
+  if (lost_worker >= 0 && proven) {
+    rc_.registry->ReportFailed(lost_worker, why);  // the worker's own answer convicted it
+  } else if (lost_worker >= 0) {
+    rc_.registry->ReportLost(lost_worker, why);  // ejected only if it fails a health check too
+  }
   rc_.registry->EndCall(call->worker());  // last: the worker's slot stays live while counted
   Flush();
   Unref();  // the reference StartAttempt took for this call
@@ -89,9 +98,9 @@ bool GenerateStream::IsLostWorker(const WorkerCall* call, const grpc::Status& st
       return !completed_;  // ended without a Complete
     case grpc::StatusCode::UNAVAILABLE:
       return true;
-    case grpc::StatusCode::CANCELLED:
-      return !call->abandoned();  // not our own cancel
     default:
+      // CANCELLED that the router did not cause was said by a live worker (an Abort sent to it
+      // directly): passed through, the worker is not at fault. Other codes are answers too.
       return false;
   }
 }
@@ -100,7 +109,7 @@ void GenerateStream::HandleWorkerFailureLocked(WorkerCall* call, const grpc::Sta
   const bool lost = IsLostWorker(call, status);
   const std::string worker = rc_.registry->WorkerId(call->worker());
   const std::string what =
-      call->stalled() ? absl::StrCat("silent for ", rc_.options->stall_timeout_ms, " ms")
+      call->stalled() ? stall_reason_
       : status.ok()
           ? std::string("stream ended without a Complete")
           : absl::StrCat(StatusCodeName(static_cast<absl::StatusCode>(status.error_code())), ": ",
@@ -112,7 +121,9 @@ void GenerateStream::HandleWorkerFailureLocked(WorkerCall* call, const grpc::Sta
     FailBeforeFirstTokenLocked(status, lost, call->got_message());
   } else if (migrations_ > 0 && attempt_chunks_ == 0 && (lost || exhausted)) {
     RetryMigrationLocked();  // the replay never got going on that worker: place it again
-  } else if (lost) {
+  } else if (lost || exhausted) {
+    // RESOURCE_EXHAUSTED after tokens: the worker dropped the stream because the router was not
+    // reading it (starved); the worker is fine, the stream moves (ejection only when lost).
     WorkerLostAfterTokensLocked();
   } else {
     // INTERNAL (a backend failure: not migrated, README "Reliability"), INVALID_ARGUMENT, ...
@@ -190,9 +201,7 @@ bool GenerateStream::ScheduleBackoffLocked(int attempt) {
   const absl::Duration delay =
       RetryBackoff(attempt, absl::Milliseconds(rc_.options->retry_backoff_ms),
                    absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
-  const auto deadline = ctx_->deadline();
-  if (deadline != std::chrono::system_clock::time_point::max() &&
-      absl::FromChrono(deadline) <= absl::Now() + delay) {
+  if (deadline_ <= absl::Now() + delay) {
     return false;  // no retry can finish in time (RELIABILITY: no retry after the deadline)
   }
   ScheduleRetryLocked(delay);
@@ -229,31 +238,109 @@ void GenerateStream::ArmStallTimerLocked(absl::Time when) {
 }
 
 void GenerateStream::OnStallTimer() {
-  WorkerCall* stalled = nullptr;
+  std::unique_ptr<ProgressProbe> probe;
   {
     absl::MutexLock lock(&mu_);
     stall_timer_ = 0;
-    if (call_ != nullptr && !completed_ && !out_.has_final()) {
+    if (call_ != nullptr && !completed_ && !out_.has_final() && probing_ != call_) {
       const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
       const absl::Time now = absl::Now();
       if (now < last_worker_message_ + stall) {
         ArmStallTimerLocked(last_worker_message_ + stall);
-      } else if (attempt_chunks_ == 0 && rc_.registry->IsHealthy(call_->worker())) {
-        // Queued or prefilling on a worker that still answers health checks: keep waiting.
-        ArmStallTimerLocked(now + stall);
       } else {
-        call_->MarkStalled();
+        // Silent by the router's clock, which proves nothing when the router itself was starved
+        // or paused: ask the worker (the answer re-arms the timer or convicts).
+        probe = std::make_unique<ProgressProbe>();
+        probe->call = call_;
+        probe->sent_at = now;
+        probe->request.set_request_id(request_.request_id());
+        probe->ctx.set_deadline(absl::ToChronoTime(now + stall));
+        probing_ = call_;
+        Ref();  // dropped by OnProgressAnswer
+      }
+    }
+  }
+  if (probe != nullptr) {
+    ProgressProbe* raw = probe.release();
+    raw->call->stub()->async()->GetProgress(&raw->ctx, &raw->request, &raw->response,
+                                            [this, raw](grpc::Status status) {
+                                              OnProgressAnswer(raw, status);
+                                              delete raw;
+                                            });
+  }
+  Unref();
+}
+
+void GenerateStream::OnProgressAnswer(const ProgressProbe* probe, const grpc::Status& status) {
+  WorkerCall* stalled = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (probing_ == probe->call) probing_ = nullptr;
+    if (probe->call == call_ && !completed_ && !out_.has_final()) {
+      const StallVerdict verdict = JudgeSilenceLocked(*probe, status);
+      if (verdict.convict) {
+        stall_reason_ = verdict.reason;
+        call_->MarkStalled(verdict.proven);
         stalled = call_;
+      } else {
+        ArmStallTimerLocked(verdict.next_check);
       }
     }
   }
   if (stalled != nullptr) {
-    PKV_LOG(WARNING) << "worker " << rc_.registry->address(stalled->worker())
-                     << " stalled (silent for " << rc_.options->stall_timeout_ms
-                     << " ms); treating it as lost";
+    PKV_LOG(WARNING) << "worker " << rc_.registry->address(stalled->worker()) << " stalled request "
+                     << probe->request.request_id() << " (" << stall_reason_
+                     << "); treating it as lost";
     stalled->Cancel();
   }
+  Flush();
   Unref();
+}
+
+GenerateStream::StallVerdict GenerateStream::JudgeSilenceLocked(const ProgressProbe& probe,
+                                                                const grpc::Status& status) {
+  const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
+  const absl::Time now = absl::Now();
+  StallVerdict verdict;
+  verdict.next_check = now + stall;
+  if (last_worker_message_ > probe.sent_at) {
+    // The stream spoke while the probe was out: the silence was the router's.
+    inconclusive_probes_ = 0;
+    verdict.next_check = last_worker_message_ + stall;
+    return verdict;
+  }
+  const pkv::v1::Progress& p = probe.response;
+  if (!status.ok()) {
+    verdict.convict = true;
+    verdict.reason = absl::StrCat("silent for ", SilenceMs(now), " ms and no answer to a progress ",
+                                  "check: ", status.error_message());
+    return verdict;  // unreachable, not proven: the registry verifies before ejecting
+  }
+  if (p.engine_stalled_ms() >= static_cast<uint64_t>(rc_.options->stall_timeout_ms)) {
+    verdict.convict = verdict.proven = true;
+    verdict.reason =
+        absl::StrCat("silent for ", SilenceMs(now), " ms; its engine has not finished ",
+                     "a step for ", p.engine_stalled_ms(), " ms");
+    return verdict;
+  }
+  if (p.found() && !p.finished() && p.tokens_produced() <= attempt_tokens_) {
+    // Queued, prefilling or preempted while the engine steps: a legitimate wait. Check again
+    // when a wedged engine would have crossed the stall timeout.
+    inconclusive_probes_ = 0;
+    verdict.next_check =
+        now + std::max(absl::Milliseconds(100), stall - absl::Milliseconds(p.engine_stalled_ms()));
+    return verdict;
+  }
+  // Produced or finished but not received, or unknown (ended before the router could ask): the
+  // worker's output is on its way unless this keeps happening with nothing arriving.
+  if (++inconclusive_probes_ < kMaxInconclusiveProbes) return verdict;
+  verdict.convict = verdict.proven = true;
+  verdict.reason =
+      p.found()
+          ? absl::StrCat("silent for ", SilenceMs(now), " ms though it reports ",
+                         p.tokens_produced(), " tokens produced (", attempt_tokens_, " received)")
+          : absl::StrCat("silent for ", SilenceMs(now), " ms and it does not know the request");
+  return verdict;
 }
 
 }  // namespace pkv::router

@@ -1,6 +1,5 @@
 #include "router/generation_service.h"
 
-#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -11,9 +10,6 @@
 
 namespace pkv::router {
 namespace {
-
-// Abort is a control message: answer within a second even when the worker is stuck.
-constexpr absl::Duration kAbortTimeout = absl::Seconds(1);
 
 // A Generate stream refused before it began (no valid API key, unparsable request).
 class RefusedStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
@@ -41,7 +37,13 @@ void Serialize(const Message& message, grpc::ByteBuffer* out) {
 
 }  // namespace
 
-grpc::Status GenerationService::Authenticate(const grpc::CallbackServerContext& ctx) const {
+grpc::Status GenerationService::Admit(const grpc::CallbackServerContext& ctx) const {
+  if (rc_.connections != nullptr && !rc_.connections->AdmitStream(ctx.peer())) {
+    rc_.metrics->RecordRejection(RouterMetrics::Rejection::kConnectionLimit);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "this connection opens or resets streams faster than the router allows; "
+                        "it is being closed (reconnect, and pace requests)");
+  }
   if (rc_.auth == nullptr) return grpc::Status::OK;
   grpc::Status status = rc_.auth->Authenticate(ctx);
   if (!status.ok()) rc_.metrics->RecordAuthFailure();
@@ -50,9 +52,9 @@ grpc::Status GenerationService::Authenticate(const grpc::CallbackServerContext& 
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerationService::Generate(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes) {
-  grpc::Status auth = Authenticate(*ctx);
+  grpc::Status auth = Admit(*ctx);
   if (!auth.ok()) {
-    rc_.metrics->RecordRequest(absl::StatusCode::kUnauthenticated, 0.0);
+    rc_.metrics->RecordRequest(static_cast<absl::StatusCode>(auth.error_code()), 0.0);
     return new RefusedStream(std::move(auth));
   }
   pkv::v1::GenerateRequest request;
@@ -71,54 +73,26 @@ grpc::ServerUnaryReactor* GenerationService::Abort(grpc::CallbackServerContext* 
                                                    grpc::ByteBuffer* raw_response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   pkv::v1::AbortRequest request;
-  grpc::Status status = Authenticate(*ctx);
+  pkv::v1::AbortResponse response;
+  grpc::Status status = Admit(*ctx);
   if (status.ok()) status = Parse(*bytes, &request);
-  if (!status.ok()) {
-    reactor->Finish(std::move(status));
-    return reactor;
-  }
-  Abort(ctx, request,
-        [reactor, raw_response](grpc::Status status, const pkv::v1::AbortResponse& response) {
-          if (status.ok()) Serialize(response, raw_response);
-          reactor->Finish(std::move(status));
-        });
+  if (status.ok()) status = Abort(request, &response);
+  if (status.ok()) Serialize(response, raw_response);
+  reactor->Finish(std::move(status));
   return reactor;
 }
 
-void GenerationService::Abort(
-    grpc::CallbackServerContext* ctx, const pkv::v1::AbortRequest& request,
-    std::function<void(grpc::Status, const pkv::v1::AbortResponse&)> done) {
+grpc::Status GenerationService::Abort(const pkv::v1::AbortRequest& request,
+                                      pkv::v1::AbortResponse* response) {
   api::RequestLimits limits = rc_.options->limits;
   limits.require_request_id = true;
   absl::Status valid = api::ValidateRequestId(request.request_id(), limits);
-  if (!valid.ok()) {
-    done(ToGrpcStatus(valid), pkv::v1::AbortResponse());
-    return;
-  }
-  const std::optional<int> worker = rc_.requests->WorkerOf(request.request_id());
-  // A worker removed from DNS and retired since has no stub: the request cannot be there.
-  std::shared_ptr<pkv::v1::Worker::Stub> stub;
-  if (worker.has_value()) stub = rc_.registry->stub(*worker);
-  if (stub == nullptr) {
-    pkv::v1::AbortResponse not_found;
-    not_found.set_found(false);
-    done(grpc::Status::OK, not_found);
-    return;
-  }
-  struct Forward {
-    grpc::ClientContext ctx;
-    pkv::v1::AbortRequest request;
-    pkv::v1::AbortResponse response;
-  };
-  auto* forward = new Forward;
-  forward->request = request;
-  forward->ctx.set_deadline(
-      std::min(ctx->deadline(), absl::ToChronoTime(absl::Now() + kAbortTimeout)));
-  stub->async()->Abort(&forward->ctx, &forward->request, &forward->response,
-                       [forward, done = std::move(done), stub](grpc::Status status) {
-                         done(status, forward->response);
-                         delete forward;
-                       });
+  if (!valid.ok()) return ToGrpcStatus(valid);
+  // The router ends the stream itself (CANCELLED to its client) and cancels the worker call,
+  // which frees the request's pages at the worker within a step. The worker's own Abort RPC is
+  // not used: the CANCELLED it ends the stream with would look like a failure of the worker.
+  response->set_found(rc_.requests->Abort(request.request_id()));
+  return grpc::Status::OK;
 }
 
 grpc::ServerUnaryReactor* GenerationService::GetModelInfo(grpc::CallbackServerContext* ctx,
@@ -127,7 +101,7 @@ grpc::ServerUnaryReactor* GenerationService::GetModelInfo(grpc::CallbackServerCo
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   pkv::v1::GetModelInfoRequest request;
   pkv::v1::ModelInfo response;
-  grpc::Status status = Authenticate(*ctx);
+  grpc::Status status = Admit(*ctx);
   if (status.ok()) status = Parse(*bytes, &request);
   if (status.ok()) status = GetModelInfo(&response);
   if (status.ok()) Serialize(response, raw_response);

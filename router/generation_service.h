@@ -1,6 +1,7 @@
 // pkv.v1.Generation served by the router (callback API): Generate streams are GenerateStream
-// reactors; Abort is forwarded to the worker holding the request; GetModelInfo answers from the
-// registry's cache of a healthy worker's ModelInfo (UNAVAILABLE when none is healthy). Every
+// reactors; Abort ends the live stream with that request id (CANCELLED) and cancels its worker
+// call; GetModelInfo answers from the registry's cache of a healthy worker's ModelInfo
+// (UNAVAILABLE when none is healthy). Every
 // method first checks the API key when keys are configured (grpc.health.v1 is not this service and
 // stays open).
 //
@@ -10,8 +11,6 @@
 // UNIMPLEMENTED with an empty message. The wire format is unchanged for clients.
 // Thread-safe; holds only the shared RouterContext.
 #pragma once
-
-#include <functional>
 
 #include "grpcpp/support/byte_buffer.h"
 #include "pkv/v1/generation.grpc.pb.h"
@@ -36,11 +35,11 @@ class GenerationService final : public RawGenerationService {
                                          grpc::ByteBuffer* response) override;
 
  private:
-  // Every method starts here: OK, or UNAUTHENTICATED (router/api_key_auth.h) to finish with.
-  grpc::Status Authenticate(const grpc::CallbackServerContext& ctx) const;
-  // The typed bodies; `done` serializes the response (when OK) and finishes the call.
-  void Abort(grpc::CallbackServerContext* ctx, const pkv::v1::AbortRequest& request,
-             std::function<void(grpc::Status, const pkv::v1::AbortResponse&)> done);
+  // Every method starts here: OK, RESOURCE_EXHAUSTED for a connection over its stream limits
+  // (router/connection_guard.h), or UNAUTHENTICATED (router/api_key_auth.h) to finish with.
+  grpc::Status Admit(const grpc::CallbackServerContext& ctx) const;
+  // The typed bodies.
+  grpc::Status Abort(const pkv::v1::AbortRequest& request, pkv::v1::AbortResponse* response);
   grpc::Status GetModelInfo(pkv::v1::ModelInfo* response);
 
   const RouterContext rc_;

@@ -4,17 +4,12 @@
 
 namespace pkv::router {
 
-uint64_t RequestTable::Add(const std::string& request_id) {
+uint64_t RequestTable::Add(const std::string& request_id, AbortableStream* stream) {
   absl::MutexLock lock(&mu_);
   const uint64_t handle = next_handle_++;
   ++live_;
-  by_id_[request_id] = Entry{handle, -1};
+  by_id_[request_id] = Entry{handle, stream};
   return handle;
-}
-
-void RequestTable::SetWorker(uint64_t handle, const std::string& request_id, int worker) {
-  absl::MutexLock lock(&mu_);
-  by_id_[request_id] = Entry{handle, worker};
 }
 
 void RequestTable::Remove(uint64_t handle, const std::string& request_id) {
@@ -25,11 +20,20 @@ void RequestTable::Remove(uint64_t handle, const std::string& request_id) {
   if (it != by_id_.end() && it->second.handle == handle) by_id_.erase(it);
 }
 
-std::optional<int> RequestTable::WorkerOf(const std::string& request_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = by_id_.find(request_id);
-  if (it == by_id_.end() || it->second.worker < 0) return std::nullopt;
-  return it->second.worker;
+bool RequestTable::Abort(const std::string& request_id) {
+  AbortableStream* stream = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = by_id_.find(request_id);
+    if (it == by_id_.end()) return false;
+    stream = it->second.stream;
+    // Registered streams are alive (Remove comes before their last reference goes); the stream
+    // takes its own lock, which may call back into this table, so it is called unlocked.
+    stream->Ref();
+  }
+  const bool aborted = stream->AbortByRequest(request_id);
+  stream->Unref();
+  return aborted;
 }
 
 int RequestTable::live_streams() const {

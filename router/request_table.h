@@ -1,14 +1,13 @@
-// The router's table of live Generate streams: request_id -> the worker serving it (for Abort),
-// and the count of live streams (for drain). Also the source of router-assigned request ids and
+// The router's table of live Generate streams: request_id -> the stream (for Abort), and the count
+// of live streams (for drain). Also the source of router-assigned request ids and
 // sampling seeds.
 //
 // Thread-safe. Request ids are not required to be unique across clients; when two live streams
-// share an id, Abort reaches the one placed most recently.
+// share an id, Abort reaches the one registered most recently.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -18,16 +17,29 @@
 
 namespace pkv::router {
 
+// What Generation.Abort needs of a live stream. Ref/Unref keep it alive across the call.
+class AbortableStream {
+ public:
+  virtual void Ref() = 0;
+  virtual void Unref() = 0;
+  // Ends the client's stream with CANCELLED and cancels its worker call (which frees the
+  // request's pages at the worker within a step); never counts against the worker. False when
+  // the stream was already ending.
+  virtual bool AbortByRequest(const std::string& request_id) = 0;
+
+ protected:
+  ~AbortableStream() = default;
+};
+
 class RequestTable {
  public:
-  // Registers a live stream; returns a handle for SetWorker/Remove.
-  uint64_t Add(const std::string& request_id);
-  // Records the stream's current worker (registry index), replacing any earlier one.
-  void SetWorker(uint64_t handle, const std::string& request_id, int worker);
+  // Registers a live stream (which stays alive until its Remove); returns a handle for Remove.
+  uint64_t Add(const std::string& request_id, AbortableStream* stream);
   void Remove(uint64_t handle, const std::string& request_id);
 
-  // Worker serving `request_id`, nullopt when unknown or not yet placed.
-  std::optional<int> WorkerOf(const std::string& request_id) const;
+  // Aborts the live stream registered under `request_id`; false when there is none or it was
+  // already ending.
+  bool Abort(const std::string& request_id);
   int live_streams() const;
   // Blocks the calling (non-gRPC) thread until no stream is live or `deadline`; true when empty.
   bool WaitUntilEmpty(absl::Time deadline) const;
@@ -35,7 +47,7 @@ class RequestTable {
  private:
   struct Entry {
     uint64_t handle;
-    int worker;  // -1 until placed
+    AbortableStream* stream;
   };
   mutable absl::Mutex mu_;
   uint64_t next_handle_ ABSL_GUARDED_BY(mu_) = 1;

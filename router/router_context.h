@@ -7,6 +7,7 @@
 
 #include "router/admission.h"
 #include "router/api_key_auth.h"
+#include "router/connection_guard.h"
 #include "router/placement.h"
 #include "router/request_table.h"
 #include "router/router_metrics.h"
@@ -28,6 +29,7 @@ struct RouterContext {
   LiveCounter* streams = nullptr;               // live GenerateStream objects
   const std::atomic<bool>* draining = nullptr;  // true once SIGTERM began the drain
   const ApiKeyAuthenticator* auth = nullptr;     // null: no API-key authentication
+  ConnectionGuard* connections = nullptr;        // per-connection stream and reset limits
 };
 
 }  // namespace pkv::router

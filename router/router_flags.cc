@@ -48,6 +48,11 @@ ABSL_FLAG(int, max_stop_strings, 16, "stop strings per request");
 ABSL_FLAG(int, max_prompt_text_bytes, 1 << 20, "bytes of a text prompt");
 ABSL_FLAG(int, client_write_timeout_ms, 30000,
           "cancel a stream whose client leaves a response unread this long (0 = never)");
+ABSL_FLAG(int, max_streams_per_connection_s, 2000,
+          "close a client connection that opens more streams than this in one second (0 = off)");
+ABSL_FLAG(int, max_resets_per_connection_s, 200,
+          "close a client connection that resets more streams than this in one second (HTTP/2 "
+          "rapid reset; 0 = off)");
 // Security (README "Security"). Plaintext is an explicit opt-in.
 ABSL_FLAG(bool, insecure, false,
           "allow plaintext: on the client port when --tls_cert is not given, to workers when "
@@ -133,6 +138,8 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   o.max_metadata_bytes = absl::GetFlag(FLAGS_max_metadata_bytes);
   o.handshake_timeout_ms = absl::GetFlag(FLAGS_handshake_timeout_ms);
   o.client_write_timeout_ms = absl::GetFlag(FLAGS_client_write_timeout_ms);
+  o.max_streams_per_connection_s = absl::GetFlag(FLAGS_max_streams_per_connection_s);
+  o.max_resets_per_connection_s = absl::GetFlag(FLAGS_max_resets_per_connection_s);
   const int max_stops = absl::GetFlag(FLAGS_max_stop_strings);
   const int max_text = absl::GetFlag(FLAGS_max_prompt_text_bytes);
   if (max_stops < 0 || max_text < 1) {

@@ -85,6 +85,7 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
   rejections_[0] = &rejections.Add({{"reason", "queue_full"}});
   rejections_[1] = &rejections.Add({{"reason", "queue_timeout"}});
   rejections_[2] = &rejections.Add({{"reason", "draining"}});
+  rejections_[3] = &rejections.Add({{"reason", "connection_limit"}});
   auto& migrations = prometheus::BuildCounter()
                          .Name("pkv_router_migrations_total")
                          .Help("Streams moved to another worker after theirs was lost, by phase "

@@ -21,7 +21,8 @@ namespace pkv::router {
 
 class RouterMetrics {
  public:
-  enum class Rejection { kQueueFull = 0, kQueueTimeout = 1, kDraining = 2 };
+  // kConnectionLimit: a stream of a client connection over its open/reset rate (being closed).
+  enum class Rejection { kQueueFull = 0, kQueueTimeout = 1, kDraining = 2, kConnectionLimit = 3 };
 
   explicit RouterMetrics(prometheus::Registry& registry);
   RouterMetrics(const RouterMetrics&) = delete;
@@ -60,7 +61,7 @@ class RouterMetrics {
   prometheus::Histogram& request_duration_;
   prometheus::Histogram& time_to_first_token_;
   std::array<prometheus::Counter*, kNumPlacementReasons> placements_{};
-  std::array<prometheus::Counter*, 3> rejections_{};
+  std::array<prometheus::Counter*, 4> rejections_{};
   prometheus::Counter& failovers_;
   std::array<prometheus::Counter*, 2> migrations_{};
   prometheus::Counter& ejections_;

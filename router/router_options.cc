@@ -94,6 +94,8 @@ absl::Status ValidateRouterOptions(const RouterOptions& o) {
       {"max_metadata_bytes", {o.max_metadata_bytes, 1024}},
       {"handshake_timeout_ms", {o.handshake_timeout_ms, 100}},
       {"client_write_timeout_ms", {o.client_write_timeout_ms, 0}},
+      {"max_streams_per_connection_s", {o.max_streams_per_connection_s, 0}},
+      {"max_resets_per_connection_s", {o.max_resets_per_connection_s, 0}},
   };
   for (const auto& [flag, value_min] : checks) {
     absl::Status s = CheckAtLeast(flag, value_min.first, value_min.second);

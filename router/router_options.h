@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "api/request_validation.h"
 #include "common/tls.h"
+#include "router/connection_guard.h"
 
 namespace pkv::router {
 
@@ -75,6 +76,10 @@ struct RouterOptions {
   // A client that leaves one write (or the final status) unread this long is cancelled, which
   // frees its admission slot and the worker's KV pages (0 = never).
   int client_write_timeout_ms = 30000;
+  // Per client connection, in any one-second window (router/connection_guard.h, RELIABILITY S5):
+  // streams opened and streams the client reset; past either the connection is closed. 0 = off.
+  int max_streams_per_connection_s = 2000;
+  int max_resets_per_connection_s = 200;
 
   // Security. An empty TlsFiles means plaintext (the binary demands --insecure for that).
   TlsFiles client_tls;  // --tls_cert/--tls_key; --tls_ca: verifies client certificates

@@ -35,7 +35,9 @@ RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_
                    metrics_.SetQueueDepth(queued);
                  }),
       placer_(static_cast<size_t>(options_.max_sessions), StartupKey()),
-      ids_(StartupKey()) {}
+      ids_(StartupKey()),
+      connections_(ConnectionLimits{options_.max_streams_per_connection_s,
+                                    options_.max_resets_per_connection_s}) {}
 
 RouterServer::~RouterServer() { Shutdown(); }
 
@@ -60,6 +62,7 @@ absl::Status RouterServer::Start() {
   rc.streams = &streams_;
   rc.draining = &draining_;
   rc.auth = auth_.get();
+  rc.connections = &connections_;
   service_ = std::make_unique<GenerationService>(rc);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -84,6 +87,7 @@ absl::Status RouterServer::Start() {
           absl::StrCat("cannot listen on ", options_.listen,
                        " (address in use or not local?); pick another with --listen=host:port"));
     }
+    connections_.set_listen_port(port_);
     grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
     health->SetServingStatus("", true);  // liveness: the process serves gRPC
     health->SetServingStatus(kGenerationService, false);  // readiness: once a worker is healthy

@@ -70,6 +70,7 @@ class RouterServer {
   Placer placer_;
   RequestTable requests_;
   IdSource ids_;
+  ConnectionGuard connections_;
   LiveCounter streams_;
   std::atomic<bool> draining_{false};
   std::unique_ptr<ApiKeyAuthenticator> auth_;  // null: no API keys configured

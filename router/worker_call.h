@@ -44,8 +44,16 @@ class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateR
   // True once any message arrived (the worker accepted the request).
   bool got_message() const { return got_message_.load(); }
   // The router gave up on a silent worker; the CANCELLED that follows means "worker lost".
-  void MarkStalled() { stalled_.store(true); }
+  // `proven`: the worker's own answer showed the fault (a wedged engine, output that never
+  // comes), so it is ejected at once; else (no answer) the registry verifies first.
+  void MarkStalled(bool proven) {
+    stall_proven_.store(proven);
+    stalled_.store(true);
+  }
   bool stalled() const { return stalled_.load(); }
+  bool stall_proven() const { return stall_proven_.load(); }
+  // The worker's stub (valid once Start ran), for the stall check's GetProgress.
+  const std::shared_ptr<pkv::v1::Worker::Stub>& stub() const { return stub_; }
   // The router itself cancelled (client gone, stream finished); the CANCELLED is expected.
   void MarkAbandoned() { abandoned_.store(true); }
   bool abandoned() const { return abandoned_.load(); }
@@ -62,6 +70,7 @@ class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateR
   pkv::v1::WorkerGenerateResponse response_;
   std::atomic<bool> got_message_{false};
   std::atomic<bool> stalled_{false};
+  std::atomic<bool> stall_proven_{false};
   std::atomic<bool> abandoned_{false};
 };
 

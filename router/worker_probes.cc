@@ -1,6 +1,7 @@
 // WorkerRegistry's probes: async health Check, GetLoad and GetModelInfo calls and the state
 // transitions their answers drive (circuit breaker included). Split from worker_registry.cc to
 // keep each file small. Every callback carries the slot generation it was issued for.
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,8 @@ using grpc::health::v1::HealthCheckResponse;
 
 // ModelInfo is read once per healthy transition; a slow answer (a model still warming up) is fine.
 constexpr absl::Duration kModelInfoTimeout = absl::Seconds(2);
+// The least time a worker reported lost has to answer the verifying health check.
+constexpr absl::Duration kVerifyTimeout = absl::Seconds(1);
 
 template <typename Request, typename Response>
 struct TypedProbe : internal::RegistryProbe {
@@ -97,6 +100,59 @@ void WorkerRegistry::FetchModelInfo(int w, uint64_t generation) {
                                 OnModelInfoDone(w, generation, status, probe->response);
                                 Unregister(probe.get());
                               });
+}
+
+void WorkerRegistry::VerifyLost(int w, uint64_t generation, std::string why) {
+  // Long enough that a router just back from a pause or starvation reads the answer in time.
+  auto probe = NewProbe<HealthCheckRequest, HealthCheckResponse>(
+      std::max(kVerifyTimeout, 2 * absl::Milliseconds(options_.health_timeout_ms)));
+  probe->request.set_service(options_.worker_health_service);
+  std::shared_ptr<grpc::health::v1::Health::Stub> health;
+  {
+    absl::MutexLock lock(&mu_);
+    Worker& worker = *workers_[w];
+    if (stopping_ || worker.generation != generation || worker.health == nullptr) {
+      if (worker.generation == generation) worker.suspect = false;
+      return;
+    }
+    health = worker.health;
+    probes_.emplace(probe.get(), probe);
+  }
+  health->async()->Check(&probe->ctx, &probe->request, &probe->response,
+                         [this, w, generation, probe, health, why](grpc::Status status) {
+                           OnVerifyDone(w, generation, status, probe->response.status(), why);
+                           Unregister(probe.get());
+                         });
+}
+
+void WorkerRegistry::OnVerifyDone(int w, uint64_t generation, const grpc::Status& status,
+                                  HealthCheckResponse::ServingStatus serving,
+                                  const std::string& why) {
+  bool was_healthy = false, is_healthy = false, ejected = false;
+  std::string address;
+  {
+    absl::MutexLock lock(&mu_);
+    Worker& worker = *workers_[w];
+    if (worker.generation != generation) return;
+    address = worker.address;
+    was_healthy = HealthyLocked(worker);
+    worker.suspect = false;
+    if (!status.ok()) {
+      if (worker.breaker.closed()) ejected = TripLocked(worker);
+      worker.logged_down = true;
+    } else if (serving != HealthCheckResponse::SERVING) {
+      MarkNotServingLocked(worker);
+    }
+    is_healthy = HealthyLocked(worker);
+  }
+  if (ejected) {
+    PKV_LOG(WARNING) << "worker " << address << " ejected: " << why
+                     << "; its health check failed too: " << status.error_message();
+  } else if (status.ok()) {
+    PKV_LOG(INFO) << "worker " << address << " answered its health check after a stream reported "
+                  << why << "; not ejected";
+  }
+  if (was_healthy != is_healthy) NotifyChange();
 }
 
 void WorkerRegistry::Unregister(internal::RegistryProbe* probe) {

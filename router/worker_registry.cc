@@ -151,6 +151,13 @@ int WorkerRegistry::num_healthy() const {
   return NumHealthyLocked();
 }
 
+int WorkerRegistry::num_suspect() const {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& w : workers_) n += !w->removed && w->suspect;
+  return n;
+}
+
 int WorkerRegistry::NumHealthyLocked() const {
   int n = 0;
   for (const auto& w : workers_) n += HealthyLocked(*w);
@@ -216,7 +223,7 @@ bool WorkerRegistry::TripLocked(Worker& worker) {
   return ejected;
 }
 
-void WorkerRegistry::ReportLost(int w, absl::string_view why) {
+void WorkerRegistry::ReportFailed(int w, absl::string_view why) {
   bool changed = false, ejected = false;
   std::string address;
   {
@@ -232,6 +239,22 @@ void WorkerRegistry::ReportLost(int w, absl::string_view why) {
     PKV_LOG(WARNING) << "worker " << address << " ejected: " << why;
   }
   if (changed) NotifyChange();
+}
+
+void WorkerRegistry::ReportLost(int w, absl::string_view why) {
+  bool changed = false;
+  uint64_t generation = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    Worker& worker = *workers_[w];
+    // Already out of rotation, or already being checked.
+    if (worker.removed || !worker.breaker.closed() || worker.suspect) return;
+    changed = HealthyLocked(worker);
+    worker.suspect = true;
+    generation = worker.generation;
+  }
+  if (changed) NotifyChange();
+  VerifyLost(w, generation, std::string(why));
 }
 
 void WorkerRegistry::NotifyChange() {

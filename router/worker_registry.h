@@ -92,6 +92,8 @@ class WorkerRegistry {
 
   bool IsHealthy(int w) const;
   int num_healthy() const;
+  // Workers out of rotation while a health check verifies them (ReportLost).
+  int num_suspect() const;
   // Worker id the worker reported (Load or Accepted), else its address.
   std::string WorkerId(int w) const;
   // Placement inputs for every active worker.
@@ -105,10 +107,15 @@ class WorkerRegistry {
   void EndCall(int w);
   int inflight(int w) const;
 
-  // Passive health: a stream on w was lost or refused (connection refused or reset, stalled,
-  // draining, failed). Ejects w at once (no-op when already ejected); `why` is logged.
+  // Passive health: a stream on w was lost (connection refused or reset, no answer to a progress
+  // check). That may be the router's own fault (a transport it tore down after being starved or
+  // paused), so w only leaves rotation at once (suspect) while a health check verifies it: w is
+  // ejected when the check fails, and back in rotation, not ejected, when it answers. No-op when
+  // already ejected or suspect; `why` is logged.
   void ReportLost(int w, absl::string_view why);
-  void ReportUnavailable(int w) { ReportLost(w, "a Generate call found it unavailable"); }
+  // The worker's own answer proved the failure (its engine is wedged, its stream output never
+  // comes): ejects w at once (no-op when already ejected).
+  void ReportFailed(int w, absl::string_view why);
 
   // DNS discovery: the full current answer (worker_membership.cc). See the header comment.
   void SetDiscovered(const std::vector<std::string>& addresses);
@@ -135,12 +142,14 @@ class WorkerRegistry {
     bool load_pending = false;
     bool model_pending = false;
     bool logged_down = false;    // said once per outage why it is not used
+    bool suspect = false;        // a stream reported it lost; a verifying health check is out
     uint64_t reported_load = 0;  // running + waiting
     std::string worker_id;
   };
 
   bool HealthyLocked(const Worker& w) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return !w.removed && w.breaker.closed() && w.serving && !w.draining && w.model.has_value();
+    return !w.removed && !w.suspect && w.breaker.closed() && w.serving && !w.draining &&
+           w.model.has_value();
   }
   int NumHealthyLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int NumActiveLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -150,6 +159,11 @@ class WorkerRegistry {
   void ProbeHealth(int w, bool regular);
   void ProbeLoad(int w);
   void FetchModelInfo(int w, uint64_t generation);
+  // ReportLost's check: a health Check with a generous deadline; ejects w only if it fails.
+  void VerifyLost(int w, uint64_t generation, std::string why);
+  void OnVerifyDone(int w, uint64_t generation, const grpc::Status& status,
+                    grpc::health::v1::HealthCheckResponse::ServingStatus serving,
+                    const std::string& why);
   void OnCheckDone(int w, uint64_t generation, const grpc::Status& status,
                    grpc::health::v1::HealthCheckResponse::ServingStatus serving);
   void OnLoadDone(int w, uint64_t generation, const grpc::Status& status,

@@ -83,7 +83,8 @@ std::string EncodeH2Frame(H2Type type, uint8_t flags, uint32_t stream_id,
   return out;
 }
 
-std::string GrpcRequestHeaderBlock(const std::string& path, const std::string& authority) {
+std::string GrpcRequestHeaderBlock(const std::string& path, const std::string& authority,
+                                   const std::vector<std::pair<std::string, std::string>>& extra) {
   // Static-table indices (RFC 7541 appendix A): 3 = ":method: POST", 6 = ":scheme: http" (both
   // fully indexed, 0x80 | index), 4 = ":path", 1 = ":authority", 31 = "content-type".
   std::string block;
@@ -93,6 +94,7 @@ std::string GrpcRequestHeaderBlock(const std::string& path, const std::string& a
   AppendLiteralIndexedName(&block, 1, authority);
   AppendLiteralIndexedName(&block, 31, "application/grpc");
   AppendLiteralNewName(&block, "te", "trailers");  // gRPC servers require it
+  for (const auto& [name, value] : extra) AppendLiteralNewName(&block, name, value);
   return block;
 }
 

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,8 +52,11 @@ struct H2Frame {
 std::string EncodeH2Frame(H2Type type, uint8_t flags, uint32_t stream_id,
                           const std::string& payload);
 // An HPACK header block for a gRPC request: :method POST, :scheme http, :path, :authority,
-// content-type application/grpc, te trailers.
-std::string GrpcRequestHeaderBlock(const std::string& path, const std::string& authority);
+// content-type application/grpc, te trailers, then `extra` headers (lower-case names, e.g.
+// {"grpc-timeout", "2562047H"}) as given.
+std::string GrpcRequestHeaderBlock(
+    const std::string& path, const std::string& authority,
+    const std::vector<std::pair<std::string, std::string>>& extra = {});
 // A gRPC length-prefixed message: uncompressed flag 0, 4-byte big-endian length, the bytes.
 std::string GrpcLengthPrefixed(const std::string& message);
 

@@ -17,6 +17,7 @@ void StreamOutbox::OnAccepted(const std::vector<int32_t>& prompt_token_ids) {
 }
 
 void StreamOutbox::OnChunk(pkv::v1::Chunk chunk) {
+  if (progress_ != nullptr) progress_->tokens_produced.fetch_add(chunk.token_ids_size());
   pkv::v1::WorkerGenerateResponse msg;
   *msg.mutable_chunk() = std::move(chunk);
   Push(std::move(msg), false, grpc::Status::OK);
@@ -87,6 +88,7 @@ void StreamOutbox::MaybeStartWriteLocked() {
   }
   if (terminal_queued_ || broken_) {
     finished_ = true;
+    MarkFinished();
     reactor_->FinishWith(broken_ && final_status_.ok()
                              ? grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled")
                              : final_status_);
@@ -107,8 +109,15 @@ void StreamOutbox::Cancelled() {
   MaybeStartWriteLocked();
 }
 
+void StreamOutbox::MarkFinished() {
+  if (progress_ == nullptr) return;
+  int64_t live = 0;
+  progress_->finished_at_ns.compare_exchange_strong(live, absl::ToUnixNanos(absl::Now()));
+}
+
 void StreamOutbox::Detach() {
   absl::MutexLock lock(&mu_);
+  MarkFinished();
   reactor_ = nullptr;
   BreakLocked(AbortReason::kClientCancel);
 }

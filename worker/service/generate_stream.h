@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "worker/service/request_sink.h"
+#include "worker/service/stream_progress.h"
 
 namespace pkv {
 
@@ -34,8 +35,10 @@ class StreamOutbox : public RequestSink {
 
   // `deadline`: the call's (InfiniteFuture when none); a transport cancel within
   // kDeadlineSlack of it is reported as the deadline, not as a client cancel.
-  StreamOutbox(std::string worker_id, absl::Time deadline)
-      : worker_id_(std::move(worker_id)), deadline_(deadline) {}
+  // `progress` (may be null) counts the tokens produced and marks the end, for GetProgress.
+  StreamOutbox(std::string worker_id, absl::Time deadline,
+               std::shared_ptr<StreamProgress> progress = nullptr)
+      : worker_id_(std::move(worker_id)), deadline_(deadline), progress_(std::move(progress)) {}
 
   // The router's cancel at the client's deadline can overtake the worker's own deadline timer by
   // the request's transit time; a cancel this close to the deadline is the deadline
@@ -59,9 +62,12 @@ class StreamOutbox : public RequestSink {
   void WriteDone(bool ok);
   void Cancelled();
   void Detach();
+  // The stream's end was handed to gRPC (or the reactor went away): GetProgress says finished.
+  void MarkFinished();
 
   const std::string worker_id_;
   const absl::Time deadline_;
+  const std::shared_ptr<StreamProgress> progress_;
   mutable absl::Mutex mu_;
   GenerateStream* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::deque<pkv::v1::WorkerGenerateResponse> queue_ ABSL_GUARDED_BY(mu_);

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "common/deadline.h"
 #include "common/grpc_status.h"
 #include "worker/service/generate_stream.h"
 
@@ -29,12 +30,6 @@ grpc::Status NotReady() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is loading its model; retry shortly");
 }
 
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
-  const auto deadline = context->deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
-  return absl::FromChrono(deadline);
-}
-
 }  // namespace
 
 WorkerService::WorkerService(std::string worker_id,
@@ -47,10 +42,12 @@ grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Genera
   if (!allowed.ok()) return new RejectedStream(std::move(allowed));
   Engine* engine = engine_.load();
   if (engine == nullptr) return new RejectedStream(context, NotReady());
-  const absl::Time deadline = DeadlineOf(context);
-  auto outbox = std::make_shared<StreamOutbox>(worker_id_, deadline);
+  const absl::Time deadline = ServerCallDeadline(*context);
+  auto progress = std::make_shared<StreamProgress>();
+  auto outbox = std::make_shared<StreamOutbox>(worker_id_, deadline, progress);
   absl::StatusOr<uint64_t> id = engine->Submit(*request, deadline, outbox);
   if (!id.ok()) return new RejectedStream(context, ToGrpcStatus(id.status()));
+  progress_.Add(request->request().request_id(), std::move(progress));
   const uint64_t seq_id = *id;
   StreamOutbox* sink = outbox.get();  // the reactor owns a reference until OnDone
   return new GenerateStream(context, std::move(outbox), [engine, seq_id, sink] {
@@ -92,6 +89,24 @@ grpc::ServerUnaryReactor* WorkerService::GetLoad(grpc::CallbackServerContext* co
     response->set_kv_pages_total(static_cast<uint64_t>(load.pages_total));
     response->set_draining(load.draining);
     response->set_worker_id(worker_id_);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerService::GetProgress(grpc::CallbackServerContext* context,
+                                                     const pkv::v1::GetProgressRequest* request,
+                                                     pkv::v1::Progress* response) {
+  return Answer(context, /*admin=*/false, [&](Engine* engine) {
+    if (engine == nullptr) return NotReady();
+    const std::optional<StreamProgressTable::Answer> progress =
+        progress_.Lookup(request->request_id());
+    response->set_found(progress.has_value());
+    if (progress.has_value()) {
+      response->set_tokens_produced(progress->tokens_produced);
+      response->set_finished(progress->finished);
+    }
+    response->set_engine_stalled_ms(
+        static_cast<uint64_t>(absl::ToInt64Milliseconds(engine->StalledFor(absl::Now()))));
     return grpc::Status::OK;
   });
 }

@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "worker/service/engine.h"
+#include "worker/service/stream_progress.h"
 #include "worker/service/worker_security.h"
 
 namespace pkv {
@@ -34,6 +35,10 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
   grpc::ServerUnaryReactor* GetLoad(grpc::CallbackServerContext* context,
                                     const pkv::v1::GetLoadRequest* request,
                                     pkv::v1::Load* response) override;
+  // The router's check on a silent stream (worker.proto GetProgress).
+  grpc::ServerUnaryReactor* GetProgress(grpc::CallbackServerContext* context,
+                                        const pkv::v1::GetProgressRequest* request,
+                                        pkv::v1::Progress* response) override;
   grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* context,
                                   const pkv::v1::DrainRequest* request,
                                   pkv::v1::DrainResponse* response) override;
@@ -50,6 +55,7 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
   const std::string worker_id_;
   std::function<void(double)> on_drain_;
   PeerPolicy policy_;
+  StreamProgressTable progress_;  // per request id, for GetProgress
   std::atomic<Engine*> engine_{nullptr};
 };
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -32,6 +33,18 @@ class FakeWorker::Service final : public pkv::v1::Worker::Service {
     load->set_kv_pages_total(128);
     return grpc::Status::OK;
   }
+  grpc::Status GetProgress(grpc::ServerContext*, const pkv::v1::GetProgressRequest* request,
+                           pkv::v1::Progress* progress) override {
+    owner_->progress_checks_.fetch_add(1);
+    absl::MutexLock lock(&owner_->mu_);
+    auto it = owner_->progress_.find(request->request_id());
+    if (it != owner_->progress_.end()) {
+      progress->set_found(true);
+      progress->set_tokens_produced(it->second.tokens_produced);
+      progress->set_finished(it->second.finished);
+    }
+    return grpc::Status::OK;
+  }
   grpc::Status Drain(grpc::ServerContext*, const pkv::v1::DrainRequest*,
                      pkv::v1::DrainResponse*) override {
     return grpc::Status::OK;
@@ -51,23 +64,49 @@ class FakeWorker::Service final : public pkv::v1::Worker::Service {
   FakeWorker* const owner_;
 };
 
+// grpc.health.v1 Check: the serving flag, or UNAVAILABLE while "down" after a crash (kFail).
+class FakeWorker::Health final : public grpc::health::v1::Health::Service {
+ public:
+  explicit Health(FakeWorker* owner) : owner_(owner) {}
+  grpc::Status Check(grpc::ServerContext*, const grpc::health::v1::HealthCheckRequest*,
+                     grpc::health::v1::HealthCheckResponse* response) override {
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      if (absl::Now() < owner_->down_until_) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake worker is down");
+      }
+    }
+    response->set_status(owner_->serving_.load()
+                             ? grpc::health::v1::HealthCheckResponse::SERVING
+                             : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    return grpc::Status::OK;
+  }
+
+ private:
+  FakeWorker* const owner_;
+};
+
 FakeWorker::FakeWorker(std::string worker_id)
-    : worker_id_(std::move(worker_id)), service_(std::make_unique<Service>(this)) {
+    : worker_id_(std::move(worker_id)),
+      service_(std::make_unique<Service>(this)),
+      health_(std::make_unique<Health>(this)) {
   script_ = [](int) { return FakeScript{}; };
 }
 
 FakeWorker::~FakeWorker() { Stop(); }
 
 void FakeWorker::Start() {
-  grpc::EnableDefaultHealthCheckService(true);
+  // Our own Health service (crash emulation); the process-wide default (which RouterServer turns
+  // on before building its own server) would register a second one.
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
+  builder.RegisterService(health_.get());
   // Accept the router's keepalive pings (RELIABILITY.md 3.0), as the real worker must.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   server_ = builder.BuildAndStart();
-  SetServing(true);
 }
 
 void FakeWorker::Stop() {
@@ -77,10 +116,7 @@ void FakeWorker::Stop() {
   server_.reset();
 }
 
-void FakeWorker::SetServing(bool serving) {
-  server_->GetHealthCheckService()->SetServingStatus("", serving);
-  server_->GetHealthCheckService()->SetServingStatus("pkv.v1.Worker", serving);
-}
+void FakeWorker::SetServing(bool serving) { serving_.store(serving); }
 
 void FakeWorker::SetScript(std::function<FakeScript(int)> script) {
   absl::MutexLock lock(&mu_);
@@ -99,7 +135,17 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
     requests_.push_back(*request);
     deadlines_.push_back(ctx->deadline());
     sent_.emplace_back();
+    progress_[request->request().request_id()] = Progress{};
   }
+  // Whatever happens next, the stream's end is what GetProgress reports after it.
+  struct MarkFinished {
+    FakeWorker* fake;
+    std::string id;
+    ~MarkFinished() {
+      absl::MutexLock lock(&fake->mu_);
+      fake->progress_[id].finished = true;
+    }
+  } mark_finished{this, request->request().request_id()};
   if (!script.refuse.ok()) return script.refuse;
   pkv::v1::WorkerGenerateResponse response;
   auto* accepted = response.mutable_accepted();
@@ -130,11 +176,18 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
     tokens += script.tokens_per_chunk;
     absl::MutexLock lock(&mu_);
     sent_[index].insert(sent_[index].end(), ids.begin(), ids.end());
+    progress_[request->request().request_id()].tokens_produced += script.tokens_per_chunk;
   }
   switch (script.end) {
-    case FakeScript::End::kFail:
+    case FakeScript::End::kFail: {
+      absl::MutexLock lock(&mu_);
+      down_until_ = absl::Now() + script.down_for;
       return script.fail;
-    case FakeScript::End::kHang:
+    }
+    case FakeScript::End::kHang: {
+      absl::MutexLock lock(&mu_);
+      progress_[request->request().request_id()].tokens_produced += 1000;
+    }
       while (!ctx->IsCancelled()) absl::SleepFor(absl::Milliseconds(2));
       ++cancelled_;
       return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");

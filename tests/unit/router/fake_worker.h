@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,8 +29,13 @@ struct FakeScript {
   int chunks = 4;                          // chunks after Accepted
   int tokens_per_chunk = 1;
   absl::Duration chunk_interval = absl::ZeroDuration();
+  // kFail: the worker crashes after its chunks: the stream fails with `fail` and its health
+  // checks fail for `down_for` (a restart), so the router's verification ejects it.
+  // kHang: the worker stops sending yet claims, when asked (GetProgress), to have produced more
+  // tokens than it sent: output that never comes.
   enum class End { kComplete, kFail, kHang } end = End::kComplete;
   grpc::Status fail = grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake worker lost");
+  absl::Duration down_for = absl::Milliseconds(500);
 };
 
 class FakeWorker {
@@ -58,19 +64,28 @@ class FakeWorker {
   // Token ids streamed by call `i`, in order.
   std::vector<uint32_t> sent_tokens(int i) const;
   std::vector<std::string> aborted_ids() const;
+  int progress_checks() const { return progress_checks_.load(); }
 
  private:
   class Service;
+  class Health;
+  struct Progress {
+    uint64_t tokens_produced = 0;
+    bool finished = false;
+  };
   grpc::Status Generate(grpc::ServerContext* ctx, const pkv::v1::WorkerGenerateRequest* request,
                         grpc::ServerWriter<pkv::v1::WorkerGenerateResponse>* writer);
 
   const std::string worker_id_;
   std::unique_ptr<Service> service_;
+  std::unique_ptr<Health> health_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::atomic<uint32_t> running_{0};
   std::atomic<int> calls_{0};
   std::atomic<int> cancelled_{0};
+  std::atomic<int> progress_checks_{0};
+  std::atomic<bool> serving_{true};
 
   mutable absl::Mutex mu_;
   std::function<FakeScript(int)> script_ ABSL_GUARDED_BY(mu_);
@@ -78,6 +93,8 @@ class FakeWorker {
   std::vector<std::chrono::system_clock::time_point> deadlines_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<uint32_t>> sent_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> aborted_ ABSL_GUARDED_BY(mu_);
+  absl::Time down_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::map<std::string, Progress> progress_ ABSL_GUARDED_BY(mu_);  // by request id
 
   friend class Service;
 };

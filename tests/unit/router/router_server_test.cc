@@ -163,7 +163,7 @@ TEST(RouterServerTest, FollowsWorkerHealthBothWays) {
   EXPECT_TRUE(h.Run(TokenRequest({1}, 4)).status.ok());
 }
 
-TEST(RouterServerTest, ModelInfoAndAbortForwarding) {
+TEST(RouterServerTest, ModelInfoAndAbortEndsTheStreamAtTheRouter) {
   FakeWorker worker("w");
   worker.Start();
   worker.SetScript([](int) { return HangAfterOneChunk(); });
@@ -191,8 +191,19 @@ TEST(RouterServerTest, ModelInfoAndAbortForwarding) {
     ASSERT_TRUE(h.stub().Abort(&ctx, abort, &answer).ok());
   }
   EXPECT_TRUE(answer.found());
-  ASSERT_EQ(worker.aborted_ids().size(), 1u);
-  EXPECT_EQ(worker.aborted_ids()[0], "abort-me");
+  // The router ends the client's stream CANCELLED and cancels the worker call; it does not
+  // forward the Abort (whose CANCELLED would read as the worker's failure) nor eject anyone.
+  grpc::Status aborted = stream->reader->Finish();
+  EXPECT_EQ(aborted.error_code(), grpc::StatusCode::CANCELLED) << aborted.error_message();
+  EXPECT_NE(aborted.error_message().find("Abort"), std::string::npos) << aborted.error_message();
+  EXPECT_TRUE(worker.WaitForCancelled(1, kWait));
+  EXPECT_TRUE(worker.aborted_ids().empty());
+  EXPECT_TRUE(h.WaitForHealthy(1, kWait));
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(h.stub().Abort(&ctx, abort, &answer).ok());
+  }
+  EXPECT_FALSE(answer.found()) << "a finished stream is not found";
   abort.set_request_id("unknown-id");
   {
     grpc::ClientContext ctx;
@@ -205,7 +216,6 @@ TEST(RouterServerTest, ModelInfoAndAbortForwarding) {
     EXPECT_EQ(h.stub().Abort(&ctx, abort, &answer).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
   }
-  CancelAndFinish(*stream);
 }
 
 TEST(RouterServerTest, DrainLetsInFlightFinishAndRefusesNewStreams) {
