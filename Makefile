@@ -2,9 +2,9 @@
 BUILD ?= build
 export BUILD
 
-.PHONY: demo serve test asan-test setup build model clean
+.PHONY: demo serve test asan-test setup setup-demo build build-demo model clean
 
-demo: model           ## build, start router + 2 workers, stream a generation, stop
+demo: model           ## build what it runs, start router + 2 workers, stream a generation, stop
 	@scripts/cluster.sh demo
 
 serve: model          ## same cluster, left running until Ctrl-C
@@ -16,13 +16,19 @@ test: build           ## the whole CPU suite (unit + integration); GPU tests: ct
 asan-test: setup      ## unit + integration suites under ASan/LSan/UBSan (CPU only, build-asan/)
 	@scripts/asan_test.sh
 
-setup:                ## install missing Debian packages
+setup:                ## install missing Debian packages (build, tests, tools)
 	@scripts/setup.sh
 
-build: setup          ## configure and compile into $(BUILD)/
+setup-demo:           ## only the packages `make demo` needs
+	@scripts/setup.sh demo
+
+build: setup          ## configure and compile everything into $(BUILD)/ (CUDA when nvcc exists)
 	@scripts/build.sh
 
-model: build          ## the bundled tiny random model (models/tiny), made once
+build-demo: setup-demo  ## only the demo's binaries; CUDA only with a GPU present
+	@scripts/build.sh demo
+
+model: build-demo     ## the bundled tiny random model (models/tiny), made once
 	@test -f models/tiny/config.json || $(BUILD)/bin/pkv-make-model --out models/tiny --shape tiny
 
 clean:

@@ -174,7 +174,7 @@ void GenerateStream::StartAttempt() {
       inconclusive_probes_ = 0;
       tried_workers_.push_back(w);
       rc_.metrics->RecordPlacement(placement->reason);
-      calls_.push_back(std::make_unique<WorkerCall>(this, w, BuildWorkerRequestLocked(),
+      calls_.push_back(std::make_unique<WorkerCall>(this, w, stub, BuildWorkerRequestLocked(),
                                                     ToClientDeadline(deadline_)));
       call = call_ = calls_.back().get();
       Ref();  // dropped in OnWorkerDone
@@ -182,7 +182,7 @@ void GenerateStream::StartAttempt() {
       ArmStallTimerLocked(last_worker_message_ + absl::Milliseconds(rc_.options->stall_timeout_ms));
     }
   }
-  if (call != nullptr) call->Start(std::move(stub));
+  if (call != nullptr) call->Start();
   Flush();
 }
 

@@ -18,16 +18,20 @@
 //            replay attempt that fails before its first chunk is re-placed like a first attempt
 //            (max_attempts, backoff); else ABORTED "... after N tokens" + trailer
 //            tokens-emitted: N.
-//   every lost worker is reported to the registry at once (ejected, router/circuit_breaker.h).
-//   client cancels / deadline: the worker call is cancelled at once; a deadline that passed
-//            before admission or before a (re-)placement ends the stream with DEADLINE_EXCEEDED
-//            without calling a worker.
+//   a lost worker is reported to the registry: proven failures (a wedged engine, output that
+//            never arrives) eject it at once; other losses make it suspect until a health check
+//            decides (router/worker_registry.h).
+//   client cancels / deadline / Generation.Abort: the worker call is cancelled at once (the
+//            router's own cancel is never the worker's failure); Abort ends the stream CANCELLED
+//            after the tokens already queued; a deadline that passed before admission or before a
+//            (re-)placement ends the stream with DEADLINE_EXCEEDED without calling a worker.
 //   client stops reading (a write outstanding for client_write_timeout_ms): the call is
 //            cancelled (ClientWriteWatchdog), which cancels the worker call too.
-//   "Lost" = UNAVAILABLE, an unexpected CANCELLED, an OK end without Complete, or silence for
-//   stall_timeout_ms while tokens are expected (before an attempt's first chunk silence only
-//   counts when the registry also sees the worker unhealthy, since a queued request legitimately
-//   waits).
+//   "Lost" = UNAVAILABLE, an OK end without Complete, or a stall verdict. Silence for
+//   stall_timeout_ms by the router's clock only starts a progress check (Worker.GetProgress), since
+//   the router itself may have been starved or paused; the worker's answer decides
+//   (JudgeSilenceLocked). RESOURCE_EXHAUSTED after tokens (the worker dropped a stream the router
+//   did not read) migrates the stream without blaming the worker.
 //
 // Threads: gRPC server reactions, worker-call reactions, admission callbacks and timer callbacks
 // all touch the state under mu_; gRPC operations (StartWrite, Finish, StartCall, TryCancel) are
@@ -121,6 +125,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   struct StallVerdict {
     bool convict = false;
     bool proven = false;  // the worker's own answer shows the fault (else: it did not answer)
+    bool waiting = false;  // not convicted: the request waits in the worker's queue
     std::string reason;
     absl::Time next_check;  // when not convicted
   };

@@ -278,6 +278,9 @@ void GenerateStream::OnProgressAnswer(const ProgressProbe* probe, const grpc::St
     if (probing_ == probe->call) probing_ = nullptr;
     if (probe->call == call_ && !completed_ && !out_.has_final()) {
       const StallVerdict verdict = JudgeSilenceLocked(*probe, status);
+      rc_.metrics->RecordStallCheck(verdict.convict   ? RouterMetrics::StallVerdict::kConvicted
+                                    : verdict.waiting ? RouterMetrics::StallVerdict::kWaiting
+                                                      : RouterMetrics::StallVerdict::kProgress);
       if (verdict.convict) {
         stall_reason_ = verdict.reason;
         call_->MarkStalled(verdict.proven);
@@ -327,6 +330,7 @@ GenerateStream::StallVerdict GenerateStream::JudgeSilenceLocked(const ProgressPr
     // Queued, prefilling or preempted while the engine steps: a legitimate wait. Check again
     // when a wedged engine would have crossed the stall timeout.
     inconclusive_probes_ = 0;
+    verdict.waiting = true;
     verdict.next_check =
         now + std::max(absl::Milliseconds(100), stall - absl::Milliseconds(p.engine_stalled_ms()));
     return verdict;

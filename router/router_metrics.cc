@@ -94,6 +94,16 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
                          .Register(registry);
   migrations_[0] = &migrations.Add({{"phase", "before_first_token"}});
   migrations_[1] = &migrations.Add({{"phase", "mid_stream"}});
+  auto& stall_checks = prometheus::BuildCounter()
+                           .Name("pkv_router_stall_checks_total")
+                           .Help(
+                               "Progress checks of worker streams silent for the stall timeout, "
+                               "by verdict (progress: output on its way or the stream spoke; "
+                               "waiting: queued at the worker; convicted: the worker failed)")
+                           .Register(registry);
+  stall_checks_[0] = &stall_checks.Add({{"verdict", "progress"}});
+  stall_checks_[1] = &stall_checks.Add({{"verdict", "waiting"}});
+  stall_checks_[2] = &stall_checks.Add({{"verdict", "convicted"}});
   prometheus::BuildGauge()
       .Name("pkv_build_info")
       .Help("Constant 1, labelled with the build")

@@ -38,6 +38,11 @@ class RouterMetrics {
   // accepted the request: queued or prefilling) or mid-stream (tokens were sent; replayed).
   enum class MigrationPhase { kBeforeFirstToken = 0, kMidStream = 1 };
   void RecordMigration(MigrationPhase phase) { migrations_[static_cast<int>(phase)]->Increment(); }
+  // A progress check of a silent worker stream and its verdict (generate_stream.h).
+  enum class StallVerdict { kProgress = 0, kWaiting = 1, kConvicted = 2 };
+  void RecordStallCheck(StallVerdict verdict) {
+    stall_checks_[static_cast<int>(verdict)]->Increment();
+  }
   // A worker's circuit breaker opened (router/circuit_breaker.h).
   void RecordEjection() { ejections_.Increment(); }
   // pkv_router_worker_placements_total{worker}: one child per worker address, created when the
@@ -64,6 +69,7 @@ class RouterMetrics {
   std::array<prometheus::Counter*, 4> rejections_{};
   prometheus::Counter& failovers_;
   std::array<prometheus::Counter*, 2> migrations_{};
+  std::array<prometheus::Counter*, 3> stall_checks_{};
   prometheus::Counter& ejections_;
   prometheus::Family<prometheus::Counter>& worker_placements_;
   prometheus::Counter& auth_failures_;

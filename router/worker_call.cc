@@ -5,16 +5,16 @@
 namespace pkv::router {
 
 WorkerCall::WorkerCall(WorkerCallObserver* observer, int worker,
+                       std::shared_ptr<pkv::v1::Worker::Stub> stub,
                        pkv::v1::WorkerGenerateRequest request,
                        std::chrono::system_clock::time_point deadline)
-    : observer_(observer), worker_(worker), request_(std::move(request)) {
+    : observer_(observer), worker_(worker), stub_(std::move(stub)), request_(std::move(request)) {
   // time_point::max() maps to "no deadline"; otherwise the worker sees the client's remaining
   // time (C++ gRPC does not propagate deadlines by itself, RELIABILITY.md anchor 3).
   ctx_.set_deadline(deadline);
 }
 
-void WorkerCall::Start(std::shared_ptr<pkv::v1::Worker::Stub> stub) {
-  stub_ = std::move(stub);
+void WorkerCall::Start() {
   stub_->async()->Generate(&ctx_, &request_, this);
   StartRead(&response_);
   StartCall();

@@ -31,13 +31,14 @@ class WorkerCallObserver {
 
 class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateResponse> {
  public:
-  // `deadline`: the client's deadline (time_point::max() = none), propagated as is.
-  WorkerCall(WorkerCallObserver* observer, int worker, pkv::v1::WorkerGenerateRequest request,
+  // `deadline`: the client's deadline (time_point::max() = none), propagated as is. The call
+  // keeps `stub` (and so the worker's channel) alive until it is destroyed.
+  WorkerCall(WorkerCallObserver* observer, int worker, std::shared_ptr<pkv::v1::Worker::Stub> stub,
+             pkv::v1::WorkerGenerateRequest request,
              std::chrono::system_clock::time_point deadline);
 
-  // Starts the RPC. Call once, without holding locks the observer's callbacks take. The call
-  // keeps `stub` (and so the worker's channel) alive until it is destroyed.
-  void Start(std::shared_ptr<pkv::v1::Worker::Stub> stub);
+  // Starts the RPC. Call once, without holding locks the observer's callbacks take.
+  void Start();
   void Cancel() { ctx_.TryCancel(); }
 
   int worker() const { return worker_; }
@@ -52,7 +53,7 @@ class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateR
   }
   bool stalled() const { return stalled_.load(); }
   bool stall_proven() const { return stall_proven_.load(); }
-  // The worker's stub (valid once Start ran), for the stall check's GetProgress.
+  // The worker's stub, for the stall check's GetProgress.
   const std::shared_ptr<pkv::v1::Worker::Stub>& stub() const { return stub_; }
   // The router itself cancelled (client gone, stream finished); the CANCELLED is expected.
   void MarkAbandoned() { abandoned_.store(true); }
@@ -64,7 +65,7 @@ class WorkerCall final : public grpc::ClientReadReactor<pkv::v1::WorkerGenerateR
 
   WorkerCallObserver* const observer_;
   const int worker_;
-  std::shared_ptr<pkv::v1::Worker::Stub> stub_;
+  const std::shared_ptr<pkv::v1::Worker::Stub> stub_;
   grpc::ClientContext ctx_;
   pkv::v1::WorkerGenerateRequest request_;
   pkv::v1::WorkerGenerateResponse response_;

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian packages PersistentKV builds and tests with, when they are missing.
+#   scripts/setup.sh        everything (build, tests, fuzzing, reference clients)
+#   scripts/setup.sh demo   only what `make demo` needs to build and run
 # Idempotent and quiet when everything is there. Uses sudo when not root.
 set -euo pipefail
 
+# What the binaries build with (CMake also finds GoogleTest at configure time).
 PACKAGES=(
   cmake ninja-build g++ pkg-config ccache curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev libgtest-dev libgmock-dev
   libpcre2-dev libicu-dev
-  libssl-dev openssl clang libclang-rt-14-dev
-  prometheus nodejs npm
+  libssl-dev openssl
 )
+# What the tests, benchmarks and fuzzers add: clang's libFuzzer, a real Prometheus, Node.js for
+# the outside reference clients.
+if [ "${1:-all}" != demo ]; then
+  PACKAGES+=(libbenchmark-dev clang libclang-rt-14-dev prometheus nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

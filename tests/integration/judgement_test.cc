@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,40 @@ namespace {
 constexpr char kEjections[] = "pkv_router_worker_ejections_total";
 constexpr char kMidStreamMigrations[] = "pkv_router_migrations_total{phase=\"mid_stream\"}";
 
+// Streams run concurrently through the router on a background thread; the test waits until each
+// has received `tokens` tokens, injects its fault, then collects the outcomes (joined on
+// destruction too, so a failed assertion never leaves the thread running).
+class StreamsInFlight {
+ public:
+  StreamsInFlight(const Cluster& cluster, std::vector<pkv::v1::GenerateRequest> requests,
+                  int tokens)
+      : controls_(requests.size()) {
+    for (auto& c : controls_) {
+      c.on_progress = [this, tokens](int got) {
+        if (got == tokens) started_.fetch_add(1);
+      };
+    }
+    thread_ = std::thread([this, &cluster, requests = std::move(requests)] {
+      outcomes_ = RunConcurrently(cluster, requests, kStreamDeadline, controls_);
+    });
+  }
+  ~StreamsInFlight() { Join(); }
+  bool WaitAllStarted() {
+    return WaitFor([&] { return started_.load() == static_cast<int>(controls_.size()); },
+                   absl::Seconds(30));
+  }
+  const std::vector<Outcome>& Join() {
+    if (thread_.joinable()) thread_.join();
+    return outcomes_;
+  }
+
+ private:
+  std::vector<StreamControl> controls_;
+  std::atomic<int> started_{0};
+  std::vector<Outcome> outcomes_;
+  std::thread thread_;
+};
+
 // Router SIGSTOP: the pause is longer than the stall timeout (3 s), which is the point.
 TEST(JudgementTest, PausedRouterEjectsNoHealthyWorker) {
   auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:20"});
@@ -44,22 +79,12 @@ TEST(JudgementTest, PausedRouterEjectsNoHealthyWorker) {
   const std::vector<Outcome> reference = References(*cluster, requests);
   const double ejections0 = RouterSample(*cluster, kEjections);
 
-  std::atomic<int> started{0};
-  std::vector<StreamControl> controls(requests.size());
-  for (auto& c : controls) {
-    c.on_progress = [&started](int tokens) {
-      if (tokens == 4) started.fetch_add(1);
-    };
-  }
-  std::vector<Outcome> outcomes;
-  std::thread clients(
-      [&] { outcomes = RunConcurrently(*cluster, requests, kStreamDeadline, controls); });
-  ASSERT_TRUE(WaitFor([&] { return started.load() == static_cast<int>(requests.size()); },
-                      absl::Seconds(30)));
+  StreamsInFlight streams(*cluster, requests, /*tokens=*/4);
+  ASSERT_TRUE(streams.WaitAllStarted());
   cluster->router().Signal(SIGSTOP);
   absl::SleepFor(absl::Seconds(5));
   cluster->router().Signal(SIGCONT);
-  clients.join();
+  const std::vector<Outcome>& outcomes = streams.Join();
 
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::string what = absl::StrCat("stream ", i);
@@ -68,6 +93,14 @@ TEST(JudgementTest, PausedRouterEjectsNoHealthyWorker) {
     EXPECT_EQ(outcomes[i].text, reference[i].text) << what;
   }
   EXPECT_EQ(RouterSample(*cluster, kEjections) - ejections0, 0) << cluster->Logs();
+  // Whether the late stall timers ran before the backlog of tokens was read depends on the
+  // scheduler; the checks' verdicts are printed, and none may convict.
+  const std::string checks = "pkv_router_stall_checks_total{verdict=";
+  std::printf("[paused router] stall checks: progress %.0f, waiting %.0f, convicted %.0f\n",
+              RouterSample(*cluster, checks + "\"progress\"}"),
+              RouterSample(*cluster, checks + "\"waiting\"}"),
+              RouterSample(*cluster, checks + "\"convicted\"}"));
+  EXPECT_EQ(RouterSample(*cluster, checks + "\"convicted\"}"), 0);
   for (int w = 0; w < 2; ++w) {
     const absl::Status quiet = WaitWorkerQuiescent(cluster->worker(w), absl::Seconds(10));
     EXPECT_TRUE(quiet.ok()) << "worker " << w << ": " << quiet;
@@ -160,22 +193,12 @@ TEST(JudgementTest, BothWorkersLostAfterTokensEndsAbortedWithTokensEmitted) {
   ASSERT_NE(cluster, nullptr);
   std::vector<pkv::v1::GenerateRequest> requests;
   for (int i = 0; i < 8; ++i) requests.push_back(GreedyRequest(300 + i, 6 + i, 1000));
-  std::atomic<int> started{0};
-  std::vector<StreamControl> controls(requests.size());
-  for (auto& c : controls) {
-    c.on_progress = [&started](int tokens) {
-      if (tokens == 8) started.fetch_add(1);
-    };
-  }
-  std::vector<Outcome> outcomes;
-  std::thread clients(
-      [&] { outcomes = RunConcurrently(*cluster, requests, kStreamDeadline, controls); });
-  ASSERT_TRUE(WaitFor([&] { return started.load() == static_cast<int>(requests.size()); },
-                      absl::Seconds(30)));
+  StreamsInFlight streams(*cluster, requests, /*tokens=*/8);
+  ASSERT_TRUE(streams.WaitAllStarted());
   cluster->worker(0).process->Signal(SIGKILL);
   absl::SleepFor(absl::Milliseconds(500));
   cluster->worker(1).process->Signal(SIGKILL);
-  clients.join();
+  const std::vector<Outcome>& outcomes = streams.Join();
 
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const Outcome& out = outcomes[i];
