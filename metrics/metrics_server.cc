@@ -5,11 +5,12 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
@@ -30,22 +31,6 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(const std::str
     host = host.substr(1, host.size() - 2);
   }
   return std::make_pair(host, address.substr(colon + 1));
-}
-
-void SetTimeouts(int fd, int seconds) {
-  timeval tv{seconds, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-bool WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 std::string Response(const char* status, const char* content_type, const std::string& body) {
@@ -113,44 +98,102 @@ MetricsServer::~MetricsServer() {
 }
 
 void MetricsServer::Serve() {
+  std::vector<Connection> open;
+  std::vector<pollfd> fds;
   while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+    // Drop connections past their deadline, then wait for the next event or deadline.
+    const absl::Time now = absl::Now();
+    absl::Time next_deadline = absl::InfiniteFuture();
+    for (size_t i = 0; i < open.size();) {
+      if (open[i].deadline <= now) {
+        close(open[i].fd);
+        open[i] = std::move(open.back());
+        open.pop_back();
+      } else {
+        next_deadline = std::min(next_deadline, open[i].deadline);
+        ++i;
+      }
     }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) continue;
-    HandleConnection(conn);
-    close(conn);
+    fds.assign({{listen_fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}});
+    for (const Connection& c : open) {
+      fds.push_back({c.fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+    }
+    const int timeout_ms = next_deadline == absl::InfiniteFuture()
+                               ? -1
+                               : static_cast<int>(std::clamp<int64_t>(
+                                     absl::ToInt64Milliseconds(next_deadline - now) + 1, 1, 60000));
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents != 0) break;
+    // Serve the ready connections (indices shift when one closes: walk the poll set backwards).
+    for (size_t i = fds.size(); i-- > 2;) {
+      if (fds[i].revents == 0) continue;
+      Connection& c = open[i - 2];
+      // Reading, recv itself reports a hang-up or error; writing, they end the connection.
+      const bool keep =
+          c.out.empty() ? OnReadable(c)
+                        : (fds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) == 0 && OnWritable(c);
+      if (!keep) {
+        close(c.fd);
+        open.erase(open.begin() + static_cast<std::ptrdiff_t>(i - 2));
+      }
+    }
+    if ((fds[0].revents & POLLIN) != 0) {
+      const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (conn >= 0) {
+        if (open.size() >= kMaxConnections) {  // make room: the oldest has waited longest
+          close(open.front().fd);
+          open.erase(open.begin());
+        }
+        Connection c;
+        c.fd = conn;
+        c.deadline = absl::Now() + kConnectionDeadline;
+        open.push_back(std::move(c));
+      }
+    }
   }
+  for (const Connection& c : open) close(c.fd);
 }
 
-void MetricsServer::HandleConnection(int fd) {
-  SetTimeouts(fd, 2);
-  std::string request;
+bool MetricsServer::OnReadable(Connection& c) {
   char buf[1024];
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    request.append(buf, static_cast<size_t>(n));
+  const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  if (n > 0) c.in.append(buf, static_cast<size_t>(n));
+  const bool complete = c.in.find("\r\n\r\n") != std::string::npos;
+  if (!complete && n > 0 && c.in.size() < kMaxRequestBytes) return true;  // more to come
+  if (c.in.empty()) return false;  // closed without a request
+  c.out = Answer(c.in);
+  return OnWritable(c);
+}
+
+bool MetricsServer::OnWritable(Connection& c) {
+  while (c.written < c.out.size()) {
+    const ssize_t n = send(c.fd, c.out.data() + c.written, c.out.size() - c.written, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.written += static_cast<size_t>(n);
+    } else {
+      return n < 0 && (errno == EAGAIN || errno == EINTR);  // wait for room, or give up
+    }
   }
+  return false;  // all sent: close (Connection: close)
+}
+
+std::string MetricsServer::Answer(const std::string& request) const {
   const size_t line_end = request.find("\r\n");
   const std::string line = request.substr(0, line_end);
   // "GET /metrics HTTP/1.1", query strings allowed.
   const bool is_get = line.rfind("GET ", 0) == 0;
   const std::string target = is_get ? line.substr(4, line.find(' ', 4) - 4) : "";
   const std::string path = target.substr(0, target.find('?'));
-  if (!is_get) {
-    WriteAll(fd, Response("405 Method Not Allowed", "text/plain", "only GET is served\n"));
-  } else if (path == "/metrics") {
+  if (!is_get) return Response("405 Method Not Allowed", "text/plain", "only GET is served\n");
+  if (path == "/metrics") {
     const std::string body = prometheus::TextSerializer().Serialize(registry_->Collect());
-    WriteAll(fd, Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body));
-  } else {
-    WriteAll(fd, Response("404 Not Found", "text/plain", "metrics are served at /metrics\n"));
+    return Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
   }
+  return Response("404 Not Found", "text/plain", "metrics are served at /metrics\n");
 }
 
 }  // namespace pkv

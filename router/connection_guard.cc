@@ -86,6 +86,10 @@ bool Matches(int fd, int local_port, const std::string& host, int port) {
   return lport == local_port && rport == port && remote_host == want;
 }
 
+bool IsTcpPeer(absl::string_view peer) {
+  return absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:");
+}
+
 }  // namespace
 
 bool ShutdownPeerSocket(int local_port, const std::string& peer) {
@@ -112,6 +116,7 @@ bool ShutdownPeerSocket(int local_port, const std::string& peer) {
 }
 
 bool ConnectionGuard::AdmitStream(const std::string& peer) {
+  if (!IsTcpPeer(peer)) return true;  // e.g. unix sockets: no per-connection name to judge by
   bool over = false, close = false;
   {
     absl::MutexLock lock(&mu_);
@@ -122,6 +127,7 @@ bool ConnectionGuard::AdmitStream(const std::string& peer) {
 }
 
 void ConnectionGuard::RecordReset(const std::string& peer) {
+  if (!IsTcpPeer(peer)) return;
   bool over = false, close = false;
   {
     absl::MutexLock lock(&mu_);

@@ -9,7 +9,8 @@
 //
 // A connection is known by its peer address as gRPC reports it ("ipv4:127.0.0.1:53412",
 // "ipv6:[::1]:53412"); the socket is found among this process's descriptors by that address and
-// the listening port, and its address is checked again just before the shutdown. Thread-safe.
+// the listening port, and its address is checked again just before the shutdown. Peers that are
+// not TCP (a unix socket) are not counted. Thread-safe.
 #pragma once
 
 #include <atomic>

@@ -121,6 +121,15 @@ TEST(ConnectionGuardTest, ResetBudgetClosesTheConnection) {
   close(server_fd);
 }
 
+TEST(ConnectionGuardTest, NonTcpPeersAreNotCounted) {
+  ConnectionGuard guard(ConnectionLimits{1, 1});
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(guard.AdmitStream("unix:/run/pkv.sock"));
+    guard.RecordReset("unix:/run/pkv.sock");
+  }
+  EXPECT_EQ(guard.closed_connections(), 0);
+}
+
 TEST(ConnectionGuardTest, ZeroLimitsAreOff) {
   ConnectionGuard guard(ConnectionLimits{0, 0});
   for (int i = 0; i < 10000; ++i) {
