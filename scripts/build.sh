@@ -9,11 +9,6 @@
 set -euo pipefail
 BUILD=${BUILD:-build}
 what=${1:-all}
-# ccache (when installed) shares its cache between clones of the repository: paths below the
-# checkout are hashed relative to it, and the working directory is left out of the hash (so
-# debug info may name another clone's path; nothing reads it).
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 DEMO_TARGETS=(pkv-router pkv-worker pkv pkv-make-model)
 
 gpu_present() {

@@ -7,47 +7,70 @@
 #include "absl/flags/usage.h"
 #include "worker/service/worker_server.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50061", "gRPC address (pkv.v1.Worker + grpc.health.v1)");
-ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9101", "Prometheus /metrics address");
-ABSL_FLAG(std::string, worker_id, "", "Name in logs, metrics and responses (default worker-<port>)");
-ABSL_FLAG(std::string, model, "models/tiny", "Hugging Face model folder (config.json, "
+// Every default comes from WorkerOptions (worker_options.h), the one place they are kept.
+static const pkv::WorkerOptions kDefaults;
+
+ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC address (pkv.v1.Worker + grpc.health.v1)");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen, "Prometheus /metrics address");
+ABSL_FLAG(std::string, worker_id, kDefaults.worker_id,
+          "Name in logs, metrics and responses (default worker-<port>)");
+ABSL_FLAG(std::string, model, kDefaults.model_dir,
+          "Hugging Face model folder (config.json, "
           "*.safetensors, tokenizer.json)");
-ABSL_FLAG(std::string, backend, "auto", "auto | cpu | cuda (auto: cuda when a GPU is usable)");
-ABSL_FLAG(int32_t, page_size, 16, "KV tokens per page");
-ABSL_FLAG(int64_t, kv_pages, 0, "KV pages in the pool (0: backend default)");
-ABSL_FLAG(double, kv_memory_fraction, 0.9, "CUDA backend with --kv_pages=0: share of the GPU "
+ABSL_FLAG(std::string, backend, kDefaults.backend,
+          "auto | cpu | cuda (auto: cuda when a GPU is usable)");
+ABSL_FLAG(int32_t, page_size, kDefaults.page_size, "KV tokens per page");
+ABSL_FLAG(int64_t, kv_pages, kDefaults.kv_pages, "KV pages in the pool (0: backend default)");
+ABSL_FLAG(double, kv_memory_fraction, kDefaults.kv_memory_fraction,
+          "CUDA backend with --kv_pages=0: share of the GPU "
           "memory left free after weights and buffers that the KV pool takes");
-ABSL_FLAG(std::string, policy_file, "", "CUDA: decode-route policy file (pkv-bench calibrate); "
+ABSL_FLAG(std::string, policy_file, kDefaults.policy_file,
+          "CUDA: decode-route policy file (pkv-bench calibrate); "
           "empty: <policy_dir>/<gpu>-<sms>sm.json, else an on-start calibration cached there");
-ABSL_FLAG(std::string, policy_dir, "policies", "CUDA: per-GPU decode-route policy files and the "
+ABSL_FLAG(std::string, policy_dir, kDefaults.policy_dir,
+          "CUDA: per-GPU decode-route policy files and the "
           "on-start calibration cache");
-ABSL_FLAG(bool, fused_small_batch, true, "CUDA: run steps of <= 8 tokens through the fused GEMV "
+ABSL_FLAG(bool, fused_small_batch, kDefaults.fused_small_batch,
+          "CUDA: run steps of <= 8 tokens through the fused GEMV "
           "layer (5 launches a layer instead of 9)");
-ABSL_FLAG(int32_t, fused_max_hidden, 2048, "CUDA: models with a larger hidden size keep the "
+ABSL_FLAG(int32_t, fused_max_hidden, kDefaults.fused_max_hidden,
+          "CUDA: models with a larger hidden size keep the "
           "cuBLAS path at every batch size (faster there on the H200); 0: no limit");
-ABSL_FLAG(bool, pdl, true, "CUDA (sm_90+): programmatic dependent launch between layer kernels");
-ABSL_FLAG(bool, gemm_autotune, false, "CUDA: time cuBLASLt algorithms per projection at load");
-ABSL_FLAG(std::string, decode_policy, "", "CUDA: learned | threshold | fixed:<route> (empty: the "
+ABSL_FLAG(bool, pdl, kDefaults.pdl,
+          "CUDA (sm_90+): programmatic dependent launch between layer kernels");
+ABSL_FLAG(bool, gemm_autotune, kDefaults.gemm_autotune,
+          "CUDA: time cuBLASLt algorithms per projection at load");
+ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
+          "CUDA: learned | threshold | fixed:<route> (empty: the "
           "policy file's kind, learned by default)");
-ABSL_FLAG(int32_t, tp, 1, "Tensor-parallel ranks the model is split over (CPU backend: in-process "
+ABSL_FLAG(int32_t, tp, kDefaults.tp,
+          "Tensor-parallel ranks the model is split over (CPU backend: in-process "
           "rank threads); the model's KV heads and intermediate size must divide by it");
-ABSL_FLAG(std::vector<std::string>, tp_devices, {},
+ABSL_FLAG(std::vector<std::string>, tp_devices, kDefaults.tp_devices,
           "CUDA with --tp N: the GPU of each rank, e.g. 0,1 (default: --gpu, --gpu + 1, ...); "
           "one GPU repeated (0,0) runs the ranks on that GPU without NCCL (tests, experiments)");
-ABSL_FLAG(std::string, tp_comm, "auto", "CUDA with --tp N: auto | nccl | shared (auto: NCCL for "
+ABSL_FLAG(std::string, tp_comm, kDefaults.tp_comm,
+          "CUDA with --tp N: auto | nccl | shared (auto: NCCL for "
           "distinct GPUs, the shared-device communicator for one GPU)");
-ABSL_FLAG(int32_t, gpu, -1, "CUDA device of this worker, one worker per GPU (-1: device 0 of "
+ABSL_FLAG(int32_t, gpu, kDefaults.gpu,
+          "CUDA device of this worker, one worker per GPU (-1: device 0 of "
           "CUDA_VISIBLE_DEVICES); made current before anything else touches CUDA");
-ABSL_FLAG(int32_t, max_model_len, 0, "Max prompt+generated tokens (0: the model's maximum); the "
+ABSL_FLAG(int32_t, max_model_len, kDefaults.max_model_len,
+          "Max prompt+generated tokens (0: the model's maximum); the "
           "worker refuses to start if one such sequence cannot fit the KV pool");
-ABSL_FLAG(int32_t, max_batch_tokens, 512, "Tokens fed per step (chunked-prefill budget)");
-ABSL_FLAG(int32_t, max_running, 64, "Sequences in the running batch");
-ABSL_FLAG(int32_t, max_waiting, 256, "Queued requests before RESOURCE_EXHAUSTED");
-ABSL_FLAG(int64_t, max_queued_tokens, 262144, "Queued prompt tokens before RESOURCE_EXHAUSTED");
-ABSL_FLAG(double, drain_timeout_s, 30, "On SIGTERM/Drain: time in-flight requests get to finish");
-ABSL_FLAG(double, engine_stall_timeout_s, 60, "Readiness NOT_SERVING while requests are in "
+ABSL_FLAG(int32_t, max_batch_tokens, kDefaults.max_batch_tokens,
+          "Tokens fed per step (chunked-prefill budget)");
+ABSL_FLAG(int32_t, max_running, kDefaults.max_running, "Sequences in the running batch");
+ABSL_FLAG(int32_t, max_waiting, kDefaults.max_waiting, "Queued requests before RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_queued_tokens, kDefaults.max_queued_tokens,
+          "Queued prompt tokens before RESOURCE_EXHAUSTED");
+ABSL_FLAG(double, drain_timeout_s, kDefaults.drain_timeout_s,
+          "On SIGTERM/Drain: time in-flight requests get to finish");
+ABSL_FLAG(double, engine_stall_timeout_s, kDefaults.engine_stall_timeout_s,
+          "Readiness NOT_SERVING while requests are in "
           "flight and no engine step finished for this long (a hung GPU); 0 = off");
-ABSL_FLAG(int64_t, max_message_bytes, 4 << 20, "Largest accepted request message");
+ABSL_FLAG(int64_t, max_message_bytes, kDefaults.max_message_bytes,
+          "Largest accepted request message");
 ABSL_FLAG(bool, insecure, false, "Serve plaintext when no --tls_cert is given (local use only)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the worker port (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
@@ -55,14 +78,17 @@ ABSL_FLAG(std::string, tls_ca, "", "PEM CA bundle; clients (the router) must sho
           "it signed");
 ABSL_FLAG(std::vector<std::string>, tls_client_names, {}, "With mTLS: certificate identities "
           "(DNS SAN, or CN) allowed to call pkv.v1.Worker; empty = any the CA signed");
-ABSL_FLAG(int32_t, max_metadata_bytes, 8 << 10, "Largest accepted request metadata per call");
-ABSL_FLAG(bool, enable_test_faults, false, "Allow --test_fault (tests only)");
-ABSL_FLAG(std::string, test_fault, "", "Fault hooks for tests, e.g. fail_forward_after:10");
+ABSL_FLAG(int32_t, max_metadata_bytes, kDefaults.max_metadata_bytes,
+          "Largest accepted request metadata per call");
+ABSL_FLAG(bool, enable_test_faults, kDefaults.enable_test_faults,
+          "Allow --test_fault (tests only)");
+ABSL_FLAG(std::string, test_fault, kDefaults.test_fault,
+          "Fault hooks for tests, e.g. fail_forward_after:10");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("pkv-worker --model DIR [--listen ADDR] [flags]");
   absl::ParseCommandLine(argc, argv);
-  pkv::WorkerOptions o;
+  pkv::WorkerOptions o;  // every field is set from its flag below
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.worker_id = absl::GetFlag(FLAGS_worker_id);

@@ -153,6 +153,10 @@ int RunWorker(const WorkerOptions& o) {
   const std::string worker_id = o.worker_id.empty() ? "worker-" + PortOf(o.listen) : o.worker_id;
   SetLogTag(worker_id);
 
+  if (absl::Status valid = ValidateWorkerOptions(o); !valid.ok()) {
+    PKV_LOG(ERROR) << valid.message();
+    return 2;
+  }
   absl::StatusOr<TestFaults> faults = ParseTestFaults(o.test_fault);
   if (!faults.ok()) {
     PKV_LOG(ERROR) << faults.status().message();
@@ -233,11 +237,7 @@ int RunWorker(const WorkerOptions& o) {
   eo.worker_id = worker_id;
   eo.model_name = o.model_dir;
   eo.max_context = max_context;
-  eo.scheduler.page_size = (*backend)->page_size();
-  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
-  eo.scheduler.max_running = o.max_running;
-  eo.scheduler.max_waiting = o.max_waiting;
-  eo.scheduler.max_queued_tokens = o.max_queued_tokens;
+  eo.scheduler = o.Scheduler((*backend)->page_size());
   eo.faults = *faults;
   std::atomic<bool> fatal{false};
   eo.on_fatal = [&](absl::Status st) {

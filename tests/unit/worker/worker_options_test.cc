@@ -1,0 +1,53 @@
+// WorkerOptions: the defaults are valid and agree with the scheduler's; bad values are refused
+// with a message naming the flag.
+#include "worker/service/worker_options.h"
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace pkv {
+namespace {
+
+TEST(WorkerOptionsTest, DefaultsAreValidAndShareTheSchedulersDefaults) {
+  const WorkerOptions o;
+  EXPECT_TRUE(ValidateWorkerOptions(o).ok()) << ValidateWorkerOptions(o);
+  const SchedulerConfig scheduler;
+  const SchedulerConfig from_options = o.Scheduler(scheduler.page_size);
+  EXPECT_EQ(from_options.max_batch_tokens, scheduler.max_batch_tokens);
+  EXPECT_EQ(from_options.max_running, scheduler.max_running);
+  EXPECT_EQ(from_options.max_waiting, scheduler.max_waiting);
+  EXPECT_EQ(from_options.max_queued_tokens, scheduler.max_queued_tokens);
+  EXPECT_TRUE(ValidateSchedulerConfig(from_options).ok());
+}
+
+TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
+  const std::vector<std::pair<std::string, std::function<void(WorkerOptions&)>>> cases = {
+      {"--page_size", [](WorkerOptions& o) { o.page_size = 0; }},
+      {"--max_batch_tokens", [](WorkerOptions& o) { o.max_batch_tokens = 0; }},
+      {"--max_running", [](WorkerOptions& o) { o.max_running = -1; }},
+      {"--max_waiting", [](WorkerOptions& o) { o.max_waiting = 0; }},
+      {"--max_queued_tokens", [](WorkerOptions& o) { o.max_queued_tokens = 0; }},
+      {"--kv_pages", [](WorkerOptions& o) { o.kv_pages = -5; }},
+      {"--tp", [](WorkerOptions& o) { o.tp = 0; }},
+      {"--max_model_len", [](WorkerOptions& o) { o.max_model_len = -1; }},
+      {"--max_message_bytes", [](WorkerOptions& o) { o.max_message_bytes = 10; }},
+      {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 1.5; }},
+      {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 0; }},
+      {"--drain_timeout_s", [](WorkerOptions& o) { o.drain_timeout_s = -1; }},
+      {"--backend", [](WorkerOptions& o) { o.backend = "tpu"; }},
+  };
+  for (const auto& [flag, spoil] : cases) {
+    WorkerOptions o;
+    spoil(o);
+    const absl::Status s = ValidateWorkerOptions(o);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << flag;
+    EXPECT_NE(s.message().find(flag), std::string::npos) << flag << ": " << s;
+  }
+}
+
+}  // namespace
+}  // namespace pkv

@@ -1,0 +1,48 @@
+#include "worker/service/worker_options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace pkv {
+
+SchedulerConfig WorkerOptions::Scheduler(int32_t backend_page_size) const {
+  SchedulerConfig c;
+  c.page_size = backend_page_size;
+  c.max_batch_tokens = max_batch_tokens;
+  c.max_running = max_running;
+  c.max_waiting = max_waiting;
+  c.max_queued_tokens = max_queued_tokens;
+  return c;
+}
+
+absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
+  if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend must be auto, cpu or cuda, got '", o.backend, "'"));
+  }
+  auto at_least = [](const char* flag, int64_t value, int64_t min) {
+    return value >= min ? absl::OkStatus()
+                        : absl::InvalidArgumentError(
+                              absl::StrCat("--", flag, " must be >= ", min, ", got ", value));
+  };
+  for (absl::Status s :
+       {at_least("page_size", o.page_size, 1), at_least("max_batch_tokens", o.max_batch_tokens, 1),
+        at_least("max_running", o.max_running, 1), at_least("max_waiting", o.max_waiting, 1),
+        at_least("max_queued_tokens", o.max_queued_tokens, 1), at_least("kv_pages", o.kv_pages, 0),
+        at_least("tp", o.tp, 1), at_least("max_model_len", o.max_model_len, 0),
+        at_least("fused_max_hidden", o.fused_max_hidden, 0),
+        at_least("max_message_bytes", o.max_message_bytes, 1024),
+        at_least("max_metadata_bytes", o.max_metadata_bytes, 1024)}) {
+    if (!s.ok()) return s;
+  }
+  if (!(o.kv_memory_fraction > 0 && o.kv_memory_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv_memory_fraction must be in (0, 1], got ", o.kv_memory_fraction));
+  }
+  if (!(o.drain_timeout_s >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--drain_timeout_s must be >= 0, got ", o.drain_timeout_s));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pkv

@@ -1,0 +1,65 @@
+// Configuration of one pkv-worker process, with every default in this one place: the binary's
+// flags take their defaults from a default-constructed WorkerOptions (worker_main.cc), tests fill
+// it directly, and ValidateWorkerOptions checks it apart from flag parsing (as the router's
+// router_options.h does). Plain value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/scheduler/scheduler.h"
+#include "worker/service/worker_security.h"
+
+namespace pkv {
+
+struct WorkerOptions {
+  std::string listen = "127.0.0.1:50061";
+  std::string metrics_listen = "127.0.0.1:9101";
+  std::string worker_id;  // default: "worker-" + port
+  std::string model_dir = "models/tiny";
+  std::string backend = "auto";  // auto | cpu | cuda
+  int32_t page_size = 16;
+  int64_t kv_pages = 0;             // 0: backend default
+  double kv_memory_fraction = 0.9;  // cuda, kv_pages == 0: share of free GPU memory for KV pages
+  // cuda: decode-route policy (CudaBackendOptions::policy_file / policy_dir / decode_policy)
+  std::string policy_file;
+  std::string policy_dir = "policies";
+  std::string decode_policy;
+  bool fused_small_batch = true;    // CUDA: fused GEMV layer for steps of <= 8 tokens
+  int32_t fused_max_hidden = 2048;  // CUDA: wider models keep cuBLAS (CudaBackendOptions)
+  bool pdl = true;                  // CUDA: programmatic dependent launch
+  bool gemm_autotune = false;       // CUDA: cuBLASLt algorithm search at load
+  int32_t tp = 1;                   // tensor-parallel ranks (CPU backend: in-process rank threads)
+  int32_t gpu = -1;  // CUDA device ordinal of this worker; -1: device 0 of CUDA_VISIBLE_DEVICES
+  // cuda, tp > 1: the device of each rank (empty: gpu, gpu + 1, ...; all equal: ranks share one
+  // GPU) and the communicator (auto | nccl | shared; tp_cuda_backend.h).
+  std::vector<std::string> tp_devices;
+  std::string tp_comm = "auto";
+  int32_t max_model_len = 0;  // 0: the model's max_position_embeddings
+  // The scheduler's limits (worker/scheduler/scheduler.h owns their defaults); page_size above is
+  // the one the scheduler gets.
+  int32_t max_batch_tokens = SchedulerConfig{}.max_batch_tokens;
+  int32_t max_running = SchedulerConfig{}.max_running;
+  int32_t max_waiting = SchedulerConfig{}.max_waiting;
+  int64_t max_queued_tokens = SchedulerConfig{}.max_queued_tokens;
+  double drain_timeout_s = 30;
+  // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long
+  // (a hung GPU); <= 0 turns the watchdog off.
+  double engine_stall_timeout_s = 60;
+  int64_t max_message_bytes = 4 << 20;
+  WorkerSecurity security;  // mTLS or --insecure plaintext (worker_security.h)
+  int32_t max_metadata_bytes = 8 << 10;
+  bool enable_test_faults = false;
+  std::string test_fault;
+
+  // The scheduler's configuration for a backend with `page_size`-token pages.
+  SchedulerConfig Scheduler(int32_t backend_page_size) const;
+};
+
+// Ranges and choices (positive limits, a known backend, a KV fraction in (0, 1], ...);
+// INVALID_ARGUMENT naming the flag and the value.
+absl::Status ValidateWorkerOptions(const WorkerOptions& options);
+
+}  // namespace pkv
