@@ -1,7 +1,7 @@
 // pkv-tp-bench nccl in a build without NCCL: says so.
 #include <cstdio>
 
-#include "worker/parallel/tp_bench/tp_bench.h"
+#include "bench/tp/tp_bench.h"
 
 namespace pkv::tp_bench {
 

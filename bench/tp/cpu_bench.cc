@@ -9,7 +9,7 @@
 #include "common/status_macros.h"
 #include "worker/model/tp_cpu_backend.h"
 #include "worker/model/tp_shard.h"
-#include "worker/parallel/tp_bench/tp_bench.h"
+#include "bench/tp/tp_bench.h"
 #include "worker/tools/model_shapes.h"
 
 namespace pkv::tp_bench {

@@ -13,7 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "worker/parallel/tp_bench/tp_bench.h"
+#include "bench/tp/tp_bench.h"
 
 ABSL_FLAG(std::string, model, "", "cpu: model directory (default: random weights of --shape)");
 ABSL_FLAG(std::string, shape, "",
@@ -50,7 +50,7 @@ std::vector<int> Ints(const std::vector<std::string>& v, std::vector<int> fallba
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "pkv-tp-bench cpu|nccl|cuda [flags] (see worker/parallel/tp_bench)");
+      "pkv-tp-bench cpu|nccl|cuda [flags] (see bench/tp)");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string mode = args.size() > 1 ? args[1] : "";
   const std::string shape = absl::GetFlag(FLAGS_shape);

@@ -16,7 +16,7 @@
 #include "worker/model/tp_shard.h"
 #include "worker/parallel/nccl_communicator.h"
 #include "worker/parallel/rank_threads.h"
-#include "worker/parallel/tp_bench/tp_bench.h"
+#include "bench/tp/tp_bench.h"
 #include "worker/tools/model_shapes.h"
 
 namespace pkv::tp_bench {

@@ -21,7 +21,7 @@
 #include "common/status_macros.h"
 #include "worker/cuda_backend/cuda_backend.h"
 #include "worker/cuda_backend/tp_cuda_backend.h"
-#include "worker/parallel/tp_bench/tp_bench.h"
+#include "bench/tp/tp_bench.h"
 #include "worker/tools/model_shapes.h"
 
 namespace pkv::tp_bench {
