@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "pkv/v1/generation.pb.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/loopback.h"
 #include "tests/integration/raw_call.h"
 #include "tests/integration/reliability_util.h"
 
@@ -383,12 +384,8 @@ TEST_F(BadInputTest, IdleConnectionsAreClosedByTheHandshakeTimeout) {
       cluster_->router_address().rfind(':') + 1));
   std::vector<int> fds;
   for (int i = 0; i < 20; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const int fd = ConnectLoopback(port);
+    ASSERT_GE(fd, 0);
     fds.push_back(fd);
   }
   auto stub = NewRouterStub(*cluster_);

@@ -2,8 +2,6 @@
 // requests a byte at a time or hold connections open, and each connection ends by its deadline.
 #include "metrics/metrics_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,17 +12,14 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "prometheus/counter.h"
+#include "tests/harness/loopback.h"
 
 namespace pkv {
 namespace {
 
 int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int fd = pkv::testing::ConnectLoopback(port);
+  EXPECT_GE(fd, 0);
   timeval tv{10, 0};  // a hang detector for the test itself
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   return fd;

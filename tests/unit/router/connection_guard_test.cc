@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/harness/loopback.h"
 
 namespace pkv::router {
 namespace {
@@ -34,17 +35,10 @@ class Loopback {
 
   // Connects a client; returns its fd and sets *peer to how gRPC names it at the server.
   int Connect(std::string* peer, int* server_fd) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port_));
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const int fd = pkv::testing::ConnectLoopback(port_);
+    EXPECT_GE(fd, 0);
     *server_fd = accept(listener_, nullptr, nullptr);
-    sockaddr_in local{};
-    socklen_t len = sizeof(local);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
-    *peer = absl::StrCat("ipv4:127.0.0.1:", ntohs(local.sin_port));
+    *peer = absl::StrCat("ipv4:127.0.0.1:", pkv::testing::LocalPort(fd));
     return fd;
   }
 
