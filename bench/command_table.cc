@@ -18,15 +18,15 @@ int E2eMain(int argc, char** argv);
 const std::vector<Command>& Commands() {
   static const std::vector<Command> table = {
 #if PKV_BENCH_KERNELS
-      {"kernels", "decode-attention routes over a trace grid (GPU)", KernelsMain},
+    {"kernels", "decode-attention routes over a trace grid (GPU)", KernelsMain},
 #endif
 #if PKV_BENCH_POLICY
-      {"calibrate", "fit the route policies from kernel measurements, write policy files",
-       CalibrateMain},
-      {"policy", "evaluate the route policies on a grid (recorded or --live)", PolicyMain},
+    {"calibrate", "fit the route policies from kernel measurements, write policy files",
+     CalibrateMain},
+    {"policy", "evaluate the route policies on a grid (recorded or --live)", PolicyMain},
 #endif
 #if PKV_BENCH_E2E
-      {"e2e", "whole-model decode and prefill on the GPU vs byte floor and GEMM rate", E2eMain},
+    {"e2e", "whole-model decode and prefill on the GPU vs byte floor and GEMM rate", E2eMain},
 #endif
   };
   return table;

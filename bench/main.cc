@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "bench/commands.h"
 #include "bench/command_table.h"
+#include "bench/commands.h"
 
 int main(int argc, char** argv) {
   const auto& table = pkv::bench::Commands();

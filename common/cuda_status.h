@@ -15,16 +15,16 @@ inline absl::Status CudaStatus(cudaError_t err, const char* what) {
   const absl::StatusCode code = err == cudaErrorMemoryAllocation
                                     ? absl::StatusCode::kResourceExhausted
                                     : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat(what, ": ", cudaGetErrorName(err), " (",
-                                         cudaGetErrorString(err), ")"));
+  return absl::Status(
+      code, absl::StrCat(what, ": ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
 }
 
 }  // namespace pkv
 
 // Returns a Status from the enclosing function when the CUDA call fails.
-#define PKV_CUDA_RETURN_IF_ERROR(call)                                      \
-  do {                                                                      \
-    cudaError_t pkv_cuda_err_ = (call);                                     \
+#define PKV_CUDA_RETURN_IF_ERROR(call)                                                \
+  do {                                                                                \
+    cudaError_t pkv_cuda_err_ = (call);                                               \
     if (pkv_cuda_err_ != cudaSuccess) return ::pkv::CudaStatus(pkv_cuda_err_, #call); \
   } while (0)
 

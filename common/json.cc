@@ -67,8 +67,8 @@ class Parser {
 
  private:
   absl::Status Error(std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed JSON at byte ", pos_, ": ", absl::string_view(what.data(), what.size())));
+    return absl::InvalidArgumentError(absl::StrCat("malformed JSON at byte ", pos_, ": ",
+                                                   absl::string_view(what.data(), what.size())));
   }
 
   void SkipSpace() {
@@ -188,10 +188,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       const char c = s_[pos_ + i];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return false;
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        return false;
     }
     pos_ += 4;
     *cp = v;
@@ -220,14 +224,30 @@ class Parser {
       if (pos_ >= s_.size()) return Error("unterminated escape");
       const char e = s_[pos_++];
       switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           uint32_t cp;
           if (!ParseHex4(&cp)) return Error("bad \\u escape");

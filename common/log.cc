@@ -1,13 +1,13 @@
 #include "common/log.h"
 
+#include <sys/time.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
 #include <string>
-
-#include <sys/time.h>
 
 namespace pkv {
 namespace {

@@ -33,7 +33,7 @@ class LogMessage {
 #define PKV_LOG_LEVEL_INFO ::pkv::LogLevel::kInfo
 #define PKV_LOG_LEVEL_WARNING ::pkv::LogLevel::kWarning
 #define PKV_LOG_LEVEL_ERROR ::pkv::LogLevel::kError
-#define PKV_LOG(level)                                   \
-  if (!::pkv::LogEnabled(PKV_LOG_LEVEL_##level)) {       \
-  } else                                                 \
+#define PKV_LOG(level)                             \
+  if (!::pkv::LogEnabled(PKV_LOG_LEVEL_##level)) { \
+  } else                                           \
     ::pkv::LogMessage(PKV_LOG_LEVEL_##level, __FILE__, __LINE__).stream()

@@ -1,7 +1,8 @@
 #include "common/shutdown_signal.h"
 
-#include <csignal>
 #include <pthread.h>
+
+#include <csignal>
 
 namespace pkv {
 namespace {
@@ -50,7 +51,8 @@ std::string ShutdownSignal::Wait() {
 std::string ShutdownSignal::WaitUntil(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   mu_.AwaitWithDeadline(absl::Condition(
-      +[](std::string* r) { return !r->empty(); }, &reason_), deadline);
+                            +[](std::string* r) { return !r->empty(); }, &reason_),
+                        deadline);
   return reason_;
 }
 

@@ -15,10 +15,10 @@
 #define PKV_INTERNAL_CONCAT(a, b) PKV_INTERNAL_CONCAT_(a, b)
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define PKV_RETURN_IF_ERROR(expr)                       \
-  do {                                                  \
-    ::absl::Status pkv_status_ = (expr);                \
-    if (!pkv_status_.ok()) return pkv_status_;          \
+#define PKV_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::absl::Status pkv_status_ = (expr);       \
+    if (!pkv_status_.ok()) return pkv_status_; \
   } while (0)
 
 // PKV_ASSIGN_OR_RETURN(auto x, MakeX()); assigns the value or returns the error.
@@ -30,7 +30,8 @@
   lhs = std::move(tmp).value()
 
 namespace pkv::internal {
-[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond, const char* msg) {
+[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond,
+                                     const char* msg) {
   std::fprintf(stderr, "PKV_CHECK failed at %s:%d: %s %s\n", file, line, cond, msg ? msg : "");
   std::fflush(stderr);
   std::abort();

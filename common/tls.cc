@@ -82,8 +82,8 @@ absl::Status CheckCertAndKey(const TlsMaterial& m, const TlsFiles& files,
   BioPtr bio = MemoryBio(m.key_pem);
   PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        key_flag, " ", files.key_file, ": no unencrypted PEM private key in the file"));
+    return absl::InvalidArgumentError(absl::StrCat(key_flag, " ", files.key_file,
+                                                   ": no unencrypted PEM private key in the file"));
   }
   if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
     return absl::InvalidArgumentError(absl::StrCat(key_flag, " ", files.key_file,
@@ -127,8 +127,8 @@ absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files, absl::string_
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TlsFiles& files, ClientCertPolicy policy, absl::string_view prefix) {
   if (files.cert_file.empty() || files.key_file.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("TLS needs ", Flag(prefix, "cert"), " and ",
-                                                   Flag(prefix, "key")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS needs ", Flag(prefix, "cert"), " and ", Flag(prefix, "key")));
   }
   if (policy != ClientCertPolicy::kNone && files.ca_file.empty()) {
     return absl::InvalidArgumentError(

@@ -43,7 +43,7 @@ enum class ClientCertPolicy {
 struct TlsMaterial {
   std::string cert_pem;  // empty when no cert_file
   std::string key_pem;
-  std::string ca_pem;    // empty when no ca_file
+  std::string ca_pem;  // empty when no ca_file
 };
 
 // Reads and checks `files`. `flag_prefix` names the flags in messages: "tls" gives --tls_cert,

@@ -1,5 +1,5 @@
-// UTF-8 helpers shared by the JSON reader, request validation and the tokenizer: strict validation, code point decoding, and a lossy
-// incremental decoder for streaming detokenization.
+// UTF-8 helpers shared by the JSON reader, request validation and the tokenizer: strict validation,
+// code point decoding, and a lossy incremental decoder for streaming detokenization.
 //
 // Validity follows RFC 3629 / Unicode 15 Table 3-7: no overlong forms, no surrogates
 // (U+D800..U+DFFF), nothing above U+10FFFF. The lossy decoder replaces each *maximal subpart* of an

@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   // The first byte picks the model and limits; the rest is the request.
-  static const pkv::v1::ModelInfo kModels[] = {Model(512, 1024), Model(128256, 131072),
-                                               Model(1, 2), Model(0, 0)};
+  static const pkv::v1::ModelInfo kModels[] = {Model(512, 1024), Model(128256, 131072), Model(1, 2),
+                                               Model(0, 0)};
   const uint8_t selector = data[0];
   pkv::v1::GenerateRequest request;
   if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;

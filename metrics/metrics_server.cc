@@ -83,7 +83,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   return server;
 }
 
-MetricsServer::MetricsServer(int listen_fd, int port, std::shared_ptr<prometheus::Registry> registry)
+MetricsServer::MetricsServer(int listen_fd, int port,
+                             std::shared_ptr<prometheus::Registry> registry)
     : listen_fd_(listen_fd), port_(port), registry_(std::move(registry)) {}
 
 MetricsServer::~MetricsServer() {

@@ -94,13 +94,13 @@ void GenerateStream::Start() {
           break;
         case AdmissionController::Outcome::kRejected:
           rc_.metrics->RecordRejection(RouterMetrics::Rejection::kQueueFull);
-          FailLocked(
-              grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                           absl::StrCat("router is at capacity: ", rc_.options->max_inflight,
-                                        " streams in flight and the queue is full (at most ",
-                                        rc_.options->max_queue, " requests, ",
-                                        rc_.options->max_queue_tokens, " prompt tokens); retry "
-                                        "after the grpc-retry-pushback-ms delay")));
+          FailLocked(grpc::Status(
+              grpc::StatusCode::RESOURCE_EXHAUSTED,
+              absl::StrCat("router is at capacity: ", rc_.options->max_inflight,
+                           " streams in flight and the queue is full (at most ",
+                           rc_.options->max_queue, " requests, ", rc_.options->max_queue_tokens,
+                           " prompt tokens); retry "
+                           "after the grpc-retry-pushback-ms delay")));
           AddPushbackLocked();
           break;
       }
@@ -257,7 +257,7 @@ void GenerateStream::Serialize(const pkv::v1::GenerateResponse& message) {
   wire_.Clear();  // the previous message's write is done (one write in flight)
   // Serializing a message we built cannot fail short of memory exhaustion.
   (void)grpc::SerializationTraits<pkv::v1::GenerateResponse>::Serialize(message, &wire_,
-                                                                       &own_buffer);
+                                                                        &own_buffer);
 }
 
 void GenerateStream::OnWriteDone(bool ok) {

@@ -124,7 +124,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   };
   struct StallVerdict {
     bool convict = false;
-    bool proven = false;  // the worker's own answer shows the fault (else: it did not answer)
+    bool proven = false;   // the worker's own answer shows the fault (else: it did not answer)
     bool waiting = false;  // not convicted: the request waits in the worker's queue
     std::string reason;
     absl::Time next_check;  // when not convicted
@@ -171,7 +171,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   grpc::CallbackServerContext* const ctx_;
   const absl::Time start_time_;
   const absl::Time deadline_;  // the client's, clamped (common/deadline.h); InfiniteFuture: none
-  std::atomic<int> refs_{1};  // the server reaction's own reference, dropped in OnDone
+  std::atomic<int> refs_{1};   // the server reaction's own reference, dropped in OnDone
   // Cancels the call when the client leaves a write unread too long (client_write_timeout_ms).
   ClientWriteWatchdog watchdog_;
 
@@ -196,7 +196,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::vector<std::unique_ptr<WorkerCall>> calls_ ABSL_GUARDED_BY(mu_);
   WorkerCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;  // the live attempt, if any
   std::vector<int> tried_workers_ ABSL_GUARDED_BY(mu_);
-  int placements_ ABSL_GUARDED_BY(mu_) = 0;  // before the first chunk
+  int placements_ ABSL_GUARDED_BY(mu_) = 0;            // before the first chunk
   int migration_placements_ ABSL_GUARDED_BY(mu_) = 0;  // attempts of the current migration
   int attempt_chunks_ ABSL_GUARDED_BY(mu_) = 0;        // chunks from the live attempt
   uint64_t attempt_tokens_ ABSL_GUARDED_BY(mu_) = 0;   // tokens from the live attempt

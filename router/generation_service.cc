@@ -24,9 +24,10 @@ grpc::Status Parse(const grpc::ByteBuffer& bytes, Message* message) {
   grpc::ByteBuffer copy(bytes);  // shares the slices; deserializing consumes the buffer
   grpc::Status status = grpc::SerializationTraits<Message>::Deserialize(&copy, message);
   if (status.ok()) return status;
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      absl::StrCat("the request is not a valid ", Message::descriptor()->full_name(),
-                                   " (malformed protobuf, or a string field that is not UTF-8)"));
+  return grpc::Status(
+      grpc::StatusCode::INVALID_ARGUMENT,
+      absl::StrCat("the request is not a valid ", Message::descriptor()->full_name(),
+                   " (malformed protobuf, or a string field that is not UTF-8)"));
 }
 
 template <typename Message>

@@ -28,8 +28,8 @@ struct RouterContext {
   IdSource* ids = nullptr;
   LiveCounter* streams = nullptr;               // live GenerateStream objects
   const std::atomic<bool>* draining = nullptr;  // true once SIGTERM began the drain
-  const ApiKeyAuthenticator* auth = nullptr;     // null: no API-key authentication
-  ConnectionGuard* connections = nullptr;        // per-connection stream and reset limits
+  const ApiKeyAuthenticator* auth = nullptr;    // null: no API-key authentication
+  ConnectionGuard* connections = nullptr;       // per-connection stream and reset limits
 };
 
 }  // namespace pkv::router

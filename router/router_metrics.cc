@@ -88,9 +88,10 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
   rejections_[3] = &rejections.Add({{"reason", "connection_limit"}});
   auto& migrations = prometheus::BuildCounter()
                          .Name("pkv_router_migrations_total")
-                         .Help("Streams moved to another worker after theirs was lost, by phase "
-                               "(before_first_token: accepted but no token yet; mid_stream: "
-                               "tokens sent, prompt + tokens replayed)")
+                         .Help(
+                             "Streams moved to another worker after theirs was lost, by phase "
+                             "(before_first_token: accepted but no token yet; mid_stream: "
+                             "tokens sent, prompt + tokens replayed)")
                          .Register(registry);
   migrations_[0] = &migrations.Add({{"phase", "before_first_token"}});
   migrations_[1] = &migrations.Add({{"phase", "mid_stream"}});

@@ -89,7 +89,7 @@ absl::Status RouterServer::Start() {
     }
     connections_.set_listen_port(port_);
     grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-    health->SetServingStatus("", true);  // liveness: the process serves gRPC
+    health->SetServingStatus("", true);                   // liveness: the process serves gRPC
     health->SetServingStatus(kGenerationService, false);  // readiness: once a worker is healthy
   }
   registry_->SetMetrics(&metrics_);
@@ -99,9 +99,7 @@ absl::Status RouterServer::Start() {
     discovery_ = std::make_unique<DnsDiscovery>(
         options_.workers_dns, [target = *target] { return ResolveARecords(target); },
         absl::Milliseconds(options_.dns_interval_ms),
-        [this](const std::vector<std::string>& addresses) {
-          registry_->SetDiscovered(addresses);
-        });
+        [this](const std::vector<std::string>& addresses) { registry_->SetDiscovered(addresses); });
     discovery_->Start();  // resolves once now, so the first probe round sees DNS workers
   }
   registry_->Start();

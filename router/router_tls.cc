@@ -42,14 +42,15 @@ std::string SecuritySummary(const RouterOptions& o) {
   std::string client =
       o.client_tls.cert_file.empty()
           ? "client port PLAINTEXT"
-          : absl::StrCat("client port TLS",
-                         o.client_tls.ca_file.empty() ? ""
-                         : o.require_client_cert      ? " (client certificates required)"
-                                                      : " (client certificates verified if shown)");
+          : absl::StrCat("client port TLS", o.client_tls.ca_file.empty() ? ""
+                                            : o.require_client_cert
+                                                ? " (client certificates required)"
+                                                : " (client certificates verified if shown)");
   const char* workers = o.worker_tls.any() ? "workers mTLS" : "workers PLAINTEXT";
-  const char* keys = o.api_keys_file.empty()        ? "no API keys (every client accepted)"
-                     : o.client_tls.cert_file.empty() ? "API keys (sent in the clear: local use only)"
-                                                      : "API keys";
+  const char* keys = o.api_keys_file.empty() ? "no API keys (every client accepted)"
+                     : o.client_tls.cert_file.empty()
+                         ? "API keys (sent in the clear: local use only)"
+                         : "API keys";
   return absl::StrCat(client, ", ", workers, ", ", keys);
 }
 

@@ -67,9 +67,9 @@ absl::StatusOr<std::vector<PolicyRun>> RunAll(const policy::PolicyFile& file,
   if (file.has_learned && policy::UsesLengthShape(file.learned)) {
     for (const CellTimes& c : cells) {
       if (!c.features.has_length_shape()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the learned policy uses a length-shape input and cell ", c.cell,
-            " has none: pass the sweep's trace grid with --traces"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("the learned policy uses a length-shape input and cell ", c.cell,
+                         " has none: pass the sweep's trace grid with --traces"));
       }
     }
   }

@@ -6,10 +6,10 @@
 #include <random>
 #include <vector>
 
+#include "bench/tp/tp_bench.h"
 #include "common/status_macros.h"
 #include "worker/model/tp_cpu_backend.h"
 #include "worker/model/tp_shard.h"
-#include "bench/tp/tp_bench.h"
 #include "worker/tools/model_shapes.h"
 
 namespace pkv::tp_bench {

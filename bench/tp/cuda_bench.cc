@@ -18,10 +18,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "bench/tp/tp_bench.h"
 #include "common/status_macros.h"
 #include "worker/cuda_backend/cuda_backend.h"
 #include "worker/cuda_backend/tp_cuda_backend.h"
-#include "bench/tp/tp_bench.h"
 #include "worker/tools/model_shapes.h"
 
 namespace pkv::tp_bench {

@@ -49,8 +49,7 @@ std::vector<int> Ints(const std::vector<std::string>& v, std::vector<int> fallba
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "pkv-tp-bench cpu|nccl|cuda [flags] (see bench/tp)");
+  absl::SetProgramUsageMessage("pkv-tp-bench cpu|nccl|cuda [flags] (see bench/tp)");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string mode = args.size() > 1 ? args[1] : "";
   const std::string shape = absl::GetFlag(FLAGS_shape);

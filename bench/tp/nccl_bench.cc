@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/tp/tp_bench.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "worker/model/tp_shard.h"
 #include "worker/parallel/nccl_communicator.h"
 #include "worker/parallel/rank_threads.h"
-#include "bench/tp/tp_bench.h"
 #include "worker/tools/model_shapes.h"
 
 namespace pkv::tp_bench {

@@ -81,12 +81,12 @@ void ReferencePrefillAttention(const T* q, const int32_t* qo_indptr, const Paged
   }
 }
 
-#define PKV_INSTANTIATE_REFERENCE(T)                                                         \
-  template void ReferenceDecodeAttention<T>(const T*, const PagedKvView<const T>&,          \
-                                            const BlockTableView&, float, float*, float*);  \
-  template void ReferencePrefillAttention<T>(const T*, const int32_t*,                      \
-                                             const PagedKvView<const T>&,                   \
-                                             const BlockTableView&, float, float*);
+#define PKV_INSTANTIATE_REFERENCE(T)                                                             \
+  template void ReferenceDecodeAttention<T>(const T*, const PagedKvView<const T>&,               \
+                                            const BlockTableView&, float, float*, float*);       \
+  template void ReferencePrefillAttention<T>(const T*, const int32_t*,                           \
+                                             const PagedKvView<const T>&, const BlockTableView&, \
+                                             float, float*);
 PKV_INSTANTIATE_REFERENCE(float)
 PKV_INSTANTIATE_REFERENCE(Half)
 PKV_INSTANTIATE_REFERENCE(BFloat16)

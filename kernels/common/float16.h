@@ -61,7 +61,7 @@ inline Half ToHalf(float f) {
   const uint32_t u = BitsFromFloat(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};  // NaN
+  if (abs > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};   // NaN
   if (abs >= 0x477ff000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};  // overflow -> inf
   if (abs < 0x38800000u) {  // result is subnormal or zero
     if (abs < 0x33000000u) return Half{sign};
@@ -84,10 +84,16 @@ inline Half ToHalf(float f) {
 template <typename T>
 inline T FromFloat(float x);
 template <>
-inline float FromFloat<float>(float x) { return x; }
+inline float FromFloat<float>(float x) {
+  return x;
+}
 template <>
-inline Half FromFloat<Half>(float x) { return ToHalf(x); }
+inline Half FromFloat<Half>(float x) {
+  return ToHalf(x);
+}
 template <>
-inline BFloat16 FromFloat<BFloat16>(float x) { return ToBFloat16(x); }
+inline BFloat16 FromFloat<BFloat16>(float x) {
+  return ToBFloat16(x);
+}
 
 }  // namespace pkv

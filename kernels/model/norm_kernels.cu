@@ -92,8 +92,7 @@ absl::Status LaunchAddRmsNorm(const AddNormArgs& a, cudaStream_t stream) {
   if (a.num_out <= 0) return absl::OkStatus();
   return DispatchDType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const int threads =
-        std::clamp((a.hidden / 4 + 31) / 32 * 32, kNormThreads, kAddNormMaxThreads);
+    const int threads = std::clamp((a.hidden / 4 + 31) / 32 * 32, kNormThreads, kAddNormMaxThreads);
     return CudaStatus(LaunchMaybePdl(AddRmsNormKernel<T>, dim3(a.num_out), dim3(threads),
                                      a.hidden * sizeof(float), stream, a.pdl, a),
                       "AddRmsNormKernel");

@@ -48,8 +48,8 @@ absl::StatusOr<CostModelPolicy> CostModelPolicy::Create(const CostModel& model) 
                                                        " has a non-finite coefficient"));
       }
       p.dense_[ri][static_cast<int>(m.inputs[k])] = m.coef[k];
-      p.uses_v2_inputs_ = p.uses_v2_inputs_ ||
-                        (m.inputs[k] >= kFirstV2Input && m.inputs[k] < kFirstV3Input);
+      p.uses_v2_inputs_ =
+          p.uses_v2_inputs_ || (m.inputs[k] >= kFirstV2Input && m.inputs[k] < kFirstV3Input);
     }
     p.modelled_[ri] = true;
     any = true;
@@ -143,7 +143,8 @@ static absl::Status CheckLengthShape(const std::vector<CellTimes>& cells,
   for (const CellTimes& c : cells) {
     if (!c.features.has_length_shape()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "cost model fit: cell ", c.cell, " has no length shape, which input long_frac / "
+          "cost model fit: cell ", c.cell,
+          " has no length shape, which input long_frac / "
           "long_token_frac needs (read the measurements with their traces: --traces)"));
     }
   }

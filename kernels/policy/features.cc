@@ -140,8 +140,8 @@ ModelInputs ComputeInputs(const BatchFeatures& f, bool v2) {
   if (f.has_length_shape() && f.batch > 0) {
     // Exact token count from the bytes (the recorded mean length is rounded).
     const double bytes_per_token = 4.0 * f.head_dim * f.num_kv_heads;
-    const double tokens = bytes_per_token > 0 ? f.total_kv_bytes / bytes_per_token
-                                              : f.mean_len * f.batch;
+    const double tokens =
+        bytes_per_token > 0 ? f.total_kv_bytes / bytes_per_token : f.mean_len * f.batch;
     x[static_cast<int>(Input::kLongFrac)] =
         std::clamp(static_cast<double>(f.long_rows) / f.batch, 0.0, 1.0);
     x[static_cast<int>(Input::kLongTokenFrac)] =

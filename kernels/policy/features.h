@@ -41,7 +41,8 @@ struct BatchFeatures {
   bool has_length_shape() const { return long_rows >= 0 && long_tokens >= 0; }
 };
 
-// Two passes over lengths[0..num_rows) (the second counts the rows longer than max / 2). REQUIRES: lengths non-negative (the planner checks them).
+// Two passes over lengths[0..num_rows) (the second counts the rows longer than max / 2). REQUIRES:
+// lengths non-negative (the planner checks them).
 BatchFeatures SummarizeBatch(const int32_t* lengths, int32_t num_rows, const KvShape& shape,
                              const decode::DeviceLimits& limits);
 
@@ -86,8 +87,8 @@ inline constexpr Input kFirstV3Input = Input::kLongFrac;
 inline bool IsLengthShapeInput(Input in) { return in >= kFirstV3Input && in < Input::kCount; }
 
 // All inputs of one batch; O(1), no allocation. Finite for every batch (empty ones included).
-// With v2 = false the v2 inputs (kFirstV2Input .. kFirstV3Input) are left 0 (a model that uses none of them
-// skips their logarithms: Choose() runs every decode step).
+// With v2 = false the v2 inputs (kFirstV2Input .. kFirstV3Input) are left 0 (a model that uses none
+// of them skips their logarithms: Choose() runs every decode step).
 ModelInputs ComputeInputs(const BatchFeatures& f, bool v2 = true);
 
 }  // namespace pkv::policy

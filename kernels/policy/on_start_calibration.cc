@@ -167,8 +167,8 @@ absl::StatusOr<PolicyFile> CalibrateOnDevice(const OnStartCalibrationOptions& o,
       absl::StrAppend(&line, absl::StrFormat(" %s %.1f us", decode::RouteName(r), us));
     }
     // From the lengths, as the worker computes them (the plan's features lack the length shape).
-    cell.features = SummarizeBatch(g.lengths.data(), static_cast<int32_t>(g.lengths.size()),
-                                   o.shape, o.limits);
+    cell.features =
+        SummarizeBatch(g.lengths.data(), static_cast<int32_t>(g.lengths.size()), o.shape, o.limits);
     cells.push_back(std::move(cell));
     Progress(o, absl::StrCat(line, absl::StrFormat(
                                        " (%.1f s)",

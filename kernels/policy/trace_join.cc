@@ -23,9 +23,9 @@ absl::StatusOr<TraceLengths> ParseTraceLengths(absl::string_view text) {
     if (l.empty() || l[0] == '#') continue;
     std::vector<absl::string_view> f = absl::StrSplit(l, '\t');
     if (f.size() < 4) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("trace line ", line, ": ", f.size(), " fields, need name, kind, batch, "
-                       "lengths"));
+      return absl::InvalidArgumentError(absl::StrCat("trace line ", line, ": ", f.size(),
+                                                     " fields, need name, kind, batch, "
+                                                     "lengths"));
     }
     std::vector<int32_t> lengths;
     for (absl::string_view v : absl::StrSplit(f[3], ',', absl::SkipEmpty())) {
@@ -80,12 +80,18 @@ namespace {
 // Recorded against recomputed; the tolerances are the TSV's printed precision.
 absl::Status CheckSame(const CellTimes& cell, const BatchFeatures& rec, const BatchFeatures& re) {
   const char* bad = nullptr;
-  if (rec.batch != re.batch) bad = "f_batch";
-  else if (rec.total_kv_bytes != re.total_kv_bytes) bad = "f_total_kv_bytes";
-  else if (rec.max_len != re.max_len) bad = "f_max_len";
-  else if (rec.min_len != re.min_len) bad = "f_min_len";
-  else if (!(std::abs(rec.mean_len - re.mean_len) <= 0.05 + 1e-9)) bad = "f_mean_len";
-  else if (!(std::abs(rec.len_cv - re.len_cv) <= 5e-5 + 1e-9)) bad = "f_len_cv";
+  if (rec.batch != re.batch)
+    bad = "f_batch";
+  else if (rec.total_kv_bytes != re.total_kv_bytes)
+    bad = "f_total_kv_bytes";
+  else if (rec.max_len != re.max_len)
+    bad = "f_max_len";
+  else if (rec.min_len != re.min_len)
+    bad = "f_min_len";
+  else if (!(std::abs(rec.mean_len - re.mean_len) <= 0.05 + 1e-9))
+    bad = "f_mean_len";
+  else if (!(std::abs(rec.len_cv - re.len_cv) <= 5e-5 + 1e-9))
+    bad = "f_len_cv";
   if (bad == nullptr) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("cell ", cell.cell, " at ", cell.sm_count, " SMs: ", bad,
@@ -100,8 +106,8 @@ absl::Status AttachLengthShape(const TraceLengths& traces, const ReadOptions& op
   for (CellTimes& cell : *cells) {
     auto it = traces.find(cell.cell);
     if (it == traces.end()) {
-      return absl::NotFoundError(absl::StrCat("cell ", cell.cell,
-                                              ": no trace line of that name in --traces"));
+      return absl::NotFoundError(
+          absl::StrCat("cell ", cell.cell, ": no trace line of that name in --traces"));
     }
     const std::vector<int32_t>& len = it->second;
     const BatchFeatures re =

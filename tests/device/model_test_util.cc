@@ -6,8 +6,8 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "common/status_macros.h"
+#include "gtest/gtest.h"
 #include "kernels/common/float16.h"
 #include "tests/unit/model/test_model.h"
 #include "worker/model/llama_weights.h"
@@ -134,8 +134,8 @@ int32_t ArgMax(const float* v, int32_t n, float* margin) {
   return best;
 }
 
-BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample,
-             const SamplingParams* params, int32_t sample_index) {
+BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample, const SamplingParams* params,
+             int32_t sample_index) {
   BatchRow r;
   r.tokens = s.tokens.data() + begin;
   r.num_tokens = end - begin;

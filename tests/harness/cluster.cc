@@ -71,8 +71,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
       if (st.code() != absl::StatusCode::kAborted) break;
     }
     if (!st.ok()) {
-      return absl::Status(st.code(), absl::StrCat(st.message(), "\n",
-                                                  c->workers_[i].process->LogTail()));
+      return absl::Status(st.code(),
+                          absl::StrCat(st.message(), "\n", c->workers_[i].process->LogTail()));
     }
   }
   if (!options.start_router) return c;
@@ -103,11 +103,10 @@ Cluster::~Cluster() = default;
 
 absl::Status Cluster::SpawnWorker(int i, const std::vector<std::string>& extra_args) {
   WorkerProc& w = workers_[i];
-  std::vector<std::string> args = {absl::StrCat("--listen=", w.address()),
-                                   absl::StrCat("--metrics_listen=", w.metrics_address()),
-                                   absl::StrCat("--worker_id=", w.id),
-                                   absl::StrCat("--model=", options_.model_dir),
-                                   absl::StrCat("--backend=", TestBackend())};
+  std::vector<std::string> args = {
+      absl::StrCat("--listen=", w.address()),
+      absl::StrCat("--metrics_listen=", w.metrics_address()), absl::StrCat("--worker_id=", w.id),
+      absl::StrCat("--model=", options_.model_dir), absl::StrCat("--backend=", TestBackend())};
   // Another backend gets the CPU backend's default pool size, so admission behaves the same.
   if (TestBackend() != "cpu") args.push_back("--kv_pages=2048");
   if (options_.insecure) args.push_back("--insecure");
@@ -117,8 +116,8 @@ absl::Status Cluster::SpawnWorker(int i, const std::vector<std::string>& extra_a
     args.insert(args.end(), own.begin(), own.end());
   }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  auto p = Process::Spawn(BinDir() + "/pkv-worker", args,
-                          absl::StrCat(log_dir_, "/", w.id, ".log"));
+  auto p =
+      Process::Spawn(BinDir() + "/pkv-worker", args, absl::StrCat(log_dir_, "/", w.id, ".log"));
   if (!p.ok()) return p.status();
   w.process = std::move(*p);
   return absl::OkStatus();
@@ -163,8 +162,7 @@ absl::Status WaitServing(const std::string& address, absl::Duration timeout,
   auto make_stub = [&] {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::health::v1::Health::NewStub(
-        grpc::CreateCustomChannel(address, credentials, args));
+    return grpc::health::v1::Health::NewStub(grpc::CreateCustomChannel(address, credentials, args));
   };
   const absl::Time deadline = absl::Now() + timeout;
   std::string last = "no answer";

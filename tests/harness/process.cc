@@ -19,8 +19,8 @@
 namespace pkv::testing {
 
 absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::string& binary,
-                                                         const std::vector<std::string>& args,
-                                                         const std::string& log_path) {
+                                                        const std::vector<std::string>& args,
+                                                        const std::string& log_path) {
   std::vector<std::string> argv_storage = {binary};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -120,8 +120,8 @@ std::string MakeTempDir(const std::string& prefix) {
 std::string TinyModelDir() {
   static const std::string dir = [] {
     const std::string out = MakeTempDir("pkv-tiny-model") + "/tiny";
-    const std::string cmd = absl::StrCat(BinDir(), "/pkv-make-model --out ", out,
-                                         " --shape tiny > ", out, ".log 2>&1");
+    const std::string cmd =
+        absl::StrCat(BinDir(), "/pkv-make-model --out ", out, " --shape tiny > ", out, ".log 2>&1");
     if (std::system(cmd.c_str()) != 0) return std::string();
     return out;
   }();

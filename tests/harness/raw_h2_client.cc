@@ -121,8 +121,8 @@ absl::StatusOr<std::unique_ptr<RawH2Client>> RawH2Client::Connect(int port,
   const int one = 1;  // small frames must leave at once, not wait for Nagle
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   std::unique_ptr<RawH2Client> client(new RawH2Client(fd));
-  if (absl::Status s = client->Send(std::string(kPreface) + EncodeH2Frame(H2Type::kSettings, 0,
-                                                                         0, ""));
+  if (absl::Status s =
+          client->Send(std::string(kPreface) + EncodeH2Frame(H2Type::kSettings, 0, 0, ""));
       !s.ok()) {
     return s;
   }

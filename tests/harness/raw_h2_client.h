@@ -34,8 +34,8 @@ enum class H2Type : uint8_t {
   kGoaway = 0x7,
   kWindowUpdate = 0x8,
 };
-inline constexpr uint8_t kH2FlagEndStream = 0x1;  // DATA, HEADERS
-inline constexpr uint8_t kH2FlagAck = 0x1;        // SETTINGS, PING
+inline constexpr uint8_t kH2FlagEndStream = 0x1;   // DATA, HEADERS
+inline constexpr uint8_t kH2FlagAck = 0x1;         // SETTINGS, PING
 inline constexpr uint8_t kH2FlagEndHeaders = 0x4;  // HEADERS
 // Error codes (RFC 9113 section 7).
 inline constexpr uint32_t kH2Cancel = 0x8;

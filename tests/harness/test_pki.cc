@@ -13,7 +13,6 @@
 namespace pkv::testing {
 namespace {
 
-
 std::string FindOpenssl() {
   const char* path = std::getenv("PATH");
   for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin", ':')) {
@@ -41,18 +40,18 @@ class OpensslRunner {
   // A self-signed CA.
   absl::Status MakeCa(const std::string& name) {
     return Run({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                "-nodes", "-keyout", Path(name + ".key"), "-out", Path(name + ".pem"), "-days",
-                "2", "-subj", "/CN=" + name});
+                "-nodes", "-keyout", Path(name + ".key"), "-out", Path(name + ".pem"), "-days", "2",
+                "-subj", "/CN=" + name});
   }
 
   // A leaf certificate for `cn` (SAN: DNS cn, localhost, 127.0.0.1), signed by `ca`, valid `days`
   // (negative: already expired).
   absl::StatusOr<CertKey> MakeLeaf(const std::string& name, const std::string& cn,
                                    const std::string& ca, int days) {
-    absl::Status st = Run({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                           "-nodes", "-keyout", Path(name + ".key"), "-out", Path(name + ".csr"),
-                           "-subj", "/CN=" + cn, "-addext",
-                           absl::StrCat("subjectAltName=DNS:", cn, ",DNS:localhost,IP:127.0.0.1")});
+    absl::Status st =
+        Run({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", Path(name + ".key"), "-out", Path(name + ".csr"), "-subj", "/CN=" + cn,
+             "-addext", absl::StrCat("subjectAltName=DNS:", cn, ",DNS:localhost,IP:127.0.0.1")});
     if (!st.ok()) return st;
     st = Run({"x509", "-req", "-in", Path(name + ".csr"), "-CA", Path(ca + ".pem"), "-CAkey",
               Path(ca + ".key"), "-CAcreateserial", "-copy_extensions", "copyall", "-out",

@@ -2,7 +2,8 @@
 // ever committed): a CA, router/worker/client certificates it signed for 127.0.0.1 and localhost,
 // a second ("wrong") CA with a certificate of its own, and an expired certificate from the right
 // CA. Each leaf's SAN holds DNS:<its CN>, DNS:localhost and IP:127.0.0.1, so it verifies for
-// loopback addresses and its gRPC peer identity names it. EC P-256 keys, so generation takes well under a second. Not thread-safe; one per test suite.
+// loopback addresses and its gRPC peer identity names it. EC P-256 keys, so generation takes well
+// under a second. Not thread-safe; one per test suite.
 #pragma once
 
 #include <string>

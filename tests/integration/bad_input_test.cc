@@ -81,59 +81,82 @@ std::vector<Case> ValidationCases() {
   using R = pkv::v1::GenerateRequest;
   auto s = [](R& r) { return r.mutable_sampling(); };
   return {
-      Invalid("temperature -1", [&](R& r) { s(r)->set_temperature(-1); },
-              "sampling.temperature must be a finite number in [0, 2], got -1"),
-      Invalid("temperature NaN", [&](R& r) { s(r)->set_temperature(std::nanf("")); },
-              "sampling.temperature must be a finite number in [0, 2], got nan"),
-      Invalid("temperature 3", [&](R& r) { s(r)->set_temperature(3); },
-              "sampling.temperature must be a finite number in [0, 2], got 3"),
-      Invalid("top_p 0", [&](R& r) { s(r)->set_top_p(0); }, "sampling.top_p must be in (0, 1], got 0"),
-      Invalid("top_p 1.5", [&](R& r) { s(r)->set_top_p(1.5); },
-              "sampling.top_p must be in (0, 1], got 1.5"),
-      Invalid("top_k above vocab", [&](R& r) { s(r)->set_top_k(513); },
-              "sampling.top_k must be in [0, vocab_size 512], got 513"),
-      Invalid("min_p 1.5", [&](R& r) { s(r)->set_min_p(1.5); },
-              "sampling.min_p must be in [0, 1], got 1.5"),
-      Invalid("token id == vocab", [&](R& r) { r.mutable_token_ids()->add_ids(512); },
-              "token_ids[2] must be < vocab_size 512, got 512"),
-      Invalid("token id 2^31-1", [&](R& r) { r.mutable_token_ids()->set_ids(0, 2147483647u); },
-              "token_ids[0] must be < vocab_size 512, got 2147483647"),
-      Invalid("empty token_ids", [&](R& r) { r.mutable_token_ids()->clear_ids(); },
-              "token_ids must not be empty"),
-      Invalid("empty text", [&](R& r) { r.set_text(""); }, "text must not be empty"),
-      Invalid("no prompt", [&](R& r) { r.clear_prompt(); }, "prompt must be set"),
-      Invalid("max_tokens 0", [&](R& r) { s(r)->set_max_tokens(0); },
-              "sampling.max_tokens must be >= 1, got 0"),
-      Invalid("huge max_tokens", [&](R& r) { s(r)->set_max_tokens(4000000000u); },
-              "sampling.max_tokens 4000000000 plus 2 prompt tokens must be <= max_context 1024"),
-      Invalid("prompt over --max_prompt_tokens",
-              [&](R& r) {
-                for (int i = 2; i <= kMaxPromptTokens; ++i) r.mutable_token_ids()->add_ids(7);
-              },
-              "token_ids has 257 tokens, more than the limit of 256 prompt tokens"),
-      Invalid("too many stop strings",
-              [&](R& r) {
-                for (int i = 0; i <= kMaxStopStrings; ++i) s(r)->add_stop(absl::StrCat("s", i));
-              },
-              "sampling.stop has 5 strings, more than the limit of 4"),
-      Invalid("empty stop string", [&](R& r) { s(r)->add_stop(""); },
-              "sampling.stop[0] must not be empty"),
-      Invalid("stop string too long", [&](R& r) { s(r)->add_stop(std::string(300, 'x')); },
-              "sampling.stop[0] has 300 bytes, more than the limit of 256"),
-      Invalid("stop token id out of vocab", [&](R& r) { s(r)->add_stop_token_ids(600); },
-              "sampling.stop_token_ids[0] must be < vocab_size 512, got 600"),
-      Invalid("top_logprobs 21",
-              [&](R& r) {
-                s(r)->set_logprobs(true);
-                s(r)->set_top_logprobs(21);
-              },
-              "sampling.top_logprobs must be in [0, 20], got 21"),
-      Invalid("top_logprobs without logprobs", [&](R& r) { s(r)->set_top_logprobs(3); },
-              "requires sampling.logprobs = true"),
-      Invalid("request_id with a space", [&](R& r) { r.set_request_id("a b"); },
-              "request_id may only contain [A-Za-z0-9_.:-], got byte 0x20 at offset 1"),
-      Invalid("session_id too long", [&](R& r) { r.set_session_id(std::string(300, 's')); },
-              "session_id must be at most 256 bytes, got 300"),
+      Invalid(
+          "temperature -1", [&](R& r) { s(r)->set_temperature(-1); },
+          "sampling.temperature must be a finite number in [0, 2], got -1"),
+      Invalid(
+          "temperature NaN", [&](R& r) { s(r)->set_temperature(std::nanf("")); },
+          "sampling.temperature must be a finite number in [0, 2], got nan"),
+      Invalid(
+          "temperature 3", [&](R& r) { s(r)->set_temperature(3); },
+          "sampling.temperature must be a finite number in [0, 2], got 3"),
+      Invalid(
+          "top_p 0", [&](R& r) { s(r)->set_top_p(0); }, "sampling.top_p must be in (0, 1], got 0"),
+      Invalid(
+          "top_p 1.5", [&](R& r) { s(r)->set_top_p(1.5); },
+          "sampling.top_p must be in (0, 1], got 1.5"),
+      Invalid(
+          "top_k above vocab", [&](R& r) { s(r)->set_top_k(513); },
+          "sampling.top_k must be in [0, vocab_size 512], got 513"),
+      Invalid(
+          "min_p 1.5", [&](R& r) { s(r)->set_min_p(1.5); },
+          "sampling.min_p must be in [0, 1], got 1.5"),
+      Invalid(
+          "token id == vocab", [&](R& r) { r.mutable_token_ids()->add_ids(512); },
+          "token_ids[2] must be < vocab_size 512, got 512"),
+      Invalid(
+          "token id 2^31-1", [&](R& r) { r.mutable_token_ids()->set_ids(0, 2147483647u); },
+          "token_ids[0] must be < vocab_size 512, got 2147483647"),
+      Invalid(
+          "empty token_ids", [&](R& r) { r.mutable_token_ids()->clear_ids(); },
+          "token_ids must not be empty"),
+      Invalid(
+          "empty text", [&](R& r) { r.set_text(""); }, "text must not be empty"),
+      Invalid(
+          "no prompt", [&](R& r) { r.clear_prompt(); }, "prompt must be set"),
+      Invalid(
+          "max_tokens 0", [&](R& r) { s(r)->set_max_tokens(0); },
+          "sampling.max_tokens must be >= 1, got 0"),
+      Invalid(
+          "huge max_tokens", [&](R& r) { s(r)->set_max_tokens(4000000000u); },
+          "sampling.max_tokens 4000000000 plus 2 prompt tokens must be <= max_context 1024"),
+      Invalid(
+          "prompt over --max_prompt_tokens",
+          [&](R& r) {
+            for (int i = 2; i <= kMaxPromptTokens; ++i) r.mutable_token_ids()->add_ids(7);
+          },
+          "token_ids has 257 tokens, more than the limit of 256 prompt tokens"),
+      Invalid(
+          "too many stop strings",
+          [&](R& r) {
+            for (int i = 0; i <= kMaxStopStrings; ++i) s(r)->add_stop(absl::StrCat("s", i));
+          },
+          "sampling.stop has 5 strings, more than the limit of 4"),
+      Invalid(
+          "empty stop string", [&](R& r) { s(r)->add_stop(""); },
+          "sampling.stop[0] must not be empty"),
+      Invalid(
+          "stop string too long", [&](R& r) { s(r)->add_stop(std::string(300, 'x')); },
+          "sampling.stop[0] has 300 bytes, more than the limit of 256"),
+      Invalid(
+          "stop token id out of vocab", [&](R& r) { s(r)->add_stop_token_ids(600); },
+          "sampling.stop_token_ids[0] must be < vocab_size 512, got 600"),
+      Invalid(
+          "top_logprobs 21",
+          [&](R& r) {
+            s(r)->set_logprobs(true);
+            s(r)->set_top_logprobs(21);
+          },
+          "sampling.top_logprobs must be in [0, 20], got 21"),
+      Invalid(
+          "top_logprobs without logprobs", [&](R& r) { s(r)->set_top_logprobs(3); },
+          "requires sampling.logprobs = true"),
+      Invalid(
+          "request_id with a space", [&](R& r) { r.set_request_id("a b"); },
+          "request_id may only contain [A-Za-z0-9_.:-], got byte 0x20 at offset 1"),
+      Invalid(
+          "session_id too long", [&](R& r) { r.set_session_id(std::string(300, 's')); },
+          "session_id must be at most 256 bytes, got 300"),
   };
 }
 
@@ -152,8 +175,7 @@ std::vector<Case> ProtocolCases() {
   // has no prompt.
   cases.push_back({"wrong wire type", std::string("\x08\x01", 2),
                    grpc::StatusCode::INVALID_ARGUMENT, "prompt must be set"});
-  cases.push_back({"message over --max_request_bytes",
-                   With([](pkv::v1::GenerateRequest& r) {
+  cases.push_back({"message over --max_request_bytes", With([](pkv::v1::GenerateRequest& r) {
                      r.set_text(std::string(kMaxRequestBytes + 10, 'a'));
                    }),
                    grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max"});
@@ -174,7 +196,10 @@ std::vector<Case> ProtocolCases() {
   cases.push_back({"unknown service", Valid().SerializeAsString(), grpc::StatusCode::UNIMPLEMENTED,
                    "", "/pkv.v1.Nothing/Generate"});
   // Field 1 announces 5 bytes and 2 follow.
-  cases.push_back({"malformed Abort", std::string("\x0a\x05" "ab", 4),
+  cases.push_back({"malformed Abort",
+                   std::string("\x0a\x05"
+                               "ab",
+                               4),
                    grpc::StatusCode::INVALID_ARGUMENT,
                    "the request is not a valid pkv.v1.AbortRequest", "/pkv.v1.Generation/Abort"});
   cases.push_back({"Abort without request_id", "", grpc::StatusCode::INVALID_ARGUMENT,
@@ -220,12 +245,10 @@ class BadInputTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> RouterChannel() const {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel(cluster_->router_address(),
-                                     grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(cluster_->router_address(), grpc::InsecureChannelCredentials(),
+                                     args);
   }
-  double WorkerSum(const std::string& sample) {
-    return SumOverWorkers(*cluster_, {0, 1}, sample);
-  }
+  double WorkerSum(const std::string& sample) { return SumOverWorkers(*cluster_, {0, 1}, sample); }
   void ExpectAllServingAndQuiescent() {
     EXPECT_TRUE(WaitServing(cluster_->router_address(), absl::Seconds(5)).ok()) << cluster_->Logs();
     for (int w = 0; w < cluster_->num_workers(); ++w) {
@@ -247,7 +270,8 @@ TEST_F(BadInputTest, EveryCaseGetsItsStatusAndMessageAndServersStayUp) {
   const double generated = WorkerSum("pkv_generated_tokens_total");
   const double prompt = WorkerSum("pkv_prompt_tokens_total");
   const double allocs = WorkerSum("pkv_kv_page_allocs");
-  const double invalid = RouterSample(*cluster_, "pkv_router_requests_total{code=\"INVALID_ARGUMENT\"}");
+  const double invalid =
+      RouterSample(*cluster_, "pkv_router_requests_total{code=\"INVALID_ARGUMENT\"}");
   int invalid_generate = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -342,7 +366,8 @@ TEST_F(BadInputTest, SlowReaderIsCancelledWhileOthersFinish) {
 // other connections are served. Once the held streams end, the connection serves again.
 TEST_F(BadInputTest, StreamsBeyondThePerConnectionLimitWait) {
   const double cancels_before = RouterSample(*cluster_, "pkv_router_slow_client_cancels_total");
-  const double requests_before = RouterSample(*cluster_, "pkv_router_request_duration_seconds_count");
+  const double requests_before =
+      RouterSample(*cluster_, "pkv_router_request_duration_seconds_count");
   auto stub = SmallWindowStub(cluster_->router_address());
   std::vector<std::unique_ptr<HeldStream>> held;
   for (int i = 0; i < kMaxStreamsPerConnection; ++i) {
@@ -380,8 +405,8 @@ TEST_F(BadInputTest, StreamsBeyondThePerConnectionLimitWait) {
 // RELIABILITY S1: connections that never send the HTTP/2 preface are closed by the handshake
 // timeout; a client on another connection is served meanwhile.
 TEST_F(BadInputTest, IdleConnectionsAreClosedByTheHandshakeTimeout) {
-  const int port = std::stoi(cluster_->router_address().substr(
-      cluster_->router_address().rfind(':') + 1));
+  const int port =
+      std::stoi(cluster_->router_address().substr(cluster_->router_address().rfind(':') + 1));
   std::vector<int> fds;
   for (int i = 0; i < 20; ++i) {
     const int fd = ConnectLoopback(port);
@@ -392,14 +417,14 @@ TEST_F(BadInputTest, IdleConnectionsAreClosedByTheHandshakeTimeout) {
   const Outcome served = Stream(stub.get(), GreedyRequest(40, 4, 8), absl::Seconds(30));
   EXPECT_TRUE(served.status.ok()) << served.status.error_message();
   // Each idle connection gets the server's preface (SETTINGS), then EOF well within the bound.
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs) +
-                              absl::Seconds(15);
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs) + absl::Seconds(15);
   for (const int fd : fds) {
     bool closed = false;
     while (!closed && absl::Now() < deadline) {
       pollfd p{fd, POLLIN, 0};
-      const int wait_ms = static_cast<int>(
-          std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      const int wait_ms =
+          static_cast<int>(std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now())));
       if (poll(&p, 1, wait_ms) != 1) break;
       char buf[4096];
       closed = recv(fd, buf, sizeof(buf), 0) <= 0;  // EOF or reset

@@ -174,8 +174,8 @@ TEST_F(Http2AbuseTest, PingFloodGetsGoawayTooManyPings) {
   Outcome legit;
   std::thread legit_thread([&] {
     auto stub = NewRouterStub(*cluster_);
-    legit = Stream(stub.get(), GreedyRequest(1, kLegitPromptLen, kLegitMaxTokens),
-                   absl::Seconds(30));
+    legit =
+        Stream(stub.get(), GreedyRequest(1, kLegitPromptLen, kLegitMaxTokens), absl::Seconds(30));
   });
   PingFloodResult r;
   for (int i = 0; i < kMaxPings && r.closed_at == absl::InfiniteFuture(); ++i) {
@@ -191,10 +191,11 @@ TEST_F(Http2AbuseTest, PingFloodGetsGoawayTooManyPings) {
   ASSERT_GE(r.ping_times.size(), static_cast<size_t>(kPingsUpToThirdStrike))
       << "closed after " << r.ping_times.size() << " pings, before the third strike";
   const absl::Time third_bad = r.ping_times[kPingsUpToThirdStrike - 1];
-  std::printf("[S4] pings sent %zu, GOAWAY %s code 0x%x \"%s\", closed %.0f ms after the 3rd bad "
-              "ping\n",
-              r.ping_times.size(), r.goaway ? "yes" : "no", r.goaway_code, r.goaway_debug.c_str(),
-              absl::ToDoubleMilliseconds(r.closed_at - third_bad));
+  std::printf(
+      "[S4] pings sent %zu, GOAWAY %s code 0x%x \"%s\", closed %.0f ms after the 3rd bad "
+      "ping\n",
+      r.ping_times.size(), r.goaway ? "yes" : "no", r.goaway_code, r.goaway_debug.c_str(),
+      absl::ToDoubleMilliseconds(r.closed_at - third_bad));
   EXPECT_TRUE(r.goaway);
   EXPECT_EQ(r.goaway_code, kH2EnhanceYourCalm);
   EXPECT_EQ(r.goaway_debug, "too_many_pings");
@@ -203,7 +204,6 @@ TEST_F(Http2AbuseTest, PingFloodGetsGoawayTooManyPings) {
   EXPECT_EQ(legit.tokens.size(), kLegitMaxTokens);
   ExpectServingAndQuiescent();
 }
-
 
 // A legitimate client streaming greedy requests back to back on its own connection, recording the
 // gaps between chunks (inter-token latency) per phase, and what it asked the worker to do.
@@ -407,10 +407,10 @@ class HandlerSampler {
 TEST_F(Http2AbuseTest, RapidResetIsContainedAndLegitTrafficFlows) {
   const double prompt0 = Worker("pkv_prompt_tokens_total");
   const double generated0 = Worker("pkv_generated_tokens_total");
-  const double placements0 = FamilySum(cluster_->router_metrics_address(),
-                                       "pkv_router_placements_total");
-  const double router_requests0 = FamilySum(cluster_->router_metrics_address(),
-                                            "pkv_router_requests_total");
+  const double placements0 =
+      FamilySum(cluster_->router_metrics_address(), "pkv_router_placements_total");
+  const double router_requests0 =
+      FamilySum(cluster_->router_metrics_address(), "pkv_router_requests_total");
   const double ejections0 =
       FamilySum(cluster_->router_metrics_address(), "pkv_router_worker_ejections_total");
   LegitLoad legit(*cluster_);
@@ -427,8 +427,8 @@ TEST_F(Http2AbuseTest, RapidResetIsContainedAndLegitTrafficFlows) {
   const absl::Time t0 = absl::Now();
   attack.Run(kAttackDuration, kResetRatePerSecond);
   const absl::Time attack_end = absl::Now();
-  const double router_cores = (CpuSeconds(router_pid) - cpu0) /
-                              absl::ToDoubleSeconds(absl::Now() - t0);
+  const double router_cores =
+      (CpuSeconds(router_pid) - cpu0) / absl::ToDoubleSeconds(absl::Now() - t0);
   const std::vector<double> during_ttft = legit.Ttfts();
   const std::vector<double> during = legit.NextPhase();
   sampler.Stop();
@@ -451,13 +451,13 @@ TEST_F(Http2AbuseTest, RapidResetIsContainedAndLegitTrafficFlows) {
 
   const double p99_base = Percentile(baseline, 0.99);
   const double p99_attack = Percentile(during, 0.99);
-  const double placements = FamilySum(cluster_->router_metrics_address(),
-                                      "pkv_router_placements_total") - placements0;
+  const double placements =
+      FamilySum(cluster_->router_metrics_address(), "pkv_router_placements_total") - placements0;
   ExpectServingAndQuiescent();
   // Streams the router's handlers finished (the reset ones show up as CANCELLED): evidence that
   // the attack reached the application and was not dropped by the transport alone.
-  const double router_requests = FamilySum(cluster_->router_metrics_address(),
-                                           "pkv_router_requests_total") - router_requests0;
+  const double router_requests =
+      FamilySum(cluster_->router_metrics_address(), "pkv_router_requests_total") - router_requests0;
   const double prompt = Worker("pkv_prompt_tokens_total") - prompt0;
   const double generated = Worker("pkv_generated_tokens_total") - generated0;
   const double ejections =
@@ -468,23 +468,24 @@ TEST_F(Http2AbuseTest, RapidResetIsContainedAndLegitTrafficFlows) {
       "connection closed by the router: %s\n",
       attack.streams(), attack.with_data(), absl::ToDoubleSeconds(kAttackDuration), attack.rate(),
       attack.goaway() ? "yes" : "no", attack.goaway_code(), attack.closed() ? "yes" : "no");
-  std::printf("[S5] legit ITL p99 %.2f ms baseline (%zu gaps), %.2f ms under attack (%zu gaps): "
-              "ratio %.2f; legit requests %d, failures %d\n",
-              p99_base, baseline.size(), p99_attack, during.size(), p99_attack / p99_base,
-              legit.requests(), legit.failures());
-  std::printf("[S5] router CPU %.2f cores; max inflight %.0f, max inflight+queued %.0f (%d "
-              "samples); placements %.0f for %d legit requests; worker prompt tokens %.0f "
-              "(legit %.0f), generated %.0f (legit %.0f)\n",
-              router_cores, sampler.max_inflight(), sampler.max_live(), sampler.samples(),
-              placements, legit.requests(), prompt, legit.prompt_tokens(), generated,
-              legit.generated_tokens());
-  std::printf("[S5] router handlers finished %.0f streams (%d legit), the last %.0f ms after the "
-              "attack; legit TTFT p99 %.2f ms baseline (%zu), %.2f ms under attack (%zu)%s%s\n",
-              router_requests, legit.requests(), absl::ToDoubleMilliseconds(backlog),
-              Percentile(baseline_ttft, 0.99), baseline_ttft.size(),
-              Percentile(during_ttft, 0.99), during_ttft.size(),
-              legit.failures() > 0 ? "; first legit failure: " : "",
-              legit.first_failure().c_str());
+  std::printf(
+      "[S5] legit ITL p99 %.2f ms baseline (%zu gaps), %.2f ms under attack (%zu gaps): "
+      "ratio %.2f; legit requests %d, failures %d\n",
+      p99_base, baseline.size(), p99_attack, during.size(), p99_attack / p99_base, legit.requests(),
+      legit.failures());
+  std::printf(
+      "[S5] router CPU %.2f cores; max inflight %.0f, max inflight+queued %.0f (%d "
+      "samples); placements %.0f for %d legit requests; worker prompt tokens %.0f "
+      "(legit %.0f), generated %.0f (legit %.0f)\n",
+      router_cores, sampler.max_inflight(), sampler.max_live(), sampler.samples(), placements,
+      legit.requests(), prompt, legit.prompt_tokens(), generated, legit.generated_tokens());
+  std::printf(
+      "[S5] router handlers finished %.0f streams (%d legit), the last %.0f ms after the "
+      "attack; legit TTFT p99 %.2f ms baseline (%zu), %.2f ms under attack (%zu)%s%s\n",
+      router_requests, legit.requests(), absl::ToDoubleMilliseconds(backlog),
+      Percentile(baseline_ttft, 0.99), baseline_ttft.size(), Percentile(during_ttft, 0.99),
+      during_ttft.size(), legit.failures() > 0 ? "; first legit failure: " : "",
+      legit.first_failure().c_str());
 
   EXPECT_TRUE(attack.streams() >= kMinResetStreams || attack.goaway() || attack.closed())
       << "only " << attack.streams() << " streams were reset";

@@ -17,7 +17,6 @@
 namespace pkv::testing {
 namespace {
 
-
 void ExpectSameAsReference(const Outcome& got, const Outcome& reference, const std::string& what) {
   EXPECT_TRUE(got.status.ok()) << what << ": " << got.status.error_message();
   EXPECT_TRUE(got.completed) << what;

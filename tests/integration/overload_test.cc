@@ -17,7 +17,6 @@
 namespace pkv::testing {
 namespace {
 
-
 std::string Aborts(const char* reason) {
   return absl::StrCat("pkv_seq_aborts_total{reason=\"", reason, "\"}");
 }

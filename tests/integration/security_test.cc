@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
-#include "gtest/gtest.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
 #include "pkv/v1/generation.grpc.pb.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "tests/harness/cluster.h"
@@ -29,7 +29,8 @@ using ::testing::HasSubstr;
 std::string RandomKey(std::mt19937_64& rng) {
   std::string key;
   while (key.find_first_of("abcdef") == std::string::npos) {
-    key = absl::StrCat("pk", absl::Hex(rng(), absl::kZeroPad16), absl::Hex(rng(), absl::kZeroPad16));
+    key =
+        absl::StrCat("pk", absl::Hex(rng(), absl::kZeroPad16), absl::Hex(rng(), absl::kZeroPad16));
   }
   return key;
 }
@@ -97,9 +98,7 @@ class SecurityTest : public ::testing::Test {
   }
   // A request the tiny model answers quickly.
   static std::string ValidRequest() { return GreedyRequest(3, 5, 8).SerializeAsString(); }
-  double WorkerSum(const std::string& sample) {
-    return SumOverWorkers(*cluster_, {0, 1}, sample);
-  }
+  double WorkerSum(const std::string& sample) { return SumOverWorkers(*cluster_, {0, 1}, sample); }
 
   static TestPki* pki_;
   static std::vector<std::string>* keys_;
@@ -146,7 +145,8 @@ TEST_F(SecurityTest, EveryGenerationMethodRefusesMissingWrongAndCaseVariantKeys)
   const double prompt = WorkerSum("pkv_prompt_tokens_total");
   int refused = 0;
   for (int m = 0; m < service->method_count(); ++m) {
-    const std::string method = absl::StrCat("/", service->full_name(), "/", service->method(m)->name());
+    const std::string method =
+        absl::StrCat("/", service->full_name(), "/", service->method(m)->name());
     for (const auto& [what, metadata] : bad) {
       SCOPED_TRACE(absl::StrCat(method, ": ", what));
       const RawResult r = RawCall(RouterChannel(pki_->ca), method, ValidRequest(), metadata);
@@ -163,8 +163,8 @@ TEST_F(SecurityTest, EveryGenerationMethodRefusesMissingWrongAndCaseVariantKeys)
 
   // Health stays open (probes carry no key); with a key the guarded methods answer.
   grpc::health::v1::HealthCheckRequest check;
-  const RawResult health = RawCall(RouterChannel(pki_->ca), "/grpc.health.v1.Health/Check",
-                                   check.SerializeAsString());
+  const RawResult health =
+      RawCall(RouterChannel(pki_->ca), "/grpc.health.v1.Health/Check", check.SerializeAsString());
   ASSERT_TRUE(health.status.ok()) << health.status.error_message();
   grpc::health::v1::HealthCheckResponse serving;
   ASSERT_TRUE(serving.ParseFromString(health.responses.at(0)));
@@ -173,8 +173,8 @@ TEST_F(SecurityTest, EveryGenerationMethodRefusesMissingWrongAndCaseVariantKeys)
                                   check.SerializeAsString(), {}, absl::Milliseconds(500));
   EXPECT_EQ(watch.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_FALSE(watch.responses.empty());
-  const RawResult info = RawCall(RouterChannel(pki_->ca), "/pkv.v1.Generation/GetModelInfo", "",
-                                 Bearer(key));
+  const RawResult info =
+      RawCall(RouterChannel(pki_->ca), "/pkv.v1.Generation/GetModelInfo", "", Bearer(key));
   EXPECT_TRUE(info.status.ok()) << info.status.error_message();
 }
 
@@ -199,9 +199,7 @@ TEST_F(SecurityTest, PlaintextClientsAndUntrustedCertificatesCannotConnect) {
     EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
     EXPECT_TRUE(r.responses.empty());
   }
-  EXPECT_TRUE(WaitServing(cluster_->router_address(), absl::Seconds(5), "",
-                          Tls(pki_->ca))
-                  .ok());
+  EXPECT_TRUE(WaitServing(cluster_->router_address(), absl::Seconds(5), "", Tls(pki_->ca)).ok());
 }
 
 // X2/X3: a worker talks only to holders of a certificate from its CA, and with
@@ -225,9 +223,8 @@ TEST_F(SecurityTest, WorkersAcceptOnlyTheRoutersCertificate) {
   };
   for (const Attempt& a : attempts) {
     SCOPED_TRACE(a.what);
-    const RawResult r =
-        RawCall(Channel(address, a.credentials), "/pkv.v1.Worker/GetLoad", load, {},
-                absl::Seconds(5));
+    const RawResult r = RawCall(Channel(address, a.credentials), "/pkv.v1.Worker/GetLoad", load, {},
+                                absl::Seconds(5));
     EXPECT_EQ(r.status.error_code(), a.code) << r.status.error_message();
   }
   // The admin RPC from a certificate the CA signed for someone else.
@@ -238,8 +235,8 @@ TEST_F(SecurityTest, WorkersAcceptOnlyTheRoutersCertificate) {
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(r.status.error_message(), HasSubstr("pkv-intruder"));
   absl::SleepFor(absl::Milliseconds(300));
-  EXPECT_TRUE(WaitServing(address, absl::Seconds(2), "pkv.v1.Worker", Tls(pki_->ca, &pki_->router))
-                  .ok());
+  EXPECT_TRUE(
+      WaitServing(address, absl::Seconds(2), "pkv.v1.Worker", Tls(pki_->ca, &pki_->router)).ok());
   EXPECT_TRUE(cluster_->worker(0).process->Running());
 }
 
@@ -273,11 +270,10 @@ TEST_F(SecurityTest, RequiredClientCertificates) {
   auto router = Process::Spawn(
       BinDir() + "/pkv-router",
       {"--listen=" + address, absl::StrCat("--metrics_listen=127.0.0.1:", PickFreePort()),
-       absl::StrCat("--workers=", cluster_->worker(0).address()),
-       "--tls_cert=" + pki_->router.cert, "--tls_key=" + pki_->router.key, "--tls_ca=" + pki_->ca,
-       "--tls_require_client_cert", "--worker_tls_cert=" + pki_->router.cert,
-       "--worker_tls_key=" + pki_->router.key, "--worker_tls_ca=" + pki_->ca,
-       "--api_keys_file=" + pki_->dir + "/api_keys"},
+       absl::StrCat("--workers=", cluster_->worker(0).address()), "--tls_cert=" + pki_->router.cert,
+       "--tls_key=" + pki_->router.key, "--tls_ca=" + pki_->ca, "--tls_require_client_cert",
+       "--worker_tls_cert=" + pki_->router.cert, "--worker_tls_key=" + pki_->router.key,
+       "--worker_tls_ca=" + pki_->ca, "--api_keys_file=" + pki_->dir + "/api_keys"},
       cluster_->log_dir() + "/mtls-router.log");
   ASSERT_TRUE(router.ok()) << router.status();
   const auto with_cert = Tls(pki_->ca, &pki_->client);
@@ -321,23 +317,28 @@ TEST_F(SecurityTest, ProcessesRefuseToStartWithoutTlsOrWithBadFiles) {
       {"pkv-router",
        {workers, listen, metrics, "--tls_cert=" + pki_->router.cert,
         "--tls_key=" + pki_->router.key},
-       2, "worker connections need mutual TLS"},
+       2,
+       "worker connections need mutual TLS"},
       {"pkv-router",
        {workers, listen, metrics, "--insecure", "--tls_cert=" + pki_->expired.cert,
         "--tls_key=" + pki_->expired.key},
-       1, "the certificate has expired"},
+       1,
+       "the certificate has expired"},
       {"pkv-router",
        {workers, listen, metrics, "--insecure", "--tls_cert=" + pki_->router.cert,
         "--tls_key=" + pki_->worker.key},
-       1, "is not the private key of the certificate"},
+       1,
+       "is not the private key of the certificate"},
       {"pkv-router",
        {workers, listen, metrics, "--insecure", "--api_keys_file=" + pki_->dir + "/missing"},
-       1, "--api_keys_file"},
+       1,
+       "--api_keys_file"},
       {"pkv-worker", {listen, metrics, worker_common}, 2, "or --insecure to serve plaintext"},
       {"pkv-worker",
        {listen, metrics, worker_common, "--tls_cert=" + pki_->worker.cert,
         "--tls_key=" + pki_->worker.key},
-       2, "mutual TLS needs all of --tls_cert, --tls_key and --tls_ca"},
+       2,
+       "mutual TLS needs all of --tls_cert, --tls_key and --tls_ca"},
   };
   int n = 0;
   for (const Start& s : starts) {

@@ -99,7 +99,7 @@ class TpCudaBackend : public ModelBackend {
   const StepTiming& last_timing() const { return timing_; }
   int64_t rank_weight_bytes() const;       // rank 0's weight arena
   int64_t rank_weight_read_bytes() const;  // weight bytes rank 0 reads a decode step
-  int64_t rank_kv_bytes() const;      // rank 0's KV pool
+  int64_t rank_kv_bytes() const;           // rank 0's KV pool
 
   class Ranks;  // tp_cuda_backend.cc: the per-rank state
 

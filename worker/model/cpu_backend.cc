@@ -1,5 +1,4 @@
 #include "worker/model/cpu_backend.h"
-#include "worker/model/cpu_step.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +12,7 @@
 #include "worker/model/batch_check.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/cpu_ops.h"
+#include "worker/model/cpu_step.h"
 #include "worker/model/rope.h"
 
 namespace pkv {
@@ -189,7 +189,8 @@ absl::Status CpuModelBackend::Step(absl::Span<const BatchRow> rows,
                                    std::vector<SampleResult>* samples, StepStats* stats) {
   PKV_RETURN_IF_ERROR(ValidateBatch(rows, /*need_params=*/true));
   RunBatch(rows);
-  PKV_RETURN_IF_ERROR(SampleRows(rows, logits_, weights_.config.vocab_size, &sampler_scratch_, samples));
+  PKV_RETURN_IF_ERROR(
+      SampleRows(rows, logits_, weights_.config.vocab_size, &sampler_scratch_, samples));
   if (stats != nullptr) *stats = CpuStepStats(rows);
   return absl::OkStatus();
 }

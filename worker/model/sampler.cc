@@ -12,7 +12,6 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-
 // Ranking of candidates: larger z first, lower id on ties.
 struct ByScoreThenId {
   const float* logits;

@@ -1,5 +1,4 @@
 #include "worker/model/tp_cpu_backend.h"
-#include "worker/model/cpu_step.h"
 
 #include <limits>
 #include <utility>
@@ -9,6 +8,7 @@
 #include "common/status_macros.h"
 #include "worker/model/batch_check.h"
 #include "worker/model/checkpoint.h"
+#include "worker/model/cpu_step.h"
 #include "worker/model/rope.h"
 #include "worker/model/tp_shard.h"
 

@@ -53,11 +53,11 @@ namespace pkv {
 
 struct SchedulerConfig {
   int32_t page_size = 16;
-  int32_t max_batch_tokens = 512;  // tokens fed per step (decode rows count one each)
-  int32_t max_running = 64;        // sequences in the running batch
-  int32_t max_waiting = 256;       // queued sequences (bounded admission)
+  int32_t max_batch_tokens = 512;      // tokens fed per step (decode rows count one each)
+  int32_t max_running = 64;            // sequences in the running batch
+  int32_t max_waiting = 256;           // queued sequences (bounded admission)
   int64_t max_queued_tokens = 262144;  // prompt tokens waiting (bounded admission)
-  int32_t watermark_pages = 0;  // pages kept free when admitting new sequences
+  int32_t watermark_pages = 0;         // pages kept free when admitting new sequences
 };
 
 // OK when every field is usable (positive sizes and limits, non-negative watermark); else

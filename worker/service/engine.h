@@ -49,7 +49,7 @@ struct EngineOptions {
   std::string model_name = "model";
   int32_t max_context = 0;  // prompt + generated tokens per request
   SchedulerConfig scheduler;
-  TestFaults faults;                      // test builds only; empty by default
+  TestFaults faults;                           // test builds only; empty by default
   std::function<void(absl::Status)> on_fatal;  // called once from the scheduler thread
 };
 

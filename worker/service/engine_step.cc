@@ -71,7 +71,8 @@ void Engine::RunStep() {
   if (batch.empty()) return;
 
   const TestFaults& faults = options_.faults;
-  if (faults.slow_step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(faults.slow_step_ms));
+  if (faults.slow_step_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(faults.slow_step_ms));
   if (faults.hang_step_after >= 0 && static_cast<int64_t>(steps_) >= faults.hang_step_after) {
     PKV_LOG(WARNING) << "test fault: hanging the scheduler thread";
     while (true) std::this_thread::sleep_for(std::chrono::hours(1));

@@ -50,9 +50,10 @@ AbortReason StreamOutbox::BrokenReason() const {
 
 void StreamOutbox::BreakLocked(AbortReason reason) {
   if (!broken_) {
-    broken_reason_ = reason == AbortReason::kClientCancel && absl::Now() + kDeadlineSlack >= deadline_
-                         ? AbortReason::kDeadline
-                         : reason;
+    broken_reason_ =
+        reason == AbortReason::kClientCancel && absl::Now() + kDeadlineSlack >= deadline_
+            ? AbortReason::kDeadline
+            : reason;
   }
   broken_ = true;
   queue_.clear();

@@ -54,7 +54,8 @@ class StreamOutbox : public RequestSink {
 
  private:
   friend class GenerateStream;
-  // Queues a message (terminal ones carry the final status) and starts a write if none is in flight.
+  // Queues a message (terminal ones carry the final status) and starts a write if none is in
+  // flight.
   void Push(pkv::v1::WorkerGenerateResponse msg, bool terminal, grpc::Status final_status);
   void MaybeStartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void BreakLocked(AbortReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -34,9 +34,9 @@ absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
                                     const pkv::v1::ModelInfo& info) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
   if (request.max_prompt_tokens() > 0 && prompt.size() > request.max_prompt_tokens()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text prompt has ", prompt.size(), " tokens, more than the limit of ",
-                     request.max_prompt_tokens(), " prompt tokens"));
+    return absl::InvalidArgumentError(absl::StrCat("text prompt has ", prompt.size(),
+                                                   " tokens, more than the limit of ",
+                                                   request.max_prompt_tokens(), " prompt tokens"));
   }
   const int64_t vocab = info.vocab_size();
   for (int32_t id : request.resume_token_ids()) {
@@ -52,14 +52,14 @@ absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
   const int64_t resumed = request.resume_token_ids_size();
   const int64_t max_tokens = request.request().sampling().max_tokens();
   if (resumed >= max_tokens) {
-    return absl::InvalidArgumentError(absl::StrCat("resume_token_ids (", resumed,
-                                                   ") already reach max_tokens (", max_tokens, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resume_token_ids (", resumed, ") already reach max_tokens (", max_tokens, ")"));
   }
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_tokens;
   if (total > info.max_context()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "prompt (", prompt.size(), " tokens) + max_tokens (", max_tokens,
-        ") exceeds the model's context of ", info.max_context(), " tokens"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt (", prompt.size(), " tokens) + max_tokens (", max_tokens,
+                     ") exceeds the model's context of ", info.max_context(), " tokens"));
   }
   return absl::OkStatus();
 }

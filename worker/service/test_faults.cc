@@ -18,10 +18,14 @@ absl::StatusOr<TestFaults> ParseTestFaults(const std::string& spec) {
       return absl::InvalidArgumentError(
           absl::StrCat("--test_fault: expected name:N with N >= 0, got '", item, "'"));
     }
-    if (kv[0] == "fail_forward_after") faults.fail_forward_after = value;
-    else if (kv[0] == "hang_step_after") faults.hang_step_after = value;
-    else if (kv[0] == "slow_step_ms") faults.slow_step_ms = value;
-    else if (kv[0] == "fail_kv_alloc_after") faults.fail_kv_alloc_after = value;
+    if (kv[0] == "fail_forward_after")
+      faults.fail_forward_after = value;
+    else if (kv[0] == "hang_step_after")
+      faults.hang_step_after = value;
+    else if (kv[0] == "slow_step_ms")
+      faults.slow_step_ms = value;
+    else if (kv[0] == "fail_kv_alloc_after")
+      faults.fail_kv_alloc_after = value;
     else {
       return absl::InvalidArgumentError(absl::StrCat(
           "--test_fault: unknown fault '", kv[0],

@@ -74,9 +74,11 @@ ABSL_FLAG(int64_t, max_message_bytes, kDefaults.max_message_bytes,
 ABSL_FLAG(bool, insecure, false, "Serve plaintext when no --tls_cert is given (local use only)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of the worker port (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, tls_ca, "", "PEM CA bundle; clients (the router) must show a certificate "
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle; clients (the router) must show a certificate "
           "it signed");
-ABSL_FLAG(std::vector<std::string>, tls_client_names, {}, "With mTLS: certificate identities "
+ABSL_FLAG(std::vector<std::string>, tls_client_names, {},
+          "With mTLS: certificate identities "
           "(DNS SAN, or CN) allowed to call pkv.v1.Worker; empty = any the CA signed");
 ABSL_FLAG(int32_t, max_metadata_bytes, kDefaults.max_metadata_bytes,
           "Largest accepted request metadata per call");

@@ -23,105 +23,176 @@ Histogram::BucketBoundaries StepBuckets() {
 
 const char* AbortReasonLabel(AbortReason reason) {
   switch (reason) {
-    case AbortReason::kClientCancel: return "client_cancel";
-    case AbortReason::kDeadline: return "deadline";
-    case AbortReason::kShutdown: return "shutdown";
-    case AbortReason::kError: return "error";
-    case AbortReason::kSlowClient: return "slow_client";
-    default: return "unknown";
+    case AbortReason::kClientCancel:
+      return "client_cancel";
+    case AbortReason::kDeadline:
+      return "deadline";
+    case AbortReason::kShutdown:
+      return "shutdown";
+    case AbortReason::kError:
+      return "error";
+    case AbortReason::kSlowClient:
+      return "slow_client";
+    default:
+      return "unknown";
   }
 }
 
 WorkerMetrics::WorkerMetrics(prometheus::Registry* registry, std::string_view worker_id,
                              std::string_view backend, std::string_view model_name) {
   prometheus::Registry& r = *registry;
-  auto& step_seconds = BuildHistogram().Name("pkv_decode_step_seconds")
+  auto& step_seconds = BuildHistogram()
+                           .Name("pkv_decode_step_seconds")
                            .Help("Wall time of one engine step that decodes, by attention route")
                            .Register(r);
-  auto& launches = BuildHistogram().Name("pkv_decode_launches_per_step")
+  auto& launches = BuildHistogram()
+                       .Name("pkv_decode_launches_per_step")
                        .Help("Attention kernel launches per decode step and layer, by route")
                        .Register(r);
-  auto& occupancy = BuildHistogram().Name("pkv_decode_split_occupancy")
+  auto& occupancy = BuildHistogram()
+                        .Name("pkv_decode_split_occupancy")
                         .Help("Non-empty work items / launched work items per decode step (0..1)")
                         .Register(r);
-  auto& steps = BuildCounter().Name("pkv_decode_steps_total")
-                    .Help("Decode steps, by the attention route the policy chose").Register(r);
+  auto& steps = BuildCounter()
+                    .Name("pkv_decode_steps_total")
+                    .Help("Decode steps, by the attention route the policy chose")
+                    .Register(r);
   for (size_t i = 0; i < kRouteLabels.size(); ++i) {
     const prometheus::Labels labels = {{"route", std::string(kRouteLabels[i])}};
     routes_[i].step_seconds = &step_seconds.Add(labels, StepBuckets());
-    routes_[i].launches = &launches.Add(labels, Histogram::BucketBoundaries{0, 1, 2, 3, 4, 8, 16, 32});
+    routes_[i].launches =
+        &launches.Add(labels, Histogram::BucketBoundaries{0, 1, 2, 3, 4, 8, 16, 32});
     routes_[i].occupancy =
         &occupancy.Add(labels, Histogram::BucketBoundaries{0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1});
     routes_[i].steps = &steps.Add(labels);
   }
-  prefill_tokens_ = &BuildCounter().Name("pkv_prefill_tokens_total")
+  prefill_tokens_ = &BuildCounter()
+                         .Name("pkv_prefill_tokens_total")
                          .Help("Prompt tokens computed by prefill (recomputation included)")
-                         .Register(r).Add({});
+                         .Register(r)
+                         .Add({});
   auto& pages = BuildGauge().Name("pkv_kv_cache_pages").Help("KV-cache pages by state").Register(r);
   pages_used_ = &pages.Add({{"state", "used"}});
   pages_free_ = &pages.Add({{"state", "free"}});
-  pages_total_ = &BuildGauge().Name("pkv_kv_cache_pages_total").Help("KV-cache pages of the pool")
-                      .Register(r).Add({});
-  page_allocs_ = &BuildGauge().Name("pkv_kv_page_allocs").Help("Page allocations since start "
-                                                              "(ledger: allocs - frees == used)")
-                      .Register(r).Add({});
-  page_frees_ = &BuildGauge().Name("pkv_kv_page_frees").Help("Page frees since start")
-                     .Register(r).Add({});
+  pages_total_ = &BuildGauge()
+                      .Name("pkv_kv_cache_pages_total")
+                      .Help("KV-cache pages of the pool")
+                      .Register(r)
+                      .Add({});
+  page_allocs_ = &BuildGauge()
+                      .Name("pkv_kv_page_allocs")
+                      .Help(
+                          "Page allocations since start "
+                          "(ledger: allocs - frees == used)")
+                      .Register(r)
+                      .Add({});
+  page_frees_ =
+      &BuildGauge().Name("pkv_kv_page_frees").Help("Page frees since start").Register(r).Add({});
   auto& requests = BuildGauge().Name("pkv_requests").Help("Requests by state").Register(r);
   running_ = &requests.Add({{"state", "running"}});
   waiting_ = &requests.Add({{"state", "waiting"}});
-  preemptions_ = &BuildCounter().Name("pkv_preemptions_total")
-                      .Help("Sequences preempted by recompute when KV pages ran out").Register(r)
+  preemptions_ = &BuildCounter()
+                      .Name("pkv_preemptions_total")
+                      .Help("Sequences preempted by recompute when KV pages ran out")
+                      .Register(r)
                       .Add({});
-  prompt_tokens_ = &BuildCounter().Name("pkv_prompt_tokens_total").Help("Prompt tokens admitted")
-                        .Register(r).Add({});
-  generated_tokens_ = &BuildCounter().Name("pkv_generated_tokens_total")
-                           .Help("Tokens generated and streamed").Register(r).Add({});
-  ttft_ = &BuildHistogram().Name("pkv_time_to_first_token_seconds")
-               .Help("Arrival to first generated token").Register(r).Add({}, LatencyBuckets());
-  itl_ = &BuildHistogram().Name("pkv_inter_token_latency_seconds")
-              .Help("Time between consecutive tokens of a request").Register(r)
+  prompt_tokens_ = &BuildCounter()
+                        .Name("pkv_prompt_tokens_total")
+                        .Help("Prompt tokens admitted")
+                        .Register(r)
+                        .Add({});
+  generated_tokens_ = &BuildCounter()
+                           .Name("pkv_generated_tokens_total")
+                           .Help("Tokens generated and streamed")
+                           .Register(r)
+                           .Add({});
+  ttft_ = &BuildHistogram()
+               .Name("pkv_time_to_first_token_seconds")
+               .Help("Arrival to first generated token")
+               .Register(r)
+               .Add({}, LatencyBuckets());
+  itl_ = &BuildHistogram()
+              .Name("pkv_inter_token_latency_seconds")
+              .Help("Time between consecutive tokens of a request")
+              .Register(r)
               .Add({}, LatencyBuckets());
-  duration_ = &BuildHistogram().Name("pkv_request_duration_seconds")
-                   .Help("Arrival to completion of successful requests").Register(r)
+  duration_ = &BuildHistogram()
+                   .Name("pkv_request_duration_seconds")
+                   .Help("Arrival to completion of successful requests")
+                   .Register(r)
                    .Add({}, LatencyBuckets());
-  errors_ = &BuildCounter().Name("pkv_request_errors_total")
-                 .Help("Requests that ended with a non-OK status, by gRPC code").Register(r);
-  auto& aborts = BuildCounter().Name("pkv_seq_aborts_total")
-                     .Help("Sequences removed before finishing, by reason").Register(r);
+  errors_ = &BuildCounter()
+                 .Name("pkv_request_errors_total")
+                 .Help("Requests that ended with a non-OK status, by gRPC code")
+                 .Register(r);
+  auto& aborts = BuildCounter()
+                     .Name("pkv_seq_aborts_total")
+                     .Help("Sequences removed before finishing, by reason")
+                     .Register(r);
   for (int i = 0; i < static_cast<int>(AbortReason::kCount); ++i) {
     aborts_[i] = &aborts.Add({{"reason", AbortReasonLabel(static_cast<AbortReason>(i))}});
   }
-  tokens_after_cancel_ = &BuildCounter().Name("pkv_tokens_after_cancel_total")
+  tokens_after_cancel_ = &BuildCounter()
+                              .Name("pkv_tokens_after_cancel_total")
                               .Help("Tokens computed for a request after its cancellation arrived")
-                              .Register(r).Add({});
-  BuildGauge().Name("pkv_build_info")
-      .Help("Constant 1, labelled with the build and the worker's configuration").Register(r)
-      .Add({{"version", "0.1.0"}, {"component", "worker"}, {"worker_id", std::string(worker_id)},
-            {"backend", std::string(backend)}, {"model", std::string(model_name)}})
+                              .Register(r)
+                              .Add({});
+  BuildGauge()
+      .Name("pkv_build_info")
+      .Help("Constant 1, labelled with the build and the worker's configuration")
+      .Register(r)
+      .Add({{"version", "0.1.0"},
+            {"component", "worker"},
+            {"worker_id", std::string(worker_id)},
+            {"backend", std::string(backend)},
+            {"model", std::string(model_name)}})
       .Set(1);
 
-  vllm_running_ = &BuildGauge().Name("vllm:num_requests_running")
-                       .Help("vLLM-compatible: requests in the running batch").Register(r).Add({});
-  vllm_waiting_ = &BuildGauge().Name("vllm:num_requests_waiting")
-                       .Help("vLLM-compatible: requests waiting").Register(r).Add({});
-  vllm_kv_usage_ = &BuildGauge().Name("vllm:kv_cache_usage_perc")
-                        .Help("vLLM-compatible: KV-cache usage, 0..1").Register(r).Add({});
-  vllm_ttft_ = &BuildHistogram().Name("vllm:time_to_first_token_seconds")
-                    .Help("vLLM-compatible: time to first token").Register(r)
+  vllm_running_ = &BuildGauge()
+                       .Name("vllm:num_requests_running")
+                       .Help("vLLM-compatible: requests in the running batch")
+                       .Register(r)
+                       .Add({});
+  vllm_waiting_ = &BuildGauge()
+                       .Name("vllm:num_requests_waiting")
+                       .Help("vLLM-compatible: requests waiting")
+                       .Register(r)
+                       .Add({});
+  vllm_kv_usage_ = &BuildGauge()
+                        .Name("vllm:kv_cache_usage_perc")
+                        .Help("vLLM-compatible: KV-cache usage, 0..1")
+                        .Register(r)
+                        .Add({});
+  vllm_ttft_ = &BuildHistogram()
+                    .Name("vllm:time_to_first_token_seconds")
+                    .Help("vLLM-compatible: time to first token")
+                    .Register(r)
                     .Add({}, LatencyBuckets());
-  vllm_itl_ = &BuildHistogram().Name("vllm:inter_token_latency_seconds")
-                   .Help("vLLM-compatible: inter-token latency").Register(r)
+  vllm_itl_ = &BuildHistogram()
+                   .Name("vllm:inter_token_latency_seconds")
+                   .Help("vLLM-compatible: inter-token latency")
+                   .Register(r)
                    .Add({}, LatencyBuckets());
-  vllm_e2e_ = &BuildHistogram().Name("vllm:e2e_request_latency_seconds")
-                   .Help("vLLM-compatible: end-to-end request latency").Register(r)
+  vllm_e2e_ = &BuildHistogram()
+                   .Name("vllm:e2e_request_latency_seconds")
+                   .Help("vLLM-compatible: end-to-end request latency")
+                   .Register(r)
                    .Add({}, LatencyBuckets());
-  vllm_prompt_tokens_ = &BuildCounter().Name("vllm:prompt_tokens_total")
-                             .Help("vLLM-compatible: prompt tokens").Register(r).Add({});
-  vllm_generation_tokens_ = &BuildCounter().Name("vllm:generation_tokens_total")
-                                 .Help("vLLM-compatible: generated tokens").Register(r).Add({});
-  vllm_preemptions_ = &BuildCounter().Name("vllm:num_preemptions_total")
-                           .Help("vLLM-compatible: preemptions").Register(r).Add({});
+  vllm_prompt_tokens_ = &BuildCounter()
+                             .Name("vllm:prompt_tokens_total")
+                             .Help("vLLM-compatible: prompt tokens")
+                             .Register(r)
+                             .Add({});
+  vllm_generation_tokens_ = &BuildCounter()
+                                 .Name("vllm:generation_tokens_total")
+                                 .Help("vLLM-compatible: generated tokens")
+                                 .Register(r)
+                                 .Add({});
+  vllm_preemptions_ = &BuildCounter()
+                           .Name("vllm:num_preemptions_total")
+                           .Help("vLLM-compatible: preemptions")
+                           .Register(r)
+                           .Add({});
 }
 
 int WorkerMetrics::RouteIndex(std::string_view route) const {
@@ -198,6 +269,8 @@ void WorkerMetrics::RecordRequestError(std::string_view code) {
   errors_->Add({{"code", std::string(code)}}).Increment();
 }
 
-void WorkerMetrics::RecordAbort(AbortReason reason) { aborts_[static_cast<int>(reason)]->Increment(); }
+void WorkerMetrics::RecordAbort(AbortReason reason) {
+  aborts_[static_cast<int>(reason)]->Increment();
+}
 
 }  // namespace pkv

@@ -221,8 +221,8 @@ int RunWorker(const WorkerOptions& o) {
   }
   const ModelConfig& config = (*backend)->config();
   const int64_t capacity = (*backend)->num_kv_pages() * (*backend)->page_size();
-  const int32_t max_context = o.max_model_len > 0 ? o.max_model_len
-                                                  : config.max_position_embeddings;
+  const int32_t max_context =
+      o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
   if (max_context > capacity) {
     // RELIABILITY V4: refuse rather than silently clamp, so the advertised limit is always real.
     PKV_LOG(ERROR) << "max context " << max_context << " tokens does not fit the KV pool of "
@@ -253,8 +253,8 @@ int RunWorker(const WorkerOptions& o) {
                 << engine.backend().backend_name() << ", " << engine.backend().num_kv_pages()
                 << " KV pages, max context " << max_context << ")";
 
-  const std::string reason = WaitForShutdownWatchingEngine(
-      shutdown, engine, server.get(), absl::Seconds(o.engine_stall_timeout_s));
+  const std::string reason = WaitForShutdownWatchingEngine(shutdown, engine, server.get(),
+                                                           absl::Seconds(o.engine_stall_timeout_s));
   SetWorkerReadiness(server.get(), false);  // SIGTERM, Drain or fatal: no new work, at once
   if (fatal.load()) {
     SetWorkerLiveness(server.get(), false);

@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "worker/tokenizer/bpe_model.h"
 #include "common/utf8.h"
+#include "worker/tokenizer/bpe_model.h"
 
 namespace pkv {
 namespace {

@@ -59,21 +59,37 @@ TEST_F(TlsTest, BadFilesFailNamingFlagAndFile) {
     std::string message;
   };
   const Case cases[] = {
-      {"missing cert", {pki_->dir + "/none.pem", pki_->router.key, ""},
-       absl::StatusCode::kNotFound, "--worker_tls_cert " + pki_->dir + "/none.pem: cannot open"},
-      {"empty cert", {empty, pki_->router.key, ""}, absl::StatusCode::kInvalidArgument,
+      {"missing cert",
+       {pki_->dir + "/none.pem", pki_->router.key, ""},
+       absl::StatusCode::kNotFound,
+       "--worker_tls_cert " + pki_->dir + "/none.pem: cannot open"},
+      {"empty cert",
+       {empty, pki_->router.key, ""},
+       absl::StatusCode::kInvalidArgument,
        "the file is empty"},
-      {"garbage cert", {garbage, pki_->router.key, ""}, absl::StatusCode::kInvalidArgument,
+      {"garbage cert",
+       {garbage, pki_->router.key, ""},
+       absl::StatusCode::kInvalidArgument,
        "--worker_tls_cert " + garbage + ": no PEM certificate"},
-      {"garbage key", {pki_->router.cert, garbage, ""}, absl::StatusCode::kInvalidArgument,
+      {"garbage key",
+       {pki_->router.cert, garbage, ""},
+       absl::StatusCode::kInvalidArgument,
        "--worker_tls_key " + garbage + ": no unencrypted PEM private key"},
-      {"key of another certificate", {pki_->router.cert, pki_->worker.key, ""},
-       absl::StatusCode::kInvalidArgument, "is not the private key of the certificate"},
-      {"expired certificate", {pki_->expired.cert, pki_->expired.key, ""},
-       absl::StatusCode::kInvalidArgument, "the certificate has expired"},
-      {"garbage CA", {pki_->router.cert, pki_->router.key, garbage},
-       absl::StatusCode::kInvalidArgument, "--worker_tls_ca " + garbage + ": no PEM certificate"},
-      {"cert without key", {pki_->router.cert, "", ""}, absl::StatusCode::kInvalidArgument,
+      {"key of another certificate",
+       {pki_->router.cert, pki_->worker.key, ""},
+       absl::StatusCode::kInvalidArgument,
+       "is not the private key of the certificate"},
+      {"expired certificate",
+       {pki_->expired.cert, pki_->expired.key, ""},
+       absl::StatusCode::kInvalidArgument,
+       "the certificate has expired"},
+      {"garbage CA",
+       {pki_->router.cert, pki_->router.key, garbage},
+       absl::StatusCode::kInvalidArgument,
+       "--worker_tls_ca " + garbage + ": no PEM certificate"},
+      {"cert without key",
+       {pki_->router.cert, "", ""},
+       absl::StatusCode::kInvalidArgument,
        "--worker_tls_cert and --worker_tls_key must be given together"},
   };
   for (const Case& c : cases) {
@@ -87,10 +103,9 @@ TEST_F(TlsTest, BadFilesFailNamingFlagAndFile) {
 }
 
 TEST_F(TlsTest, ServerCredentialsNeedWhatThePolicyNeeds) {
-  EXPECT_THAT(MakeServerCredentials({"", "", pki_->ca}, ClientCertPolicy::kNone, "tls")
-                  .status()
-                  .message(),
-              HasSubstr("TLS needs --tls_cert and --tls_key"));
+  EXPECT_THAT(
+      MakeServerCredentials({"", "", pki_->ca}, ClientCertPolicy::kNone, "tls").status().message(),
+      HasSubstr("TLS needs --tls_cert and --tls_key"));
   for (ClientCertPolicy p :
        {ClientCertPolicy::kVerifyIfPresented, ClientCertPolicy::kRequireAndVerify}) {
     EXPECT_THAT(MakeServerCredentials({pki_->router.cert, pki_->router.key, ""}, p, "tls")

@@ -73,8 +73,7 @@ TEST(FusedPlanTest, RejectsShapesTheKernelsCannotTake) {
   c = *ModelShapeConfig("llama3-1b");
   c.head_dim = 72;  // 32 * 72 is a multiple of 32, but 72 is not one of 16
   c.num_q_heads = 32;
-  EXPECT_NE(PlanFusedLayers(c, kH200).status().message().find("head_dim"),
-            absl::string_view::npos);
+  EXPECT_NE(PlanFusedLayers(c, kH200).status().message().find("head_dim"), absl::string_view::npos);
   EXPECT_FALSE(PlanFusedLayers(*ModelShapeConfig("llama3-1b"), gpu::GemvDevice{0, 0}).ok());
 }
 

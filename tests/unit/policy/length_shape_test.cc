@@ -14,9 +14,7 @@ namespace {
 const KvShape kShape{32, 8, 128, 16};
 const decode::DeviceLimits kLimits{132, 2};
 
-double InputOf(const BatchFeatures& f, Input in) {
-  return ComputeInputs(f)[static_cast<int>(in)];
-}
+double InputOf(const BatchFeatures& f, Input in) { return ComputeInputs(f)[static_cast<int>(in)]; }
 
 TEST(LengthShapeTest, HandMadeBatch) {
   // max 1000: rows longer than 500 are 1000, 600 and 501 (500 itself is not longer than half).

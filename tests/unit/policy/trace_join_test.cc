@@ -104,10 +104,10 @@ TEST(TraceJoinTest, WrongTraceIsRejected) {
 
 TEST(TraceJoinTest, MalformedTraceLines) {
   EXPECT_TRUE(ParseTraceLengths("# comment\na\tk\t2\t1,2\n\nb\tk\t0\t\n").ok());
-  EXPECT_FALSE(ParseTraceLengths("a\tk\t3\t1,2\n").ok());         // batch disagrees
-  EXPECT_FALSE(ParseTraceLengths("a\tk\t2\t1,x\n").ok());         // bad length
-  EXPECT_FALSE(ParseTraceLengths("a\tk\t1\t-4\n").ok());          // negative
-  EXPECT_FALSE(ParseTraceLengths("a\tk\t1\n").ok());              // too few fields
+  EXPECT_FALSE(ParseTraceLengths("a\tk\t3\t1,2\n").ok());            // batch disagrees
+  EXPECT_FALSE(ParseTraceLengths("a\tk\t2\t1,x\n").ok());            // bad length
+  EXPECT_FALSE(ParseTraceLengths("a\tk\t1\t-4\n").ok());             // negative
+  EXPECT_FALSE(ParseTraceLengths("a\tk\t1\n").ok());                 // too few fields
   EXPECT_FALSE(ParseTraceLengths("a\tk\t1\t5\na\tk\t1\t6\n").ok());  // repeated name
   EXPECT_EQ(ReadTraceLengths("/nonexistent/trace.tsv").status().code(),
             absl::StatusCode::kNotFound);

@@ -86,7 +86,8 @@ TEST(ApiKeyAuthTest, KeyLengthDoesNotMatter) {
 }
 
 TEST(ApiKeyAuthTest, FileSkipsCommentsBlankLinesAndSurroundingSpace) {
-  const std::string path = WriteFile("# production keys\n\n  alpha-1  \n\tbeta_2\r\n# old: gamma\n");
+  const std::string path =
+      WriteFile("# production keys\n\n  alpha-1  \n\tbeta_2\r\n# old: gamma\n");
   auto auth = ApiKeyAuthenticator::FromFile(path);
   ASSERT_TRUE(auth.ok()) << auth.status();
   EXPECT_EQ((*auth)->num_keys(), 2u);

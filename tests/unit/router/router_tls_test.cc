@@ -83,8 +83,9 @@ TEST(RouterTlsTest, LoadsCredentialsAndKeysFromFiles) {
 
   o.worker_tls.cert_file = pki->expired.cert;
   o.worker_tls.key_file = pki->expired.key;
-  EXPECT_THAT(LoadRouterCredentials(o).status().message(),
-              HasSubstr("--worker_tls_cert " + pki->expired.cert + ": the certificate has expired"));
+  EXPECT_THAT(
+      LoadRouterCredentials(o).status().message(),
+      HasSubstr("--worker_tls_cert " + pki->expired.cert + ": the certificate has expired"));
 }
 
 TEST(RouterTlsTest, PlaintextNeedsNoFiles) {

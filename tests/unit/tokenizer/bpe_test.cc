@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "gtest/gtest.h"
 #include "tests/unit/tokenizer/test_util.h"
 #include "worker/tokenizer/byte_level.h"
 #include "worker/tokenizer/pre_tokenizer.h"
 #include "worker/tokenizer/regex.h"
 #include "worker/tokenizer/tokenizer.h"
-#include "common/utf8.h"
 
 namespace pkv {
 namespace {

@@ -6,8 +6,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "worker/tokenizer/byte_level.h"
 #include "common/utf8.h"
+#include "worker/tokenizer/byte_level.h"
 
 namespace pkv::testing {
 namespace {

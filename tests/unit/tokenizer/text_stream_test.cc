@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "gtest/gtest.h"
 #include "tests/unit/tokenizer/test_util.h"
 #include "worker/tokenizer/tiny_tokenizer.h"
-#include "common/utf8.h"
 
 namespace pkv {
 namespace {
