@@ -13,10 +13,10 @@ PACKAGES=(
   libpcre2-dev libicu-dev
   libssl-dev openssl
 )
-# What the tests, benchmarks and fuzzers add: clang's libFuzzer, a real Prometheus, Node.js for
-# the outside reference clients.
+# What the tests, benchmarks and fuzzers add: clang's libFuzzer, clang-format for the format check,
+# a real Prometheus, Node.js for the outside reference clients.
 if [ "${1:-all}" != demo ]; then
-  PACKAGES+=(libbenchmark-dev clang libclang-rt-14-dev prometheus nodejs npm)
+  PACKAGES+=(libbenchmark-dev clang clang-format libclang-rt-14-dev prometheus nodejs npm)
 fi
 
 missing=()
