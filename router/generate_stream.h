@@ -122,15 +122,17 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     WorkerCall* call = nullptr;  // the attempt it asks about
     absl::Time sent_at;
   };
-  struct StallVerdict {
-    bool convict = false;
-    bool proven = false;   // the worker's own answer shows the fault (else: it did not answer)
-    bool waiting = false;  // not convicted: the request waits in the worker's queue
+  // A progress check's outcome: the verdict (also what pkv_router_stall_checks_total counts), and
+  // for a conviction whether the worker's own answer proved it (else: it did not answer) and why,
+  // else when to check again.
+  struct StallJudgement {
+    RouterMetrics::StallVerdict verdict = RouterMetrics::StallVerdict::kProgress;
+    bool proven = false;
     std::string reason;
-    absl::Time next_check;  // when not convicted
+    absl::Time next_check;
   };
   void OnProgressAnswer(const ProgressProbe* probe, const grpc::Status& status);
-  StallVerdict JudgeSilenceLocked(const ProgressProbe& probe, const grpc::Status& status)
+  StallJudgement JudgeSilenceLocked(const ProgressProbe& probe, const grpc::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t SilenceMs(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return absl::ToInt64Milliseconds(now - last_worker_message_);

@@ -277,16 +277,14 @@ void GenerateStream::OnProgressAnswer(const ProgressProbe* probe, const grpc::St
     absl::MutexLock lock(&mu_);
     if (probing_ == probe->call) probing_ = nullptr;
     if (probe->call == call_ && !completed_ && !out_.has_final()) {
-      const StallVerdict verdict = JudgeSilenceLocked(*probe, status);
-      rc_.metrics->RecordStallCheck(verdict.convict   ? RouterMetrics::StallVerdict::kConvicted
-                                    : verdict.waiting ? RouterMetrics::StallVerdict::kWaiting
-                                                      : RouterMetrics::StallVerdict::kProgress);
-      if (verdict.convict) {
-        stall_reason_ = verdict.reason;
-        call_->MarkStalled(verdict.proven);
+      const StallJudgement judged = JudgeSilenceLocked(*probe, status);
+      rc_.metrics->RecordStallCheck(judged.verdict);
+      if (judged.verdict == RouterMetrics::StallVerdict::kConvicted) {
+        stall_reason_ = judged.reason;
+        call_->MarkStalled(judged.proven);
         stalled = call_;
       } else {
-        ArmStallTimerLocked(verdict.next_check);
+        ArmStallTimerLocked(judged.next_check);
       }
     }
   }
@@ -300,11 +298,12 @@ void GenerateStream::OnProgressAnswer(const ProgressProbe* probe, const grpc::St
   Unref();
 }
 
-GenerateStream::StallVerdict GenerateStream::JudgeSilenceLocked(const ProgressProbe& probe,
-                                                                const grpc::Status& status) {
+GenerateStream::StallJudgement GenerateStream::JudgeSilenceLocked(const ProgressProbe& probe,
+                                                                  const grpc::Status& status) {
   const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
   const absl::Time now = absl::Now();
-  StallVerdict verdict;
+  using Verdict = RouterMetrics::StallVerdict;
+  StallJudgement verdict;
   verdict.next_check = now + stall;
   if (last_worker_message_ > probe.sent_at) {
     // The stream spoke while the probe was out: the silence was the router's.
@@ -314,13 +313,14 @@ GenerateStream::StallVerdict GenerateStream::JudgeSilenceLocked(const ProgressPr
   }
   const pkv::v1::Progress& p = probe.response;
   if (!status.ok()) {
-    verdict.convict = true;
+    verdict.verdict = Verdict::kConvicted;
     verdict.reason = absl::StrCat("silent for ", SilenceMs(now), " ms and no answer to a progress ",
                                   "check: ", status.error_message());
     return verdict;  // unreachable, not proven: the registry verifies before ejecting
   }
   if (p.engine_stalled_ms() >= static_cast<uint64_t>(rc_.options->stall_timeout_ms)) {
-    verdict.convict = verdict.proven = true;
+    verdict.verdict = Verdict::kConvicted;
+    verdict.proven = true;
     verdict.reason =
         absl::StrCat("silent for ", SilenceMs(now), " ms; its engine has not finished ",
                      "a step for ", p.engine_stalled_ms(), " ms");
@@ -330,7 +330,7 @@ GenerateStream::StallVerdict GenerateStream::JudgeSilenceLocked(const ProgressPr
     // Queued, prefilling or preempted while the engine steps: a legitimate wait. Check again
     // when a wedged engine would have crossed the stall timeout.
     inconclusive_probes_ = 0;
-    verdict.waiting = true;
+    verdict.verdict = Verdict::kWaiting;
     verdict.next_check =
         now + std::max(absl::Milliseconds(100), stall - absl::Milliseconds(p.engine_stalled_ms()));
     return verdict;
@@ -338,7 +338,8 @@ GenerateStream::StallVerdict GenerateStream::JudgeSilenceLocked(const ProgressPr
   // Produced or finished but not received, or unknown (ended before the router could ask): the
   // worker's output is on its way unless this keeps happening with nothing arriving.
   if (++inconclusive_probes_ < kMaxInconclusiveProbes) return verdict;
-  verdict.convict = verdict.proven = true;
+  verdict.verdict = Verdict::kConvicted;
+  verdict.proven = true;
   verdict.reason =
       p.found()
           ? absl::StrCat("silent for ", SilenceMs(now), " ms though it reports ",
