@@ -23,12 +23,39 @@ size_t FirstInvalidUtf8Offset(absl::string_view text) {
   return utf8::FirstInvalid(std::string_view(text.data(), text.size()));
 }
 
+absl::Status ValidateChat(const pkv::v1::ChatPrompt& chat, const RequestLimits& limits) {
+  if (chat.messages().empty()) return Invalid("chat.messages must not be empty");
+  if (static_cast<uint32_t>(chat.messages_size()) > limits.max_chat_messages) {
+    return Invalid(absl::StrCat("chat.messages has ", chat.messages_size(),
+                                " messages, more than the limit of ", limits.max_chat_messages));
+  }
+  uint64_t bytes = 0;
+  for (int i = 0; i < chat.messages_size(); ++i) {
+    const pkv::v1::ChatMessage& m = chat.messages(i);
+    if (m.role() != "system" && m.role() != "user" && m.role() != "assistant" &&
+        m.role() != "tool" && m.role() != "developer") {
+      return Invalid(absl::StrCat("chat.messages[", i, "].role must be one of system, user, ",
+                                  "assistant, tool, developer; got '", m.role().substr(0, 32),
+                                  "'"));
+    }
+    bytes += m.content().size();
+  }
+  if (bytes > limits.max_prompt_text_bytes) {
+    return Invalid(absl::StrCat("chat.messages hold ", bytes,
+                                " bytes of content, more than the limit of ",
+                                limits.max_prompt_text_bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePrompt(const pkv::v1::GenerateRequest& request,
                             const pkv::v1::ModelInfo& model, const RequestLimits& limits) {
   using Request = pkv::v1::GenerateRequest;
   switch (request.prompt_case()) {
     case Request::PROMPT_NOT_SET:
-      return Invalid("prompt must be set: give token_ids or text");
+      return Invalid("prompt must be set: give token_ids, text or chat");
+    case Request::kChat:
+      return ValidateChat(request.chat(), limits);
     case Request::kText: {
       const std::string& text = request.text();
       if (text.empty()) return Invalid("text must not be empty");
@@ -141,8 +168,9 @@ absl::Status ValidateSamplingParams(const pkv::v1::SamplingParams& sampling,
     return Invalid(absl::StrCat("sampling.max_tokens must be >= 1, got ", sampling.max_tokens()));
   }
   // A text prompt has at least one token, so max_context - 1 bounds max_tokens before tokenizing.
+  // With clamp_max_tokens the worker lowers max_tokens to what the context leaves.
   const uint64_t prompt = prompt_tokens > 0 ? prompt_tokens : 1;
-  if (prompt + sampling.max_tokens() > max_context) {
+  if (!sampling.clamp_max_tokens() && prompt + sampling.max_tokens() > max_context) {
     return Invalid(absl::StrCat("sampling.max_tokens ", sampling.max_tokens(), " plus ", prompt,
                                 prompt_tokens > 0 ? " prompt tokens" : " (minimum) prompt token",
                                 " must be <= max_context ", max_context, ", got ",

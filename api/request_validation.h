@@ -27,6 +27,8 @@ struct RequestLimits {
   uint32_t max_prompt_tokens = 0;
   // UTF-8 bytes of a text prompt (its token count is checked by the worker's tokenizer).
   uint32_t max_prompt_text_bytes = 1u << 20;
+  // Messages of a chat prompt (their content bytes count against max_prompt_text_bytes).
+  uint32_t max_chat_messages = 4096;
   uint32_t max_stop_strings = 16;
   uint32_t max_stop_string_bytes = 256;
   uint32_t max_stop_token_ids = 128;

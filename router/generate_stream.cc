@@ -15,11 +15,19 @@ namespace pkv::router {
 namespace {
 
 // What a request may hold in the admission queue: its prompt's token ids, or the bytes of a text
-// prompt (an upper bound on its tokens for byte-level tokenizers).
+// or chat prompt (an upper bound on its tokens for byte-level tokenizers).
 int64_t QueuedPromptSize(const pkv::v1::GenerateRequest& request) {
-  return request.prompt_case() == pkv::v1::GenerateRequest::kTokenIds
-             ? request.token_ids().ids_size()
-             : static_cast<int64_t>(request.text().size());
+  switch (request.prompt_case()) {
+    case pkv::v1::GenerateRequest::kTokenIds:
+      return request.token_ids().ids_size();
+    case pkv::v1::GenerateRequest::kChat: {
+      int64_t bytes = 0;
+      for (const pkv::v1::ChatMessage& m : request.chat().messages()) bytes += m.content().size();
+      return bytes;
+    }
+    default:
+      return static_cast<int64_t>(request.text().size());
+  }
 }
 
 }  // namespace

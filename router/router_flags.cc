@@ -6,6 +6,18 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "client-facing gRPC address (host:port)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9100",
           "Prometheus /metrics address (host:port), separate from the gRPC port; empty = off");
+ABSL_FLAG(std::string, http_listen, "",
+          "OpenAI-compatible HTTP API address (host:port): /v1/chat/completions, /v1/completions, "
+          "/v1/models, /health, /metrics; same TLS (--tls_cert/--tls_key) and API keys as gRPC; "
+          "empty = off");
+ABSL_FLAG(std::string, served_model_name, "",
+          "model name HTTP clients send and /v1/models lists; empty = the workers' model name");
+ABSL_FLAG(int, http_threads, 2, "HTTP I/O threads");
+ABSL_FLAG(int, http_max_connections, 1024, "open HTTP connections, at most");
+ABSL_FLAG(int, http_max_body_bytes, 4 << 20, "largest HTTP request body (413 beyond)");
+ABSL_FLAG(int, http_read_timeout_ms, 10000,
+          "an HTTP request's headers and body must arrive within this (408 otherwise)");
+ABSL_FLAG(int, http_request_timeout_s, 600, "the longest one HTTP completion may run");
 ABSL_FLAG(std::string, workers, "", "comma-separated host:port list of pkv-worker processes");
 ABSL_FLAG(std::string, workers_dns, "",
           "name:port whose DNS A records are workers (a headless Service), re-resolved every "
@@ -133,6 +145,13 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  o.http_listen = absl::GetFlag(FLAGS_http_listen);
+  o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
+  o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  o.http_max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes);
+  o.http_read_timeout_ms = absl::GetFlag(FLAGS_http_read_timeout_ms);
+  o.http_request_timeout_s = absl::GetFlag(FLAGS_http_request_timeout_s);
   absl::Status security = SecurityFromFlags(o);
   if (!security.ok()) return security;
   o.max_metadata_bytes = absl::GetFlag(FLAGS_max_metadata_bytes);

@@ -68,6 +68,11 @@ absl::Status ValidateRouterOptions(const RouterOptions& o) {
   }
   const std::pair<const char*, std::pair<int, int>> checks[] = {
       {"max_inflight", {o.max_inflight, 1}},
+      {"http_threads", {o.http_threads, 1}},
+      {"http_max_connections", {o.http_max_connections, 1}},
+      {"http_max_body_bytes", {o.http_max_body_bytes, 1024}},
+      {"http_read_timeout_ms", {o.http_read_timeout_ms, 10}},
+      {"http_request_timeout_s", {o.http_request_timeout_s, 1}},
       {"max_queue", {o.max_queue, 0}},
       {"max_queue_tokens", {o.max_queue_tokens, 1}},
       {"dns_interval_ms", {o.dns_interval_ms, 100}},

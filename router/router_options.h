@@ -93,6 +93,18 @@ struct RouterOptions {
   // One API key per line (router/api_key_auth.h); empty = no API-key authentication.
   std::string api_keys_file;
 
+  // The OpenAI-compatible HTTP API (router/openai/openai_frontend.h) on its own port: "" = off.
+  // It uses the same TLS files (client_tls), API keys, admission limits and metrics as gRPC.
+  std::string http_listen;
+  std::string served_model_name;    // the model name HTTP clients use; "" = the workers'
+  int http_threads = 2;             // HTTP I/O threads (connections cost no thread)
+  int http_max_connections = 1024;  // more are closed as soon as they are accepted
+  int http_max_body_bytes = 4 << 20;
+  // A request's headers and body must arrive within this (RELIABILITY: slow senders).
+  int http_read_timeout_ms = 10000;
+  // The longest one HTTP completion may run; the client's disconnect ends it sooner.
+  int http_request_timeout_s = 600;
+
   api::RequestLimits limits;
 };
 

@@ -27,6 +27,7 @@ uint64_t StartupKey() {
 
 RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_registry)
     : options_(std::move(options)),
+      metrics_registry_(metrics_registry),
       metrics_(metrics_registry),
       admission_(options_.max_inflight, options_.max_queue,
                  absl::Milliseconds(options_.queue_timeout_ms), &timers_,
@@ -105,7 +106,58 @@ absl::Status RouterServer::Start() {
   registry_->Start();
   PKV_LOG(INFO) << "router listening on " << options_.listen << " (port " << port_ << "), "
                 << registry_->size() << " worker(s); " << SecuritySummary(options_);
+  return StartHttp(options_.client_tls);
+}
+
+absl::Status RouterServer::StartHttp(const TlsFiles& tls) {
+  if (options_.http_listen.empty()) return absl::OkStatus();
+  openai::RouterHooks hooks;
+  hooks.model_info = [this] { return registry_->AnyModelInfo(); };
+  hooks.ready = [this] { return !draining_.load() && registry_->num_healthy() > 0; };
+  if (auth_ != nullptr) {
+    hooks.authorized = [auth = auth_.get()](std::string_view authorization) {
+      return auth->IsValidKey(
+          BearerToken(absl::string_view(authorization.data(), authorization.size())));
+    };
+  }
+  openai::OpenAiOptions api;
+  api.served_model_name = options_.served_model_name;
+  api.request_timeout = absl::Seconds(options_.http_request_timeout_s);
+  std::shared_ptr<grpc::Channel> channel;
+  {
+    absl::MutexLock lock(&health_mu_);
+    channel = server_->InProcessChannel(grpc::ChannelArguments());
+  }
+  openai_ = std::make_unique<openai::OpenAiFrontend>(std::move(api), std::move(channel),
+                                                     std::move(hooks), metrics_registry_);
+  http::HttpServerOptions ho;
+  ho.listen = options_.http_listen;
+  ho.tls = TlsFiles{tls.cert_file, tls.key_file, ""};
+  ho.threads = options_.http_threads;
+  ho.max_connections = options_.http_max_connections;
+  ho.max_body_bytes = static_cast<size_t>(options_.http_max_body_bytes);
+  ho.read_timeout = absl::Milliseconds(options_.http_read_timeout_ms);
+  ho.write_timeout = options_.client_write_timeout_ms > 0
+                         ? absl::Milliseconds(options_.client_write_timeout_ms)
+                         : absl::Hours(24 * 365);
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::Start(
+      std::move(ho), [api = openai_.get()](std::shared_ptr<http::Exchange> exchange) {
+        api->Handle(std::move(exchange));
+      });
+  if (!started.ok()) {
+    return absl::Status(
+        started.status().code(),
+        absl::StrCat(started.status().message(), "; pick another with --http_listen=host:port"));
+  }
+  http_ = std::move(*started);
+  PKV_LOG(INFO) << "OpenAI-compatible API on " << (tls.cert_file.empty() ? "http" : "https")
+                << "://" << options_.http_listen << " (port " << http_->port() << ")";
   return absl::OkStatus();
+}
+
+void RouterServer::StopHttp() {
+  // Closing the connections cancels their calls; the in-process calls then end with the server.
+  if (http_ != nullptr) http_->Stop();
 }
 
 void RouterServer::OnWorkersChanged(int healthy, int unhealthy) {
@@ -148,6 +200,7 @@ void RouterServer::Shutdown() {
     draining_.store(true);
     server = std::move(server_);
   }
+  StopHttp();
   if (server != nullptr) {
     server->GetHealthCheckService()->Shutdown();  // every service NOT_SERVING from here on
     // Cancels whatever still runs (streams then cancel their worker calls) and waits for the
@@ -158,6 +211,10 @@ void RouterServer::Shutdown() {
   if (!streams_.WaitForZero(absl::Now() + kStreamWindDown)) {
     PKV_LOG(WARNING) << streams_.value() << " stream(s) did not wind down in time";
   }
+  if (openai_ != nullptr && !openai_->WaitIdle(absl::Now() + kStreamWindDown)) {
+    PKV_LOG(WARNING) << "HTTP completions did not wind down in time";
+  }
+  http_.reset();
   if (discovery_ != nullptr) discovery_->Stop();
   if (registry_ != nullptr) registry_->Stop();
 }

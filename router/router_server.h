@@ -22,11 +22,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
+#include "http/http_server.h"
 #include "prometheus/registry.h"
 #include "router/admission.h"
 #include "router/api_key_auth.h"
 #include "router/dns_discovery.h"
 #include "router/generation_service.h"
+#include "router/openai/openai_frontend.h"
 #include "router/placement.h"
 #include "router/request_table.h"
 #include "router/router_context.h"
@@ -50,6 +52,8 @@ class RouterServer {
   absl::Status Start();
   // The bound port (useful with listen port 0).
   int port() const { return port_; }
+  // The HTTP API's bound port; 0 when options.http_listen is empty.
+  int http_port() const { return http_ == nullptr ? 0 : http_->port(); }
 
   // Graceful stop (SIGTERM). Returns true when every in-flight stream finished in time.
   bool Drain(absl::Duration timeout);
@@ -62,8 +66,12 @@ class RouterServer {
 
  private:
   void OnWorkersChanged(int healthy, int unhealthy);
+  // The OpenAI-compatible API on options.http_listen, a client of server_ (in-process channel).
+  absl::Status StartHttp(const TlsFiles& tls);
+  void StopHttp();
 
   const RouterOptions options_;
+  prometheus::Registry& metrics_registry_;
   RouterMetrics metrics_;
   TimerThread timers_;
   AdmissionController admission_;
@@ -81,6 +89,8 @@ class RouterServer {
   absl::Mutex health_mu_;  // orders health updates against server creation and drain
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(health_mu_);
   bool serving_ ABSL_GUARDED_BY(health_mu_) = false;
+  std::unique_ptr<openai::OpenAiFrontend> openai_;  // with options.http_listen
+  std::unique_ptr<http::HttpServer> http_;
   bool stopped_ = false;
   int port_ = 0;
 };

@@ -12,6 +12,7 @@ PACKAGES=(
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpcre2-dev libicu-dev
   libssl-dev openssl
+  libboost-dev nlohmann-json3-dev
 )
 # What the tests, benchmarks and fuzzers add: clang's libFuzzer, clang-format for the format check,
 # a real Prometheus, Node.js for the outside reference clients.

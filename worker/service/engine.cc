@@ -64,7 +64,7 @@ absl::StatusOr<uint64_t> Engine::Submit(const pkv::v1::WorkerGenerateRequest& wr
   const pkv::v1::ModelInfo info = GetModelInfo();
   PKV_RETURN_IF_ERROR(api::ValidateGenerateRequest(req, info, api::RequestLimits()));
   PKV_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, ResolvePrompt(req));
-  PKV_RETURN_IF_ERROR(ValidateResolvedPrompt(prompt, wreq, info));
+  PKV_ASSIGN_OR_RETURN(const int32_t max_tokens, ValidateResolvedPrompt(prompt, wreq, info));
 
   auto seq = std::make_unique<Sequence>();
   seq->request_id = req.request_id();
@@ -72,6 +72,7 @@ absl::StatusOr<uint64_t> Engine::Submit(const pkv::v1::WorkerGenerateRequest& wr
   seq->tokens = std::move(prompt);
   for (uint32_t id : wreq.resume_token_ids()) seq->tokens.push_back(static_cast<int32_t>(id));
   seq->params = ConvertSamplingParams(req.sampling());
+  seq->params.max_tokens = max_tokens;
   seq->priority = req.priority();
   seq->arrival_time = absl::Now();
   seq->deadline = deadline;

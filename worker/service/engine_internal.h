@@ -38,9 +38,11 @@ struct Engine::InboxItem {
 };
 
 // Checks a tokenized prompt (+ resumed tokens) against the model: ids in vocabulary, length within
-// the context together with max_tokens. INVALID_ARGUMENT with both numbers otherwise.
-absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
-                                    const pkv::v1::WorkerGenerateRequest& request,
-                                    const pkv::v1::ModelInfo& info);
+// the context together with max_tokens. INVALID_ARGUMENT with both numbers otherwise. Returns the
+// max_tokens to run with: the request's, lowered to what the context leaves when it asks for
+// clamp_max_tokens (a prompt that fills the context leaves 0, which is refused).
+absl::StatusOr<int32_t> ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
+                                               const pkv::v1::WorkerGenerateRequest& request,
+                                               const pkv::v1::ModelInfo& info);
 
 }  // namespace pkv

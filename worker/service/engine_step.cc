@@ -166,10 +166,12 @@ void Engine::HandleSample(Sequence* seq, const SampleResult& sample, absl::Time 
     pkv::v1::TokenLogprob* lp = chunk.add_logprobs();
     lp->set_token_id(static_cast<uint32_t>(token));
     lp->set_logprob(sample.logprob);
+    lp->set_token_bytes(std::string(tokenizer_->TokenBytes(token)));
     for (const TopLogprobEntry& e : sample.top) {
       pkv::v1::TopLogprob* t = lp->add_top();
       t->set_token_id(static_cast<uint32_t>(e.token_id));
       t->set_logprob(e.logprob);
+      t->set_token_bytes(std::string(tokenizer_->TokenBytes(e.token_id)));
     }
   }
   a.sink->OnChunk(std::move(chunk));

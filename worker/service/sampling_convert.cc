@@ -1,5 +1,6 @@
 #include "worker/service/sampling_convert.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/random/random.h"
@@ -29,9 +30,9 @@ SamplingParams ConvertSamplingParams(const pkv::v1::SamplingParams& proto) {
   return p;
 }
 
-absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
-                                    const pkv::v1::WorkerGenerateRequest& request,
-                                    const pkv::v1::ModelInfo& info) {
+absl::StatusOr<int32_t> ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
+                                               const pkv::v1::WorkerGenerateRequest& request,
+                                               const pkv::v1::ModelInfo& info) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt is empty");
   if (request.max_prompt_tokens() > 0 && prompt.size() > request.max_prompt_tokens()) {
     return absl::InvalidArgumentError(absl::StrCat("text prompt has ", prompt.size(),
@@ -50,7 +51,16 @@ absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
     return absl::InvalidArgumentError("resume_token_ids require the prompt as token ids");
   }
   const int64_t resumed = request.resume_token_ids_size();
-  const int64_t max_tokens = request.request().sampling().max_tokens();
+  int64_t max_tokens = request.request().sampling().max_tokens();
+  if (request.request().sampling().clamp_max_tokens()) {
+    max_tokens = std::min<int64_t>(
+        max_tokens, static_cast<int64_t>(info.max_context()) - static_cast<int64_t>(prompt.size()));
+    if (max_tokens < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the prompt (", prompt.size(), " tokens) fills the model's context of ",
+                       info.max_context(), " tokens: no room left to generate"));
+    }
+  }
   if (resumed >= max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat(
         "resume_token_ids (", resumed, ") already reach max_tokens (", max_tokens, ")"));
@@ -61,7 +71,7 @@ absl::Status ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
         absl::StrCat("prompt (", prompt.size(), " tokens) + max_tokens (", max_tokens,
                      ") exceeds the model's context of ", info.max_context(), " tokens"));
   }
-  return absl::OkStatus();
+  return static_cast<int32_t>(max_tokens);
 }
 
 }  // namespace pkv
