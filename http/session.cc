@@ -13,6 +13,10 @@ constexpr bool kIsTls = !std::is_same_v<Stream, tcp::socket>;
 
 std::chrono::nanoseconds ToChrono(absl::Duration d) { return absl::ToChronoNanoseconds(d); }
 
+// Lingering close after a refusal: at most this long, and this many discarded bytes.
+constexpr absl::Duration kLingerTime = absl::Seconds(5);
+constexpr size_t kMaxLingerBytes = 64 << 20;
+
 // An error answer's body: the OpenAI error shape, which plain clients read as well as any.
 std::string ErrorBody(int status, std::string_view message) {
   std::string escaped;
@@ -64,10 +68,14 @@ void Session<Stream>::ArmTimer(absl::Duration after, bool for_read) {
   timer.expires_after(ToChrono(after));
   timer.async_wait([self = shared_from_this(), this, for_read](beast::error_code ec) {
     if (ec || phase_ == Phase::kClosed) return;  // cancelled: the operation finished in time
-    if (for_read) read_timed_out_ = true;
-    // Closing the socket fails the pending operation, whose handler then answers or cleans up.
     beast::error_code ignored;
-    socket().close(ignored);
+    if (for_read) {
+      // The pending read fails with operation_aborted; OnRead then answers 408 or closes.
+      read_timed_out_ = true;
+      socket().cancel(ignored);
+    } else {
+      socket().close(ignored);  // a client that does not read gets no more answer
+    }
   });
 }
 
@@ -176,6 +184,7 @@ void Session<Stream>::Reject(int status, std::string message) {
   phase_ = Phase::kAnswering;
   ++exchange_id_;  // no exchange of the handler's may write after this
   keep_alive_ = false;
+  rejected_ = true;
   Enqueue(out.str(), /*last=*/true);
 }
 
@@ -258,9 +267,32 @@ void Session<Stream>::OnWritten(beast::error_code ec) {
   queued_bytes_ -= queue_.front().bytes.size();
   queue_.pop_front();
   if (!last) return WriteNext();
+  if (rejected_) return Linger();
   if (!keep_alive_) return Close();
   // The answer is out: the next request is read once the watching read hands over the socket.
   if (!watching_) ReadRequest();
+}
+
+template <typename Stream>
+void Session<Stream>::Linger() {
+  // A refused client may still be sending (a body over the limit). Closing now would make the
+  // kernel answer its data with a reset that can destroy our answer before the client reads it,
+  // so stop writing, and read and discard what comes for a while (nginx's lingering close).
+  beast::error_code ignored;
+  socket().shutdown(tcp::socket::shutdown_send, ignored);
+  ArmTimer(kLingerTime, /*for_read=*/false);
+  Discard();
+}
+
+template <typename Stream>
+void Session<Stream>::Discard() {
+  linger_buffer_.resize(64 << 10);
+  socket().async_read_some(net::buffer(linger_buffer_),
+                           [self = shared_from_this(), this](beast::error_code ec, size_t n) {
+                             lingered_bytes_ += n;
+                             if (ec || lingered_bytes_ > kMaxLingerBytes) return Close();
+                             Discard();
+                           });
 }
 
 template <typename Stream>

@@ -123,6 +123,8 @@ class Session final : public SessionBase {
   void WriteNext();
   void OnWritten(beast::error_code ec);
   void Gone();  // the client left mid-exchange
+  void Linger();  // after a refusal: stop writing, discard input for a while, then close
+  void Discard();
   void ArmTimer(absl::Duration after, bool for_read);
   tcp::socket& socket();
   bool current(uint64_t id) const { return phase_ == Phase::kAnswering && id == exchange_id_; }
@@ -139,6 +141,9 @@ class Session final : public SessionBase {
   bool keep_alive_ = false;
   bool close_after_write_ = false;
   bool streaming_ = false;
+  bool rejected_ = false;  // the server refused the request (Reject): linger, then close
+  std::string linger_buffer_;
+  size_t lingered_bytes_ = 0;
   uint64_t exchange_id_ = 0;
   uint64_t answered_id_ = 0;  // the last exchange whose answer was queued whole
   std::function<void()> on_gone_;

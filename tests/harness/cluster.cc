@@ -87,6 +87,10 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
         absl::StrCat("--metrics_listen=127.0.0.1:", c->router_metrics_port_),
         absl::StrCat("--workers=", absl::StrJoin(worker_list, ","))};
     if (options.insecure) args.push_back("--insecure");
+    if (options.http) {
+      c->router_http_port_ = PickFreePort();
+      args.push_back(absl::StrCat("--http_listen=127.0.0.1:", c->router_http_port_));
+    }
     args.insert(args.end(), options.router_args.begin(), options.router_args.end());
     auto router = Process::Spawn(BinDir() + "/pkv-router", args, c->log_dir_ + "/router.log");
     if (!router.ok()) return router.status();

@@ -24,6 +24,7 @@ struct ClusterOptions {
   // Extra flags for worker i only (after worker_args; a later flag wins), e.g. a test fault.
   std::vector<std::vector<std::string>> per_worker_args;
   std::vector<std::string> router_args;  // extra flags for the router
+  bool http = false;                     // the router's OpenAI HTTP API on a free port
   std::string model_dir;                 // default TinyModelDir()
   // Plaintext everywhere (--insecure on every process). A test of TLS sets this false, passes
   // the TLS flags in worker_args/router_args and the credentials the harness's own clients use.
@@ -53,6 +54,10 @@ class Cluster {
   std::string router_metrics_address() const {
     return "127.0.0.1:" + std::to_string(router_metrics_port_);
   }
+  // With ClusterOptions::http: the router's HTTP API (host:port).
+  std::string router_http_address() const {
+    return "127.0.0.1:" + std::to_string(router_http_port_);
+  }
   const std::string& model_dir() const { return options_.model_dir; }
   const std::string& log_dir() const { return log_dir_; }
 
@@ -74,6 +79,7 @@ class Cluster {
   std::unique_ptr<Process> router_;
   int router_port_ = 0;
   int router_metrics_port_ = 0;
+  int router_http_port_ = 0;
 };
 
 // Polls grpc.health.v1 Check(service) at `address` until SERVING or the timeout. `credentials`
