@@ -12,9 +12,9 @@ namespace {
 class JsonOut {
  public:
   std::string& str() { return s_; }
-  JsonOut& Key(const char* key) {
+  JsonOut& Key(absl::string_view key) {
     Comma();
-    String(key);
+    Quoted(key);
     s_ += ':';
     fresh_ = true;
     return *this;
@@ -42,6 +42,11 @@ class JsonOut {
   }
   void String(absl::string_view v) {
     Comma();
+    Quoted(v);
+  }
+
+ private:
+  void Quoted(absl::string_view v) {
     s_ += '"';
     for (unsigned char c : v) {
       if (c == '"' || c == '\\') {
@@ -55,8 +60,6 @@ class JsonOut {
     }
     s_ += '"';
   }
-
- private:
   void Comma() {
     if (!fresh_ && !s_.empty()) s_ += ',';
     fresh_ = false;
@@ -95,7 +98,7 @@ void WriteStats(const RunStats& s, JsonOut& j) {
   j.Key("cached_tokens").Int(s.cached_tokens);
   j.Key("cache_hit_rate").Number(s.cache_hit_rate);
   j.Key("errors_by_code").Open('{');
-  for (const auto& [code, count] : s.errors_by_code) j.Key(code.c_str()).Int(count);
+  for (const auto& [code, count] : s.errors_by_code) j.Key(code).Int(count);
   j.Close('}');
   j.Key("workers").Open('[');
   for (const WorkerStats& w : s.workers) {
