@@ -34,7 +34,7 @@ struct LoadProgress {
 
 struct LoadOptions {
   Target target = Target::kRouter;
-  std::shared_ptr<grpc::Channel> channel;  // REQUIRES: non-null
+  std::shared_ptr<grpc::Channel> channel;                     // REQUIRES: non-null
   std::vector<std::pair<std::string, std::string>> metadata;  // added to every call (API key)
   absl::Duration request_timeout = absl::Seconds(120);        // every stream's deadline
   // Open loop when request_rate > 0, else closed loop with `concurrency` (>= 1) in flight.

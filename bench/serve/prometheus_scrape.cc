@@ -16,8 +16,8 @@ namespace {
 absl::StatusOr<int> Connect(const std::string& host_port) {
   const size_t colon = host_port.rfind(':');
   if (colon == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("metrics address '", host_port,
-                                                   "' is not host:port"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics address '", host_port, "' is not host:port"));
   }
   const std::string host = host_port.substr(0, colon);
   const std::string port = host_port.substr(colon + 1);

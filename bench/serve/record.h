@@ -9,12 +9,12 @@
 namespace pkv::serve_bench {
 
 struct RequestRecord {
-  int64_t index = 0;         // send order within the run
-  int64_t prompt_len = 0;    // token ids sent
-  uint32_t max_tokens = 0;   // asked for (ignore_eos is set, so expected == completion_tokens)
-  double send_s = 0;         // the call was started
-  double first_token_s = -1;  // the first chunk with a token arrived; -1 if none did
-  double end_s = 0;          // the final status arrived
+  int64_t index = 0;            // send order within the run
+  int64_t prompt_len = 0;       // token ids sent
+  uint32_t max_tokens = 0;      // asked for (ignore_eos is set, so expected == completion_tokens)
+  double send_s = 0;            // the call was started
+  double first_token_s = -1;    // the first chunk with a token arrived; -1 if none did
+  double end_s = 0;             // the final status arrived
   std::vector<double> chunk_s;  // [num chunks] arrival of each chunk with tokens, in order
   int64_t tokens_received = 0;  // token ids over all chunks
   int status_code = 0;          // grpc::StatusCode of the stream (0 = OK)

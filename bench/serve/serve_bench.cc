@@ -103,11 +103,10 @@ absl::StatusOr<RunResult> RunBenchmark(const BenchOptions& options) {
   result.target = options.load.target;
   result.request_rate = options.load.request_rate;
   result.concurrency = options.load.concurrency;
-  result.load_label =
-      options.load.request_rate > 0
-          ? absl::StrFormat("rate %g/s %s", options.load.request_rate,
-                            ArrivalKindName(options.load.arrival))
-          : absl::StrCat("concurrency ", options.load.concurrency);
+  result.load_label = options.load.request_rate > 0
+                          ? absl::StrFormat("rate %g/s %s", options.load.request_rate,
+                                            ArrivalKindName(options.load.arrival))
+                          : absl::StrCat("concurrency ", options.load.concurrency);
   result.counter.checked = !options.metrics_address.empty();
   if (result.counter.checked) {
     absl::StatusOr<double> before = ScrapeCounter(options);

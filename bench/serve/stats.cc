@@ -85,7 +85,8 @@ RunStats ComputeStats(const std::vector<RequestRecord>& records, const Slo& slo)
     first_send = std::min(first_send, r.send_s);
     last_end = std::max(last_end, r.end_s);
     if (!r.ok()) {
-      ++s.errors_by_code[r.status_code == 0 ? "OK_WITHOUT_COMPLETE" : StatusCodeName(r.status_code)];
+      ++s.errors_by_code[r.status_code == 0 ? "OK_WITHOUT_COMPLETE"
+                                            : StatusCodeName(r.status_code)];
       continue;
     }
     ++s.ok;
@@ -118,12 +119,23 @@ RunStats ComputeStats(const std::vector<RequestRecord>& records, const Slo& slo)
 }
 
 std::string StatusCodeName(int code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",    "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   if (code < 0 || code > 16) return "CODE_" + std::to_string(code);
   return kNames[code];
 }

@@ -53,8 +53,7 @@ void PrintSweepTable(const std::vector<RunResult>& runs, std::FILE* out) {
                 "errors", "hit", "cpu");
   for (const RunResult& r : runs) {
     const RunStats& s = r.stats;
-    absl::FPrintF(out,
-                  "%-24s %8.2f %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %6d %6.3f %6.3f%s\n",
+    absl::FPrintF(out, "%-24s %8.2f %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %6d %6.3f %6.3f%s\n",
                   r.load_label, s.request_throughput, s.output_throughput, s.ttft_ms.p50,
                   s.ttft_ms.p99, s.tpot_ms.p50, s.tpot_ms.p99, s.e2e_ms.p99, s.goodput,
                   s.requests - s.ok, s.cache_hit_rate, r.cpu_fraction,
