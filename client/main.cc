@@ -38,6 +38,7 @@ constexpr char kUsage[] =
     "             --json_out FILE --request_timeout 120s --progress=false]\n"
     "            e.g. pkv bench serve --router 127.0.0.1:50051 --metrics_url 127.0.0.1:9100\n"
     "                 --workload multi_turn --request_rate 50 --num_requests 400\n"
+    "            every flag: pkv bench serve --help=bench_serve\n"
     "every command: [--tls_ca ca.pem | --tls] [--tls_cert c.pem --tls_key k.pem]\n"
     "               [--api_key KEY (default: $PKV_API_KEY)]\n"
     "run `pkv <command> --helpfull` for every flag\n";
