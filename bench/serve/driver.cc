@@ -34,7 +34,6 @@ class Dispatcher final : public CallSink {
   std::vector<RequestRecord> Run() {
     double next_progress_s = 0;
     while (true) {
-      WaitForEvent();
       Collect();
       const double now = Now();
       const bool open = SendingOpen(now);
@@ -44,6 +43,7 @@ class Dispatcher final : public CallSink {
         next_progress_s = now + absl::ToDoubleSeconds(options_.progress_interval);
       }
       if (!open && in_flight_ == 0) break;
+      WaitForEvent();
     }
     Report(Now());
     return std::move(records_);
