@@ -132,56 +132,77 @@ int WriteJson(const serve_bench::BenchReport& report) {
   return 0;
 }
 
+absl::StatusOr<std::vector<Target>> Targets() {
+  const std::string flag = absl::GetFlag(FLAGS_target);
+  if (flag == "both") return std::vector<Target>{Target::kRouter, Target::kWorker};
+  absl::StatusOr<Target> t = serve_bench::ParseTarget(flag);
+  if (!t.ok()) return absl::InvalidArgumentError("--target: expected router, worker or both");
+  return std::vector<Target>{*t};
+}
+
+// One load point against one target, appended to `report` (printed when `print`). Returns the
+// exit code to stop with, or 0.
+int RunOnePoint(const BenchOptions& base, Target target, double rate, bool print,
+                serve_bench::BenchReport& report) {
+  BenchOptions o = base;
+  absl::Status aimed = AimAt(target, o);
+  if (aimed.code() == absl::StatusCode::kInvalidArgument) {
+    return UsageError(std::string(aimed.message()));
+  }
+  if (!aimed.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(aimed.message()).c_str());
+    return static_cast<int>(aimed.code());
+  }
+  report.workload = DescribeWorkload(o);
+  report.options = o;
+  report.options.load.channel = nullptr;
+  absl::StatusOr<RunResult> run = RunPoint(std::move(o), rate);
+  if (!run.ok()) return UsageError(std::string(run.status().message()));
+  if (print) serve_bench::PrintRun(*run, stdout);
+  report.runs.push_back(std::move(*run));
+  return 0;
+}
+
+// --target both: runs come in (router, worker) pairs, one per load point.
+void PrintRouterOverhead(serve_bench::BenchReport& report) {
+  for (size_t i = 0; i + 1 < report.runs.size(); i += 2) {
+    const double router = report.runs[i].stats.ttft_ms.p50;
+    const double worker = report.runs[i + 1].stats.ttft_ms.p50;
+    std::printf("router overhead: TTFT p50 %+.3f ms (router %.3f - worker %.3f, %s)\n",
+                router - worker, router, worker, report.runs[i].load_label.c_str());
+    if (i == 0) {  // the JSON's single figure: the first load point
+      report.has_router_overhead = true;
+      report.router_overhead_ttft_p50_ms = router - worker;
+    }
+  }
+}
+
 }  // namespace
 
 int RunBenchServe() {
   absl::StatusOr<BenchOptions> options = OptionsFromFlags();
   absl::StatusOr<std::vector<double>> rates = Rates();
-  if (!options.ok()) return UsageError(std::string(options.status().message()));
-  if (!rates.ok()) return UsageError(std::string(rates.status().message()));
-  const std::string target_flag = absl::GetFlag(FLAGS_target);
-  std::vector<Target> targets;
-  if (target_flag == "both") {
-    targets = {Target::kRouter, Target::kWorker};
-  } else {
-    absl::StatusOr<Target> t = serve_bench::ParseTarget(target_flag);
-    if (!t.ok()) return UsageError("--target: expected router, worker or both");
-    targets = {*t};
+  absl::StatusOr<std::vector<Target>> targets = Targets();
+  for (const absl::Status& st : {options.status(), rates.status(), targets.status()}) {
+    if (!st.ok()) return UsageError(std::string(st.message()));
   }
   serve_bench::BenchReport report;
-  bool all_ok = true;
   for (double rate : *rates) {
-    for (Target target : targets) {
-      BenchOptions o = *options;
-      absl::Status aimed = AimAt(target, o);
-      if (aimed.code() == absl::StatusCode::kInvalidArgument) {
-        return UsageError(std::string(aimed.message()));
-      }
-      if (!aimed.ok()) {
-        std::fprintf(stderr, "error: %s\n", std::string(aimed.message()).c_str());
-        return static_cast<int>(aimed.code());
-      }
-      report.workload = DescribeWorkload(o);
-      absl::StatusOr<RunResult> run = RunPoint(std::move(o), rate);
-      if (!run.ok()) return UsageError(std::string(run.status().message()));
-      if (rates->size() == 1) serve_bench::PrintRun(*run, stdout);
-      all_ok = all_ok && run->stats.ok == run->stats.requests &&
-               (!run->counter.checked || run->counter.match);
-      report.runs.push_back(std::move(*run));
+    for (Target target : *targets) {
+      const int rc = RunOnePoint(*options, target, rate, rates->size() == 1, report);
+      if (rc != 0) return rc;
     }
   }
   if (rates->size() > 1) serve_bench::PrintSweepTable(report.runs, stdout);
-  if (targets.size() == 2) {
-    report.has_router_overhead = true;
-    report.router_overhead_ttft_p50_ms =
-        report.runs[0].stats.ttft_ms.p50 - report.runs[1].stats.ttft_ms.p50;
-    std::printf("router overhead: TTFT p50 %+.3f ms (router %.3f - worker %.3f, %s)\n",
-                report.router_overhead_ttft_p50_ms, report.runs[0].stats.ttft_ms.p50,
-                report.runs[1].stats.ttft_ms.p50, report.runs[0].load_label.c_str());
-  }
+  if (targets->size() == 2) PrintRouterOverhead(report);
   std::printf("workload: %s\n", report.workload.c_str());
   const int json = WriteJson(report);
   if (json != 0) return json;
+  bool all_ok = true;
+  for (const RunResult& run : report.runs) {
+    all_ok =
+        all_ok && run.stats.ok == run.stats.requests && (!run.counter.checked || run.counter.match);
+  }
   return all_ok ? 0 : 1;
 }
 

@@ -119,6 +119,7 @@ class Dispatcher final : public CallSink {
     call.record.index = sent_;
     call.record.prompt_len = static_cast<int64_t>(spec.prompt.size());
     call.record.max_tokens = spec.max_tokens;
+    call.record.session_id = spec.session_id;
     call.spec = std::move(spec);
     ++sent_;
     ++in_flight_;

@@ -134,12 +134,46 @@ void WriteRun(const RunResult& r, JsonOut& j) {
   j.Close('}');
 }
 
+void WriteLength(const char* name, const LengthDistribution& d, JsonOut& j) {
+  j.Key(name).Open('{');
+  j.Key("mean").Number(d.mean);
+  j.Key("sigma").Number(d.sigma);
+  j.Key("max").Int(d.max);
+  j.Close('}');
+}
+
+void WriteOptions(const BenchOptions& o, JsonOut& j) {
+  const WorkloadOptions& w = o.workload;
+  j.Key("options").Open('{');
+  j.Key("workload").String(WorkloadKindName(w.kind));
+  j.Key("seed").Int(static_cast<int64_t>(w.seed));
+  WriteLength("input_len", w.input, j);
+  WriteLength("output_len", w.output, j);
+  j.Key("system_prompt_tokens").Int(w.system_prompt_tokens);
+  j.Key("turns").Int(w.turns);
+  j.Key("max_conversations").Int(w.max_conversations);
+  j.Key("num_docs").Int(w.num_docs);
+  j.Key("doc_tokens").Int(w.doc_tokens);
+  j.Key("vocab_size").Int(w.vocab_size);
+  j.Key("max_context").Int(w.max_context);
+  j.Key("arrival").String(ArrivalKindName(o.load.arrival));
+  j.Key("num_requests").Int(o.load.num_requests);
+  j.Key("duration_s").Number(absl::ToDoubleSeconds(o.load.duration));
+  j.Key("request_timeout_s").Number(absl::ToDoubleSeconds(o.load.request_timeout));
+  j.Key("slo_ttft_ms").Number(o.slo.ttft_ms);
+  j.Key("slo_tpot_ms").Number(o.slo.tpot_ms);
+  j.Key("metrics_address").String(o.metrics_address);
+  j.Key("metrics_counter").String(o.metrics_counter);
+  j.Close('}');
+}
+
 }  // namespace
 
 std::string ReportJson(const BenchReport& report) {
   JsonOut j;
   j.Open('{');
   j.Key("workload").String(report.workload);
+  WriteOptions(report.options, j);
   j.Key("runs").Open('[');
   for (const RunResult& r : report.runs) WriteRun(r, j);
   j.Close(']');

@@ -13,6 +13,7 @@ namespace pkv::serve_bench {
 
 struct BenchReport {
   std::string workload;  // a one-line description of the workload options
+  BenchOptions options;  // as run (the last run's target); written without the channel
   std::vector<RunResult> runs;
   // --target both: the same workload through the router and straight to one worker.
   bool has_router_overhead = false;

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "bench/serve/report.h"
@@ -74,7 +76,16 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
   EXPECT_TRUE(routed->counter.error.empty()) << routed->counter.error;
   EXPECT_EQ(routed->counter.target_count, 40);
   EXPECT_TRUE(routed->counter.match);
-  EXPECT_GE(routed->stats.workers.size(), 1u);
+  // Every turn of a conversation carries its session_id: the router keeps it on one worker.
+  std::map<std::string, std::set<std::string>> workers_of_session;
+  for (const serve_bench::RequestRecord& r : routed->records) {
+    ASSERT_FALSE(r.session_id.empty());
+    workers_of_session[r.session_id].insert(r.worker_id);
+  }
+  EXPECT_LT(workers_of_session.size(), 40u);  // some conversations had several turns
+  for (const auto& [session, workers] : workers_of_session) {
+    EXPECT_EQ(workers.size(), 1u) << session;
+  }
 
   BenchOptions direct = MultiTurnAt50(c.worker(0).address(), Target::kWorker);
   auto worker_info = serve_bench::FetchModelInfo(direct.load.channel, Target::kWorker, {});

@@ -24,6 +24,9 @@ TEST(ServeBenchReportJsonTest, ParsesAndCarriesTheNumbers) {
   bad.status_code = 8;
   BenchReport report;
   report.workload = "sharegpt \"quoted\"";
+  report.options.workload.kind = WorkloadKind::kLongDoc;
+  report.options.workload.doc_tokens = 300;
+  report.options.slo.ttft_ms = 250;
   RunResult run;
   run.load_label = "rate 5/s poisson";
   run.request_rate = 5;
@@ -40,6 +43,11 @@ TEST(ServeBenchReportJsonTest, ParsesAndCarriesTheNumbers) {
   ASSERT_TRUE(json.ok()) << json.status() << "\n" << ReportJson(report);
   EXPECT_EQ(json->Find("workload")->str(), "sharegpt \"quoted\"");
   EXPECT_DOUBLE_EQ(json->Find("router_overhead_ttft_p50_ms")->number(), 0.25);
+  const JsonValue& options = *json->Find("options");
+  EXPECT_EQ(options.Find("workload")->str(), "long_doc");
+  EXPECT_EQ(options.Find("doc_tokens")->integer(), 300);
+  EXPECT_DOUBLE_EQ(options.Find("slo_ttft_ms")->number(), 250);
+  EXPECT_TRUE(options.Find("input_len")->Find("sigma")->is_number());
   const JsonValue& runs = *json->Find("runs");
   ASSERT_EQ(runs.items().size(), 1u);
   const JsonValue& j = runs.items()[0];
