@@ -1,6 +1,6 @@
 // Internal to bench/serve: one benchmark stream as a gRPC ClientReadReactor. Reactions never
-// block: they time-stamp, copy token ids, and on OnDone hand the finished call to its sink and
-// delete the reactor. Works for both APIs through a small traits struct.
+// block: they time-stamp, copy token ids, and on OnDone delete the reactor, then hand the finished
+// call to its sink. Works for both APIs through a small traits struct.
 #pragma once
 
 #include <chrono>
@@ -93,8 +93,12 @@ class StreamCall final : public grpc::ClientReadReactor<typename Api::Response> 
     r.end_s = Seconds(Clock::now());
     r.status_code = static_cast<int>(status.error_code());
     if (!status.ok()) r.error_message = status.error_message();
-    sink_->OnFinished(std::move(call_));
+    // Destroy the call (its ClientContext) before the dispatcher hears of it, so that once it
+    // has heard of every call none is left half torn down when RunLoad returns.
+    FinishedCall done = std::move(call_);
+    CallSink* sink = sink_;
     delete this;
+    sink->OnFinished(std::move(done));
   }
 
  private:
