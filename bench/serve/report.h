@@ -22,7 +22,7 @@ struct BenchReport {
 
 // Latencies, throughput, goodput, errors, per worker, CPU and the counter check of one run.
 void PrintRun(const RunResult& run, std::FILE* out);
-// One row per run: load, req/s, tok/s, TTFT/TPOT/E2E p50/p99, goodput, errors, CPU.
+// One row per run: target and load, req/s, tok/s, TTFT/TPOT/E2E p50/p99, goodput, errors, CPU.
 void PrintSweepTable(const std::vector<RunResult>& runs, std::FILE* out);
 // Everything as one JSON object (numbers NaN/inf written as null).
 std::string ReportJson(const BenchReport& report);

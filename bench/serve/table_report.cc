@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/serve/report.h"
 
@@ -48,15 +49,15 @@ void PrintRun(const RunResult& run, std::FILE* out) {
 }
 
 void PrintSweepTable(const std::vector<RunResult>& runs, std::FILE* out) {
-  absl::FPrintF(out, "%-24s %8s %9s %9s %9s %9s %9s %9s %8s %6s %6s %6s\n", "load", "req/s",
+  absl::FPrintF(out, "%-30s %8s %9s %9s %9s %9s %9s %9s %8s %6s %6s %6s\n", "load", "req/s",
                 "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "goodput",
                 "errors", "hit", "cpu");
   for (const RunResult& r : runs) {
     const RunStats& s = r.stats;
-    absl::FPrintF(out, "%-24s %8.2f %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %6d %6.3f %6.3f%s\n",
-                  r.load_label, s.request_throughput, s.output_throughput, s.ttft_ms.p50,
-                  s.ttft_ms.p99, s.tpot_ms.p50, s.tpot_ms.p99, s.e2e_ms.p99, s.goodput,
-                  s.requests - s.ok, s.cache_hit_rate, r.cpu_fraction,
+    absl::FPrintF(out, "%-30s %8.2f %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %6d %6.3f %6.3f%s\n",
+                  absl::StrCat(TargetName(r.target), " ", r.load_label), s.request_throughput,
+                  s.output_throughput, s.ttft_ms.p50, s.ttft_ms.p99, s.tpot_ms.p50, s.tpot_ms.p99,
+                  s.e2e_ms.p99, s.goodput, s.requests - s.ok, s.cache_hit_rate, r.cpu_fraction,
                   r.counter.checked && !r.counter.match ? "  COUNTER MISMATCH" : "");
   }
 }
