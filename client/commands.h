@@ -16,6 +16,9 @@ int RunGenerate();
 int RunHealth();
 int RunLoad();
 int RunInfo();
+// `pkv bench serve` (bench_serve_command.cc): exit 1 when a request failed or the router's
+// counter disagreed with the benchmark's count.
+int RunBenchServe();
 
 inline constexpr int kUsageError = 64;
 

@@ -3,6 +3,7 @@
 //   pkv health --addr host:port [--service name]
 //   pkv load --addr worker:port
 //   pkv info --addr router_or_worker:port
+//   pkv bench serve --router host:port --workload multi_turn --request_rate 50 [...]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -26,6 +27,18 @@ constexpr char kUsage[] =
     "  health    grpc.health.v1 Check: --addr host:port [--service name]\n"
     "  load      a worker's load: --addr worker:port\n"
     "  info      model info from a router or a worker: --addr host:port\n"
+    "  bench serve  serving benchmark over the public API (bench/serve/)\n"
+    "            --router host:port | --target worker --worker host:port | --target both\n"
+    "            --workload sharegpt|multi_turn|long_doc [--input_len 128 --output_len 64\n"
+    "             --len_sigma 0.5 --system_prompt_tokens N --turns 4 --conversations N\n"
+    "             --num_docs 4 --doc_tokens 512 --seed S]\n"
+    "            load: --request_rate R [--arrival poisson|constant] | --concurrency N |\n"
+    "                  --rate_sweep 1,2,4,8; bound: --num_requests 200 | --duration 30s\n"
+    "            [--slo_ttft_ms MS --slo_tpot_ms MS --metrics_url router:metrics_port\n"
+    "             --json_out FILE --request_timeout 120s --progress=false]\n"
+    "            e.g. pkv bench serve --router 127.0.0.1:50051 --metrics_url 127.0.0.1:9100\n"
+    "                 --workload multi_turn --request_rate 50 --num_requests 400\n"
+    "            every flag: pkv bench serve --help=bench_serve\n"
     "every command: [--tls_ca ca.pem | --tls] [--tls_cert c.pem --tls_key k.pem]\n"
     "               [--api_key KEY (default: $PKV_API_KEY)]\n"
     "run `pkv <command> --helpfull` for every flag\n";
@@ -39,9 +52,16 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? pkv::client::kUsageError : 0;
   }
-  const std::string command = argv[1];
-  // Parse the flags after the subcommand (argv[1] stands in for the program name).
-  std::vector<char*> args = absl::ParseCommandLine(argc - 1, argv + 1);
+  std::string command = argv[1];
+  // `bench serve` is one command of two words.
+  const bool bench = command == "bench";
+  if (bench && (argc < 3 || std::strcmp(argv[2], "serve") != 0)) {
+    return pkv::client::UsageError("expected `pkv bench serve`");
+  }
+  if (bench) command = "bench serve";
+  const int skip = bench ? 2 : 1;
+  // Parse the flags after the subcommand (its last word stands in for the program name).
+  std::vector<char*> args = absl::ParseCommandLine(argc - skip, argv + skip);
   if (args.size() > 1) {
     return pkv::client::UsageError("unexpected argument '" + std::string(args[1]) +
                                    "' (flags are --name=value)");
@@ -50,6 +70,7 @@ int main(int argc, char** argv) {
   if (command == "health") return pkv::client::RunHealth();
   if (command == "load") return pkv::client::RunLoad();
   if (command == "info") return pkv::client::RunInfo();
+  if (command == "bench serve") return pkv::client::RunBenchServe();
   return pkv::client::UsageError("unknown command '" + command +
-                                 "'; expected generate, health, load or info");
+                                 "'; expected generate, health, load, info or bench serve");
 }
