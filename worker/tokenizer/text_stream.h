@@ -10,8 +10,11 @@
 //     ignored. When several stop strings are complete at once, the one that ends first wins (ties:
 //     the one that starts first), i.e. the one a character-by-character stream would have seen
 //     first, so the result does not depend on how the text was split into tokens.
-// Invariant: the concatenation of all deltas and Flush() equals the lossy UTF-8 decoding of all
-// fed token bytes, cut before the first stop string.
+//   - the decoder's leading strip (Llama 2: one space, see decoder.h) applies at the start of the
+//     stream, as in Tokenizer::Decode; byte-fallback tokens ("<0xNN>") contribute their byte, so a
+//     character spread over several of them is emitted once its last byte arrives.
+// Invariant: the concatenation of all deltas and Flush() equals the lossy UTF-8 decoding of
+// Tokenizer::Decode of all fed tokens, cut before the first stop string.
 //
 // Prime() absorbs tokens that were already streamed elsewhere (a request migrated from another
 // worker) without emitting them; afterwards the stream is in exactly the state an uninterrupted
@@ -77,6 +80,7 @@ class TextStream {
   bool skip_special_tokens_;
   std::string partial_bytes_;  // an incomplete UTF-8 character (<= 3 bytes)
   std::string pending_;        // decoded text not yet emitted (could start a stop string)
+  int strip_remaining_;        // leading strip characters still to drop (decoder.h)
   int stop_index_ = -1;
   bool finished_ = false;
 };
