@@ -8,11 +8,11 @@
 namespace pkv {
 
 TextStream::TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop_strings,
-                       bool skip_special_tokens)
+                       bool skip_special_tokens, bool strip_sequence_start)
     : tokenizer_(tokenizer),
       stop_strings_(std::move(stop_strings)),
       skip_special_tokens_(skip_special_tokens),
-      strip_remaining_(tokenizer->decoder().strip_count()) {
+      strip_remaining_(strip_sequence_start ? tokenizer->decoder().strip_count() : 0) {
   for (const std::string& s : stop_strings_) usable_.push_back(!s.empty() && utf8::IsValid(s));
 }
 

@@ -10,11 +10,15 @@
 //     ignored. When several stop strings are complete at once, the one that ends first wins (ties:
 //     the one that starts first), i.e. the one a character-by-character stream would have seen
 //     first, so the result does not depend on how the text was split into tokens.
-//   - the decoder's leading strip (Llama 2: one space, see decoder.h) applies at the start of the
-//     stream, as in Tokenizer::Decode; byte-fallback tokens ("<0xNN>") contribute their byte, so a
-//     character spread over several of them is emitted once its last byte arrives.
+//   - byte-fallback tokens ("<0xNN>") contribute their byte, so a character spread over several of
+//     them is emitted once its last byte arrives;
+//   - the decoder's leading strip (Llama 2: one space, see decoder.h) applies only with
+//     strip_sequence_start: it undoes the "▁" that encoding prepends to a text's start, so it fits
+//     a stream that decodes a whole text, not generated tokens that continue a prompt (there a
+//     leading "▁" is a real space: "The capital is" + " Paris").
 // Invariant: the concatenation of all deltas and Flush() equals the lossy UTF-8 decoding of
-// Tokenizer::Decode of all fed tokens, cut before the first stop string.
+// Tokenizer::Decode of all fed tokens (without its leading strip unless strip_sequence_start),
+// cut before the first stop string.
 //
 // Prime() absorbs tokens that were already streamed elsewhere (a request migrated from another
 // worker) without emitting them; afterwards the stream is in exactly the state an uninterrupted
@@ -45,7 +49,7 @@ class TextStream {
   // well-formed one can only match on character boundaries, so the output stays well-formed. With
   // skip_special_tokens, special added tokens contribute no text (they still count as tokens).
   TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop_strings,
-             bool skip_special_tokens = true);
+             bool skip_special_tokens = true, bool strip_sequence_start = false);
 
   // Feeds one generated token.
   Delta Push(int32_t token_id);

@@ -106,7 +106,7 @@ TEST(SentencePieceTest, StreamEmitsWholeCharactersFromByteTokens) {
   // "é🦀": "▁", two byte tokens, four byte tokens.
   const std::vector<int32_t> ids = Encode(*t, "\xC3\xA9\xF0\x9F\xA6\x80");
   ASSERT_EQ(ids.size(), 7u);
-  TextStream stream(t.get(), {});
+  TextStream stream(t.get(), {}, /*skip_special_tokens=*/true, /*strip_sequence_start=*/true);
   std::vector<std::string> deltas;
   for (int32_t id : ids) deltas.push_back(stream.Push(id).text);
   deltas.push_back(stream.Flush());
@@ -114,12 +114,23 @@ TEST(SentencePieceTest, StreamEmitsWholeCharactersFromByteTokens) {
             (std::vector<std::string>{"", "", "\xC3\xA9", "", "", "", "\xF0\x9F\xA6\x80", ""}));
 }
 
+TEST(SentencePieceTest, ContinuationStreamKeepsTheLeadingSpace) {
+  auto t = Sp();
+  ASSERT_NE(t, nullptr);
+  // Generated tokens continue a prompt: "▁a" is " a", and the stream says so by default.
+  TextStream stream(t.get(), {});
+  std::string out;
+  for (int32_t id : Encode(*t, "a b")) out += stream.Push(id).text;
+  out += stream.Flush();
+  EXPECT_EQ(out, " a b");
+}
+
 TEST(SentencePieceTest, StopStringSpanningByteTokensIsCaught) {
   auto t = Sp();
   ASSERT_NE(t, nullptr);
   // "a é🦀 b": the stop string "é🦀" starts in one byte run and ends in the next character's.
   const std::vector<int32_t> ids = Encode(*t, "a \xC3\xA9\xF0\x9F\xA6\x80 b");
-  TextStream stream(t.get(), {"\xC3\xA9\xF0\x9F\xA6\x80"});
+  TextStream stream(t.get(), {"\xC3\xA9\xF0\x9F\xA6\x80"}, true, /*strip_sequence_start=*/true);
   std::string out;
   size_t pushed = 0;
   for (int32_t id : ids) {
@@ -141,7 +152,7 @@ TEST(SentencePieceTest, RandomTextStreamsBackExactly) {
     std::string text = testing::RandomText(rng, 24);
     for (char& c : text) c = c == '<' ? 'a' : c;  // no added tokens: they are not round-trip
     const std::vector<int32_t> ids = Encode(*t, text);
-    TextStream stream(t.get(), {});
+    TextStream stream(t.get(), {}, true, /*strip_sequence_start=*/true);
     std::string out;
     for (int32_t id : ids) {
       const std::string delta = stream.Push(id).text;
