@@ -26,6 +26,7 @@ from the corpus vs pkv's encode_s. Fails (exit 1) on any mismatch, or when pkv i
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,8 @@ def read_corpus(path):
 
 
 def run_pkv(args, tokenizer_json, corpus, special, config=None, decode_out=None, extra=()):
-    cmd = ["taskset", "-c", "0", args.pkv, *extra]
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []  # one core, like HF's run
+    cmd = [*pin, args.pkv, *extra]
     if special:
         cmd.append("--add-special-tokens")
     if config:

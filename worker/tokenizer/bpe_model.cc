@@ -169,6 +169,7 @@ absl::Status BpeModel::AddMerge(size_t rank, std::string_view left, std::string_
   }
   std::string left_bytes, right_bytes;
   auto lookup = [&](std::string_view token, std::string* bytes) -> std::optional<int32_t> {
+    if (!byte_level_) return TokenId(token);  // no copy: Gemma 3 has 514k merges
     if (!TokenKey(token, bytes)) return std::nullopt;
     return TokenId(*bytes);
   };
@@ -184,7 +185,10 @@ absl::Status BpeModel::AddMerge(size_t rank, std::string_view left, std::string_
   if (!r)
     return absl::InvalidArgumentError(
         absl::StrCat(where(), "'", AbslView(right), "' is not in the vocab"));
-  const std::optional<int32_t> merged = TokenId(left_bytes + right_bytes);
+  std::string& joined = left_bytes;  // the merged token's key, built in place
+  joined.assign(id_to_bytes_[*l]);
+  joined += id_to_bytes_[*r];
+  const std::optional<int32_t> merged = TokenId(joined);
   if (!merged) {
     return absl::InvalidArgumentError(absl::StrCat(where(), "the merged token '", AbslView(left),
                                                    AbslView(right), "' is not in the vocab"));
