@@ -7,12 +7,15 @@
 //                                as "a b" strings first, the only form that version reads
 //
 //   node agree.mjs [--reference R] --tokenizer T.json [--config tokenizer_config.json] \
-//                  --corpus C.jsonl [--ids pkv_ids.txt] [--add-special-tokens]
+//                  --corpus C.jsonl [--ids pkv_ids.txt] [--add-special-tokens] [--decoded D.jsonl]
 //
 // Encodes every corpus line (a JSON string literal) with the reference loaded from the same
 // tokenizer.json. With --ids, compares against the ids pkv-tokenize printed for the same corpus and
 // exits 1 at the first mismatching line, printing both id lists and their tokens around the first
-// differing position; without --ids, prints the reference ids (one line per sample).
+// differing position; without --ids, prints the reference ids (one line per sample). With --decoded
+// (transformers.js only: pkv-tokenize --decode-out), also checks that pkv's Decode of each line's
+// ids equals the reference's decode (special tokens kept), and counts the lines where the reference
+// round-trips (decode(encode(x)) == x): pkv then round-trips too.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
@@ -26,6 +29,7 @@ function parseArgs(argv) {
     else if (a === "--config") args.config = argv[++i];
     else if (a === "--corpus") args.corpus = argv[++i];
     else if (a === "--ids") args.ids = argv[++i];
+    else if (a === "--decoded") args.decoded = argv[++i];
     else throw new Error(`unknown argument ${a}`);
   }
   if (!args.tokenizer || !args.corpus) throw new Error("--tokenizer and --corpus are required");
@@ -47,6 +51,7 @@ async function loadTransformersJs(args) {
   return {
     encode: async (text) => tok.encode(text, { add_special_tokens: args.addSpecial }),
     token: (id) => tok.model.vocab[id],
+    decode: (ids) => tok.decode(ids, { skip_special_tokens: false }),
   };
 }
 
@@ -85,14 +90,29 @@ if (theirs.length !== samples.length) {
   console.error(`line count differs: corpus ${samples.length}, pkv-tokenize ${theirs.length}`);
   process.exit(1);
 }
+const decoded = args.decoded ? readLines(args.decoded).map((l) => JSON.parse(l)) : null;
+if (decoded && (!ref.decode || decoded.length !== samples.length)) {
+  console.error(`--decoded: needs transformers.js and one line per sample`);
+  process.exit(1);
+}
 let tokens = 0;
+let roundTrips = 0;
 for (let i = 0; i < samples.length; ++i) {
   const want = await ref.encode(samples[i]);
   const got = theirs[i];
   tokens += want.length;
   let k = 0;
   while (k < want.length && k < got.length && want[k] === got[k]) ++k;
-  if (k === want.length && k === got.length) continue;
+  if (k === want.length && k === got.length) {
+    if (!decoded) continue;
+    const text = ref.decode(want);
+    if (text === samples[i]) ++roundTrips;
+    if (text === decoded[i]) continue;
+    console.error(`DECODE MISMATCH vs ${args.reference} at ${args.corpus}:${i + 1}`);
+    console.error(`  ref: ${JSON.stringify(text).slice(0, 300)}`);
+    console.error(`  pkv: ${JSON.stringify(decoded[i]).slice(0, 300)}`);
+    process.exit(1);
+  }
   console.error(`MISMATCH vs ${args.reference} at ${args.corpus}:${i + 1}: ` +
                 `${JSON.stringify(samples[i]).slice(0, 300)}`);
   console.error(`  first difference at token ${k} (reference ${want.length} tokens, pkv ${got.length})`);
@@ -102,4 +122,5 @@ for (let i = 0; i < samples.length; ++i) {
 }
 console.log(`agree with ${args.reference} on ${args.corpus.split("/").pop()}: ` +
             `${samples.length} lines, ${tokens} tokens ` +
-            `(${args.tokenizer.split("/").slice(-3).join("/")}${args.addSpecial ? ", special" : ""})`);
+            `(${args.tokenizer.split("/").slice(-3).join("/")}${args.addSpecial ? ", special" : ""})` +
+            (decoded ? `; decode agrees, ${roundTrips} lines round-trip` : ""));

@@ -142,6 +142,46 @@ HF_ONLY = [
     "mixed \u00a0\u0085\u2003\u3000 run\n",
 ]
 
+# SentencePiece-style material (Llama 2, Gemma 3): leading/trailing spaces and runs ("▁" merges),
+# text glued to special tokens (the Prepend normalizer and Metaspace "first" act per section),
+# characters outside a 32k vocabulary (byte fallback to <0xNN>), literal "▁" and "<0x41>" text,
+# control characters and combining marks. Appended after the older samples so they keep their lines.
+SP_HAND = [
+    "<s>Hello", "<s> Hello", "Hello</s>", "Hello </s> world", "</s></s>  <s>\n<s>x",
+    "<s><s>", "<unk>", "a<unk>b", "<bos>Hi<eos>", "<start_of_turn>user\nHi<end_of_turn>\n",
+    "<start_of_turn>model\n  indented<end_of_turn>", "<|begin_of_text|>hi<|eot_id|>",
+    "<|im_start|>system\nYou are<|im_end|>", "x<think>y</think>z",
+    " ", "  ", "   lead", "trail   ", " a b  c   d    e", "\t\ttabs", "\n\nnewlines\n\n\n",
+    "\u2581", "\u2581\u2581x", "a\u2581b \u2581 c", "<0x41><0x0A>", "<0xZZ> <0x4>",
+    "\U00020000\U0002A6D6\U0002F800 rare CJK", "\U0001F980\U0001F9A5\U0001FAE0 crab sloth",
+    "\U0001D518\U0001D52B math fraktur", "\U00010348 gothic \U00013000 hieroglyph",
+    "e\u0301\u0302\u0303 stacked \u0915\u094D\u0937 conjunct",
+    "Z\u0351\u034b\u0308a\u0306\u0325l\u0359g\u0334o zalgo",
+    "ctl\u0001\u0002\u0003\u0007\u0008\u000b\u000c\u000e\u001b[0m\u007f end",
+    "nul\u0000byte", "bell\u0007 and del\u007f\u0080\u009f c1",
+    "0 00 000 0000 12345678901234567890 3.14 -7 +8 1e10 0x1F",
+    "\uac00\ud7a3 hangul \u3042\u30a2 kana \u4e00\u9fa5 han",
+    "\u0627\u0644\u0639\u0631\u0628\u064a\u0629 \u05e2\u05d1\u05e8\u05d9\u05ea rtl",
+    "\U0001F468\u200D\U0001F469\u200D\U0001F467 \U0001F1E9\U0001F1EA \u2764\uFE0F",
+    "\u00e9t\u00e9 vs e\u0301te\u0301", "\ufb01 ligature \u2460 circled \uff21 fullwidth",
+]
+
+SP_WORDS = ["<s>", "</s>", "<unk>", "<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>",
+            "\u2581", " ", "  ", "   ", "\n", "\t", "\U0001F980", "\U00020000", "\u0301",
+            "\u0007", "<0x41>", "2024", "\u4e2d\u6587"]
+
+
+def sp_sample(rng):
+    parts = []
+    for _ in range(rng.randint(1, 25)):
+        if rng.random() < 0.35:
+            parts.append(rng.choice(SP_WORDS))
+        else:
+            pool = rng.choice(POOLS)
+            parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 6))))
+    return "".join(parts)
+
+
 # Llama-3 vocabulary entries that plain BPE merging would not produce: with ignore_merges they
 # are emitted whole.
 JS_ONLY = [
@@ -178,6 +218,8 @@ def main():
     rng = random.Random(20240607)
     samples = list(HAND)
     samples += [random_sample(rng) for _ in range(300)]
+    sp_rng = random.Random(20261202)
+    samples += SP_HAND + [sp_sample(sp_rng) for _ in range(160)]
     write(os.path.join(here, "corpus.jsonl"), samples, ascii_every=3)
     # All escaped: these characters are invisible or break lines in editors.
     write(os.path.join(here, "corpus_hf_only.jsonl"), HF_ONLY, ascii_every=1)

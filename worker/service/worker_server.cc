@@ -209,7 +209,7 @@ int RunWorker(const WorkerOptions& o) {
 
   absl::StatusOr<std::unique_ptr<ModelBackend>> backend = LoadBackend(o);
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
-      backend.ok() ? Tokenizer::FromFile(o.model_dir + "/tokenizer.json")
+      backend.ok() ? Tokenizer::FromModelDir(o.model_dir)
                    : absl::StatusOr<std::unique_ptr<Tokenizer>>(backend.status());
   if (!backend.ok() || !tokenizer.ok()) {
     const absl::Status& st = backend.ok() ? tokenizer.status() : backend.status();

@@ -1,6 +1,7 @@
 #include "worker/tokenizer/bpe_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <queue>
 #include <utility>
 
@@ -20,12 +21,6 @@ absl::Status CheckUnsupportedFields(const JsonValue& model) {
       d != nullptr && !d->is_null() && !(d->is_number() && d->number() == 0)) {
     return absl::InvalidArgumentError("model.dropout is not supported (must be null)");
   }
-  if (const JsonValue* b = model.Find("byte_fallback");
-      b != nullptr && !(b->is_null() || (b->is_bool() && !b->bool_value()))) {
-    return absl::InvalidArgumentError(
-        "model.byte_fallback=true is not supported (SentencePiece-style BPE); only byte-level BPE "
-        "is");
-  }
   for (const char* name : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const JsonValue* v = model.Find(name);
     if (v != nullptr && !v->is_null() && !(v->is_string() && v->str().empty())) {
@@ -37,7 +32,8 @@ absl::Status CheckUnsupportedFields(const JsonValue& model) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const JsonValue& model) {
+absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const JsonValue& model,
+                                                             bool byte_level) {
   if (!model.is_object()) return absl::InvalidArgumentError("'model' must be an object");
   PKV_ASSIGN_OR_RETURN(std::string type, JsonGetStringOr(model, "type", "BPE", "model"));
   if (type != "BPE") {
@@ -46,12 +42,21 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const JsonValue& mo
   }
   PKV_RETURN_IF_ERROR(CheckUnsupportedFields(model));
   std::unique_ptr<BpeModel> m(new BpeModel());
+  m->byte_level_ = byte_level;
   PKV_ASSIGN_OR_RETURN(m->ignore_merges_, JsonGetBoolOr(model, "ignore_merges", false, "model"));
+  PKV_ASSIGN_OR_RETURN(m->byte_fallback_, JsonGetBoolOr(model, "byte_fallback", false, "model"));
+  PKV_ASSIGN_OR_RETURN(m->fuse_unk_, JsonGetBoolOr(model, "fuse_unk", false, "model"));
+  if (byte_level && m->byte_fallback_) {
+    return absl::InvalidArgumentError(
+        "model.byte_fallback=true needs a SentencePiece-style pipeline (no ByteLevel "
+        "pre-tokenizer); byte-level BPE never falls back");
+  }
   const JsonValue* vocab = model.Find("vocab");
   if (vocab == nullptr || !vocab->is_object()) {
     return absl::InvalidArgumentError("model.vocab must be an object of token -> id");
   }
   PKV_RETURN_IF_ERROR(m->LoadVocab(*vocab));
+  PKV_RETURN_IF_ERROR(m->LoadSpecialIds(model));
   const JsonValue* merges = model.Find("merges");
   if (merges == nullptr || !merges->is_array()) {
     return absl::InvalidArgumentError("model.merges must be an array");
@@ -77,7 +82,7 @@ absl::Status BpeModel::LoadVocab(const JsonValue& vocab) {
     const auto id = static_cast<int32_t>(id_value.integer());
     if (seen[id]) return absl::InvalidArgumentError(absl::StrCat("model.vocab: id ", id, " twice"));
     seen[id] = true;
-    if (!byte_level::Decode(token, &bytes)) {
+    if (!TokenKey(token, &bytes)) {
       // Not spelled in the byte-level alphabet: BPE can never produce it, but ids still decode to
       // its text (as Hugging Face's ByteLevel decoder does for such tokens).
       id_to_bytes_[id] = token;
@@ -87,6 +92,38 @@ absl::Status BpeModel::LoadVocab(const JsonValue& vocab) {
       return absl::InvalidArgumentError(absl::StrCat("model.vocab: token '", token, "' twice"));
     }
     id_to_bytes_[id] = bytes;
+  }
+  return absl::OkStatus();
+}
+
+bool BpeModel::TokenKey(std::string_view token, std::string* key) const {
+  if (byte_level_) return byte_level::Decode(token, key);
+  key->assign(token.data(), token.size());
+  return true;
+}
+
+absl::Status BpeModel::LoadSpecialIds(const JsonValue& model) {
+  if (!byte_level_) {
+    for (int c = 0; c < 128; ++c) {
+      ascii_ids_[c] = TokenId(std::string(1, static_cast<char>(c))).value_or(-1);
+    }
+    for (int b = 0; b < 256; ++b) {
+      // Hugging Face spells byte-fallback tokens format!("<{:#04X}>", b): "<0x0A>".
+      const std::string name = absl::StrCat("<0x", absl::Hex(b, absl::kZeroPad2), ">");
+      std::string upper = name;
+      for (size_t i = 3; i < 5; ++i) upper[i] = static_cast<char>(std::toupper(upper[i]));
+      byte_ids_[b] = TokenId(upper).value_or(-1);
+    }
+    PKV_ASSIGN_OR_RETURN(std::string unk, JsonGetStringOr(model, "unk_token", "", "model"));
+    if (!unk.empty()) {
+      const std::optional<int32_t> id = TokenId(unk);
+      if (!id) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model.unk_token '", unk, "' is not in the vocab"));
+      }
+      unk_id_ = *id;
+    }
+    return absl::OkStatus();
   }
   for (int b = 0; b < 256; ++b) {
     auto it = vocab_.find(std::string(1, static_cast<char>(b)));
@@ -132,7 +169,8 @@ absl::Status BpeModel::AddMerge(size_t rank, std::string_view left, std::string_
   }
   std::string left_bytes, right_bytes;
   auto lookup = [&](std::string_view token, std::string* bytes) -> std::optional<int32_t> {
-    if (!byte_level::Decode(token, bytes)) return std::nullopt;
+    if (!byte_level_) return TokenId(token);  // no copy: Gemma 3 has 514k merges
+    if (!TokenKey(token, bytes)) return std::nullopt;
     return TokenId(*bytes);
   };
   const std::optional<int32_t> l = lookup(left, &left_bytes);
@@ -147,7 +185,10 @@ absl::Status BpeModel::AddMerge(size_t rank, std::string_view left, std::string_
   if (!r)
     return absl::InvalidArgumentError(
         absl::StrCat(where(), "'", AbslView(right), "' is not in the vocab"));
-  const std::optional<int32_t> merged = TokenId(left_bytes + right_bytes);
+  std::string& joined = left_bytes;  // the merged token's key, built in place
+  joined.assign(id_to_bytes_[*l]);
+  joined += id_to_bytes_[*r];
+  const std::optional<int32_t> merged = TokenId(joined);
   if (!merged) {
     return absl::InvalidArgumentError(absl::StrCat(where(), "the merged token '", AbslView(left),
                                                    AbslView(right), "' is not in the vocab"));
@@ -165,7 +206,7 @@ std::optional<int32_t> BpeModel::TokenId(std::string_view bytes) const {
 
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
   if (word.empty()) return;
-  if (word.size() == 1) {
+  if (byte_level_ && word.size() == 1) {
     ids->push_back(byte_ids_[static_cast<uint8_t>(word[0])]);
     return;
   }
@@ -194,6 +235,41 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) cons
   }
 }
 
+void BpeModel::ByteSymbols(std::string_view word, std::vector<int32_t>* symbols) const {
+  symbols->reserve(word.size());
+  for (char c : word) symbols->push_back(byte_ids_[static_cast<uint8_t>(c)]);
+}
+
+void BpeModel::CharSymbols(std::string_view word, std::vector<int32_t>* symbols) const {
+  symbols->reserve(word.size());
+  int32_t pending_unk = -1;  // a fused unk not yet emitted (Hugging Face's `unk`)
+  for (size_t pos = 0; pos < word.size();) {
+    const auto lead = static_cast<uint8_t>(word[pos]);
+    const size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    const std::string_view ch = word.substr(pos, len);
+    pos += len;
+    const std::optional<int32_t> id =
+        len == 1 && ascii_ids_[lead] >= 0 ? std::optional<int32_t>(ascii_ids_[lead]) : TokenId(ch);
+    if (id) {
+      if (pending_unk >= 0) symbols->push_back(pending_unk);
+      pending_unk = -1;
+      symbols->push_back(*id);
+      continue;
+    }
+    if (byte_fallback_ && std::all_of(ch.begin(), ch.end(), [&](char b) {
+          return byte_ids_[static_cast<uint8_t>(b)] >= 0;
+        })) {
+      // As in Hugging Face, a pending unk stays pending across byte-fallback tokens.
+      for (char b : ch) symbols->push_back(byte_ids_[static_cast<uint8_t>(b)]);
+      continue;
+    }
+    if (unk_id_ < 0) continue;  // no unk_token: the character is dropped
+    if (pending_unk >= 0 && !fuse_unk_) symbols->push_back(pending_unk);
+    pending_unk = unk_id_;
+  }
+  if (pending_unk >= 0) symbols->push_back(pending_unk);
+}
+
 void BpeModel::MergeWord(std::string_view word, std::vector<int32_t>* ids) const {
   // Symbols form a doubly linked list over positions 0..n-1; a merged-away symbol gets id -1.
   struct Symbol {
@@ -210,11 +286,16 @@ void BpeModel::MergeWord(std::string_view word, std::vector<int32_t>* ids) const
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
-  const auto n = static_cast<int32_t>(word.size());
-  std::vector<Symbol> symbols(n);
-  for (int32_t i = 0; i < n; ++i) {
-    symbols[i] = Symbol{byte_ids_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  std::vector<int32_t> initial;
+  if (byte_level_) {
+    ByteSymbols(word, &initial);
+  } else {
+    CharSymbols(word, &initial);
   }
+  const auto n = static_cast<int32_t>(initial.size());
+  if (n == 0) return;
+  std::vector<Symbol> symbols(n);
+  for (int32_t i = 0; i < n; ++i) symbols[i] = Symbol{initial[i], i - 1, i + 1 < n ? i + 1 : -1};
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
   auto push_pair = [&](int32_t pos) {
     const int32_t next = symbols[pos].next;

@@ -4,8 +4,11 @@
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace pkv {
 namespace {
@@ -32,13 +35,23 @@ absl::Status Normalizer::AddFromJson(const JsonValue& config, int depth) {
   if (depth > kMaxSequenceDepth) return absl::InvalidArgumentError("normalizer: nested too deep");
   PKV_ASSIGN_OR_RETURN(std::string type, JsonGetStringOr(config, "type", "", "normalizer"));
   if (type == "NFC") {
-    steps_.push_back(Form::kNfc);
+    steps_.push_back(Step{Kind::kNfc});
   } else if (type == "NFD") {
-    steps_.push_back(Form::kNfd);
+    steps_.push_back(Step{Kind::kNfd});
   } else if (type == "NFKC") {
-    steps_.push_back(Form::kNfkc);
+    steps_.push_back(Step{Kind::kNfkc});
   } else if (type == "NFKD") {
-    steps_.push_back(Form::kNfkd);
+    steps_.push_back(Step{Kind::kNfkd});
+  } else if (type == "Replace") {
+    return AddReplace(config);
+  } else if (type == "Prepend") {
+    Step step{Kind::kPrepend};
+    PKV_ASSIGN_OR_RETURN(step.content,
+                         JsonGetStringOr(config, "prepend", "", "normalizer Prepend"));
+    if (!utf8::IsValid(step.content)) {
+      return absl::InvalidArgumentError("normalizer Prepend: 'prepend' is not valid UTF-8");
+    }
+    steps_.push_back(std::move(step));
   } else if (type == "Sequence") {
     const JsonValue* list = config.Find("normalizers");
     if (list == nullptr || !list->is_array()) {
@@ -46,47 +59,112 @@ absl::Status Normalizer::AddFromJson(const JsonValue& config, int depth) {
     }
     for (const JsonValue& item : list->items()) PKV_RETURN_IF_ERROR(AddFromJson(item, depth + 1));
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("normalizer type '", type,
-                     "' is not supported (supported: null, NFC, NFD, NFKC, NFKD, Sequence)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "normalizer type '", type,
+        "' is not supported (supported: null, NFC, NFD, NFKC, NFKD, Replace, Prepend, Sequence)"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Normalizer::AddReplace(const JsonValue& config) {
+  Step step{Kind::kReplace};
+  PKV_ASSIGN_OR_RETURN(step.content, JsonGetStringOr(config, "content", "", "normalizer Replace"));
+  const JsonValue* pattern = config.Find("pattern");
+  const JsonValue* regex = pattern != nullptr ? pattern->Find("Regex") : nullptr;
+  const JsonValue* literal = pattern != nullptr ? pattern->Find("String") : nullptr;
+  if (literal != nullptr && literal->is_string() && !literal->str().empty()) {
+    step.literal = literal->str();
+  } else if (regex != nullptr && regex->is_string()) {
+    PKV_ASSIGN_OR_RETURN(step.regex, SplitRegex::Compile(regex->str()));
+  } else {
+    return absl::InvalidArgumentError(
+        "normalizer Replace: 'pattern' must be {\"String\": non-empty string} or {\"Regex\": "
+        "string}");
+  }
+  if (!utf8::IsValid(step.content) || !utf8::IsValid(step.literal)) {
+    return absl::InvalidArgumentError("normalizer Replace: pattern or content is not valid UTF-8");
+  }
+  steps_.push_back(std::move(step));
   return absl::OkStatus();
 }
 
 absl::Status Normalizer::Apply(std::string_view text, std::string* out) const {
   out->assign(text.data(), text.size());
-  // ASCII is invariant under all four forms; most prompts are ASCII.
-  if (steps_.empty() || IsAscii(text)) return absl::OkStatus();
-  for (Form form : steps_) {
-    UErrorCode err = U_ZERO_ERROR;
-    const icu::Normalizer2* n = nullptr;
-    switch (form) {
-      case Form::kNfc:
-        n = icu::Normalizer2::getNFCInstance(err);
+  const bool ascii = IsAscii(text);
+  for (const Step& step : steps_) {
+    switch (step.kind) {
+      case Kind::kReplace:
+        PKV_RETURN_IF_ERROR(ApplyReplace(step, out));
         break;
-      case Form::kNfd:
-        n = icu::Normalizer2::getNFDInstance(err);
+      case Kind::kPrepend:
+        // As Hugging Face's Prepend: empty text stays empty.
+        if (!out->empty()) out->insert(0, step.content);
         break;
-      case Form::kNfkc:
-        n = icu::Normalizer2::getNFKCInstance(err);
-        break;
-      case Form::kNfkd:
-        n = icu::Normalizer2::getNFKDInstance(err);
-        break;
+      default:
+        // ASCII is invariant under all four Unicode forms; most prompts are ASCII.
+        if (!ascii || !IsAscii(*out)) PKV_RETURN_IF_ERROR(ApplyUnicode(step.kind, out));
     }
-    if (U_FAILURE(err) || n == nullptr) {
-      return absl::InternalError(absl::StrCat("ICU normalizer unavailable: ", u_errorName(err)));
-    }
-    std::string result;
-    result.reserve(out->size() + out->size() / 8);
-    icu::StringByteSink<std::string> sink(&result);
-    n->normalizeUTF8(0, icu::StringPiece(out->data(), static_cast<int32_t>(out->size())), sink,
-                     nullptr, err);
-    if (U_FAILURE(err)) {
-      return absl::InternalError(absl::StrCat("ICU normalization failed: ", u_errorName(err)));
-    }
-    *out = std::move(result);
   }
+  return absl::OkStatus();
+}
+
+absl::Status Normalizer::ApplyReplace(const Step& step, std::string* text) {
+  std::string result;
+  if (step.regex == nullptr) {
+    const std::string& from = step.literal;
+    size_t last = 0;
+    for (size_t pos = text->find(from); pos != std::string::npos; pos = text->find(from, last)) {
+      result.append(*text, last, pos - last);
+      result += step.content;
+      last = pos + from.size();
+    }
+    if (last == 0) return absl::OkStatus();  // no match
+    result.append(*text, last, std::string::npos);
+  } else {
+    std::vector<std::pair<size_t, size_t>> matches;
+    PKV_RETURN_IF_ERROR(step.regex->FindAll(*text, &matches));
+    if (matches.empty()) return absl::OkStatus();
+    size_t last = 0;
+    for (const auto& [begin, end] : matches) {
+      result.append(*text, last, begin - last);
+      result += step.content;
+      last = end;
+    }
+    result.append(*text, last, std::string::npos);
+  }
+  *text = std::move(result);
+  return absl::OkStatus();
+}
+
+absl::Status Normalizer::ApplyUnicode(Kind kind, std::string* text) {
+  UErrorCode err = U_ZERO_ERROR;
+  const icu::Normalizer2* n = nullptr;
+  switch (kind) {
+    case Kind::kNfc:
+      n = icu::Normalizer2::getNFCInstance(err);
+      break;
+    case Kind::kNfd:
+      n = icu::Normalizer2::getNFDInstance(err);
+      break;
+    case Kind::kNfkc:
+      n = icu::Normalizer2::getNFKCInstance(err);
+      break;
+    default:
+      n = icu::Normalizer2::getNFKDInstance(err);
+      break;
+  }
+  if (U_FAILURE(err) || n == nullptr) {
+    return absl::InternalError(absl::StrCat("ICU normalizer unavailable: ", u_errorName(err)));
+  }
+  std::string result;
+  result.reserve(text->size() + text->size() / 8);
+  icu::StringByteSink<std::string> sink(&result);
+  n->normalizeUTF8(0, icu::StringPiece(text->data(), static_cast<int32_t>(text->size())), sink,
+                   nullptr, err);
+  if (U_FAILURE(err)) {
+    return absl::InternalError(absl::StrCat("ICU normalization failed: ", u_errorName(err)));
+  }
+  *text = std::move(result);
   return absl::OkStatus();
 }
 

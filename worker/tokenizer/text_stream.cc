@@ -8,10 +8,11 @@
 namespace pkv {
 
 TextStream::TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop_strings,
-                       bool skip_special_tokens)
+                       bool skip_special_tokens, bool strip_sequence_start)
     : tokenizer_(tokenizer),
       stop_strings_(std::move(stop_strings)),
-      skip_special_tokens_(skip_special_tokens) {
+      skip_special_tokens_(skip_special_tokens),
+      strip_remaining_(strip_sequence_start ? tokenizer->decoder().strip_count() : 0) {
   for (const std::string& s : stop_strings_) usable_.push_back(!s.empty() && utf8::IsValid(s));
 }
 
@@ -27,6 +28,7 @@ TextStream::Delta TextStream::Push(int32_t token_id) {
   std::string decoded;
   const size_t consumed = utf8::DecodeLossy(partial_bytes_, /*final=*/false, &decoded);
   partial_bytes_.erase(0, consumed);
+  tokenizer_->decoder().StripStart(&decoded, &strip_remaining_);
   delta.text = Advance(decoded, /*final=*/false);
   delta.stopped = stopped();
   return delta;
@@ -41,6 +43,7 @@ std::string TextStream::Flush() {
   std::string decoded;
   utf8::DecodeLossy(partial_bytes_, /*final=*/true, &decoded);
   partial_bytes_.clear();
+  tokenizer_->decoder().StripStart(&decoded, &strip_remaining_);
   std::string out = Advance(decoded, /*final=*/true);
   finished_ = true;
   return out;

@@ -10,8 +10,15 @@
 //     ignored. When several stop strings are complete at once, the one that ends first wins (ties:
 //     the one that starts first), i.e. the one a character-by-character stream would have seen
 //     first, so the result does not depend on how the text was split into tokens.
-// Invariant: the concatenation of all deltas and Flush() equals the lossy UTF-8 decoding of all
-// fed token bytes, cut before the first stop string.
+//   - byte-fallback tokens ("<0xNN>") contribute their byte, so a character spread over several of
+//     them is emitted once its last byte arrives;
+//   - the decoder's leading strip (Llama 2: one space, see decoder.h) applies only with
+//     strip_sequence_start: it undoes the "▁" that encoding prepends to a text's start, so it fits
+//     a stream that decodes a whole text, not generated tokens that continue a prompt (there a
+//     leading "▁" is a real space: "The capital is" + " Paris").
+// Invariant: the concatenation of all deltas and Flush() equals the lossy UTF-8 decoding of
+// Tokenizer::Decode of all fed tokens (without its leading strip unless strip_sequence_start),
+// cut before the first stop string.
 //
 // Prime() absorbs tokens that were already streamed elsewhere (a request migrated from another
 // worker) without emitting them; afterwards the stream is in exactly the state an uninterrupted
@@ -42,7 +49,7 @@ class TextStream {
   // well-formed one can only match on character boundaries, so the output stays well-formed. With
   // skip_special_tokens, special added tokens contribute no text (they still count as tokens).
   TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop_strings,
-             bool skip_special_tokens = true);
+             bool skip_special_tokens = true, bool strip_sequence_start = false);
 
   // Feeds one generated token.
   Delta Push(int32_t token_id);
@@ -77,6 +84,7 @@ class TextStream {
   bool skip_special_tokens_;
   std::string partial_bytes_;  // an incomplete UTF-8 character (<= 3 bytes)
   std::string pending_;        // decoded text not yet emitted (could start a stop string)
+  int strip_remaining_;        // leading strip characters still to drop (decoder.h)
   int stop_index_ = -1;
   bool finished_ = false;
 };

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/utf8.h"
 #include "gtest/gtest.h"
 #include "tests/unit/tokenizer/test_util.h"
@@ -237,7 +238,7 @@ std::vector<std::string> Words(const std::string& pre_tokenizer_json, const std:
   EXPECT_TRUE(pre.ok()) << pre.status();
   if (!pre.ok()) return {};
   std::vector<std::string> words;
-  EXPECT_TRUE(pre->Split(text, &words).ok());
+  EXPECT_TRUE(pre->Split(text, /*first_section=*/true, &words).ok());
   return words;
 }
 
@@ -293,6 +294,43 @@ TEST(RegexTest, TranslationAndEmptyMatches) {
   std::vector<std::pair<size_t, size_t>> m;
   ASSERT_TRUE((*re)->FindAll("ab\xC3\xA9xx", &m).ok());
   EXPECT_EQ(m, (std::vector<std::pair<size_t, size_t>>{{4, 6}}));
+}
+
+}  // namespace
+}  // namespace pkv
+
+namespace pkv {
+namespace {
+
+// Hugging Face's SplitDelimiterBehavior and Metaspace, worked out by hand from their definitions.
+TEST(PreTokenizerTest, MergedSplitBehaviours) {
+  const auto split = [](const char* behavior) {
+    return absl::StrCat(R"({"type":"Split","pattern":{"String":" "},"invert":false,"behavior":")",
+                        behavior, R"("})");
+  };
+  EXPECT_EQ(Words(split("MergedWithPrevious"), "a  b c"),
+            (std::vector<std::string>{"a ", " ", "b ", "c"}));
+  EXPECT_EQ(Words(split("MergedWithNext"), "a  b c"),
+            (std::vector<std::string>{"a", " ", " b", " c"}));
+  EXPECT_EQ(Words(split("Contiguous"), "a  b c"),
+            (std::vector<std::string>{"a", "  ", "b", " ", "c"}));
+}
+
+TEST(PreTokenizerTest, MetaspacePrependSchemesAndSplit) {
+  const auto metaspace = [](const char* scheme, bool split) {
+    return absl::StrCat(R"({"type":"Metaspace","replacement":"▁","prepend_scheme":")", scheme,
+                        R"(","split":)", split ? "true" : "false", "}");
+  };
+  EXPECT_EQ(Words(metaspace("always", true), "a  b"), (std::vector<std::string>{"▁a", "▁", "▁b"}));
+  EXPECT_EQ(Words(metaspace("never", false), "a  b"), (std::vector<std::string>{"a▁▁b"}));
+  EXPECT_EQ(Words(metaspace("first", false), " a"), (std::vector<std::string>{"▁a"}));
+  auto json = ParseJson(metaspace("first", false));
+  ASSERT_TRUE(json.ok());
+  auto pre = PreTokenizer::FromJson(&*json);
+  ASSERT_TRUE(pre.ok());
+  std::vector<std::string> words;
+  ASSERT_TRUE(pre->Split("a", /*first_section=*/false, &words).ok());
+  EXPECT_EQ(words, (std::vector<std::string>{"a"}));  // not at the input's start: no "▁"
 }
 
 }  // namespace

@@ -85,12 +85,15 @@ TEST(TokenizerJsonTest, InvalidRegexAndUnsupportedPipelineParts) {
   ExpectError(MakeTokenizerJson(spec), "invalid regex '(ab'");
   spec.pre_tokenizer = absl::StrReplaceAll(split_json, {{"(ab", "a\\\\h"}});
   ExpectError(MakeTokenizerJson(spec), "\\h is unsupported");
-  spec.pre_tokenizer = absl::StrReplaceAll(split_json, {{"Isolated", "MergedWithNext"}});
-  ExpectError(MakeTokenizerJson(spec), "behavior 'MergedWithNext' is not supported");
-  spec.pre_tokenizer = R"({"type":"Metaspace"})";
-  ExpectError(MakeTokenizerJson(spec), "pre_tokenizer type 'Metaspace' is not supported");
-  spec.pre_tokenizer = "null";
-  ExpectError(MakeTokenizerJson(spec), "pre_tokenizer is missing");
+  spec.pre_tokenizer = absl::StrReplaceAll(split_json, {{"Isolated", "Scattered"}});
+  ExpectError(MakeTokenizerJson(spec), "behavior 'Scattered' is not supported");
+  spec.pre_tokenizer = R"({"type":"Whitespace"})";
+  ExpectError(MakeTokenizerJson(spec), "pre_tokenizer type 'Whitespace' is not supported");
+  // Without ByteLevel the pipeline is SentencePiece-style, which a ByteLevel decoder cannot be.
+  for (const char* pre : {"null", R"({"type":"Metaspace"})"}) {
+    spec.pre_tokenizer = pre;
+    ExpectError(MakeTokenizerJson(spec), "decoder type 'ByteLevel' is not supported");
+  }
   spec.pre_tokenizer = R"({"type":"Sequence","pretokenizers":[{"type":"ByteLevel"},)"
                        R"({"type":"Split","pattern":{"String":" "},"behavior":"Isolated"}]})";
   ExpectError(MakeTokenizerJson(spec), "nothing may follow the ByteLevel step");
