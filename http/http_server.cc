@@ -33,6 +33,7 @@ struct HttpServer::Impl {
 
   void Accept();
   void Track(const std::shared_ptr<SessionBase>& session);
+  void EvictOldest();
 };
 
 namespace {
@@ -89,11 +90,25 @@ void HttpServer::Impl::Track(const std::shared_ptr<SessionBase>& session) {
   sessions.push_back(session);
 }
 
+void HttpServer::Impl::EvictOldest() {
+  std::shared_ptr<SessionBase> oldest;
+  {
+    absl::MutexLock lock(&mu);
+    while (!sessions.empty() && oldest == nullptr) {
+      oldest = sessions.front().lock();
+      sessions.erase(sessions.begin());
+    }
+  }
+  if (oldest != nullptr) net::post(oldest->strand(), [oldest] { oldest->Close(); });
+}
+
 void HttpServer::Impl::Accept() {
   acceptor->async_accept(net::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
     if (!ec) {
-      if (shared->connections.fetch_add(1) >= shared->options.max_connections) {
+      const bool full = shared->connections.fetch_add(1) >= shared->options.max_connections;
+      if (full && shared->options.evict_oldest_at_limit) EvictOldest();
+      if (full && !shared->options.evict_oldest_at_limit) {
         shared->connections.fetch_sub(1);
         beast::error_code ignored;
         socket.close(ignored);  // over the limit: refused at once

@@ -11,7 +11,8 @@
 //   - headers over max_header_bytes: 431; a body over max_body_bytes: 413; malformed: 400;
 //   - one write to the client outstanding for write_timeout, or more than max_pending_write_bytes
 //     of output queued and unread: the connection is closed and the exchange's on-gone runs;
-//   - at most max_connections open connections: more are closed as soon as they are accepted.
+//   - at most max_connections open connections: more are closed as soon as they are accepted
+//     (or, with evict_oldest_at_limit, the oldest open one is closed to make room).
 // Keep-alive is honoured; a client that disconnects while its request is being answered is noticed
 // at once (the server keeps reading the socket while the answer is pending).
 //
@@ -38,6 +39,9 @@ struct HttpServerOptions {
   TlsFiles tls;                           // cert_file + key_file: HTTPS; empty: plain HTTP
   int threads = 2;
   int max_connections = 1024;
+  // At max_connections: close the oldest connection to make room (a scrape endpoint, which idle
+  // connections must not lock out) instead of refusing the new one.
+  bool evict_oldest_at_limit = false;
   size_t max_header_bytes = 16 << 10;
   size_t max_body_bytes = 4 << 20;
   absl::Duration read_timeout = absl::Seconds(10);

@@ -1,14 +1,14 @@
 // Serves a prometheus-cpp Registry as Prometheus text (GET /metrics) over plain HTTP on its own
-// port, for the router and the workers.
+// port, for the router and the workers, on the same HTTP stack as the router's API
+// (http/http_server.h, Boost.Beast).
 //
 // Why not prometheus-cpp's Exposer: its embedded civetweb starts threads with a fixed 100 KiB
 // stack, which glibc refuses once the process has more static TLS than that (libcublasLt alone
 // carries ~92 KiB), so a CUDA worker could not serve metrics at all; civetweb also dlopens the
-// unversioned libssl.so that slim GPU images lack. A scrape endpoint needs none of that: one
-// thread polls every open connection (non-blocking sockets), so a client that sends its request
-// one byte at a time never delays another scrape; each connection has one overall deadline
-// (kConnectionDeadline to send its request and take the answer) and at most kMaxConnections are
-// open at once (the oldest is dropped to make room).
+// unversioned libssl.so that slim GPU images lack. The HTTP server is asynchronous, so a client
+// that sends its request one byte at a time never delays another scrape; each connection must
+// send its request within kConnectionDeadline, and at most kMaxConnections are open at once (the
+// oldest is dropped to make room, so idle connections cannot lock Prometheus out).
 //
 // Thread-safety: Start/destructor from one thread; the serving thread only reads the registry,
 // whose collection is thread-safe.
@@ -16,10 +16,11 @@
 
 #include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "http/http_server.h"
 #include "prometheus/registry.h"
 
 namespace pkv {
@@ -35,28 +36,12 @@ class MetricsServer {
       const std::string& address, std::shared_ptr<prometheus::Registry> registry);
   ~MetricsServer();  // stops serving and joins the thread
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
 
  private:
-  MetricsServer(int listen_fd, int port, std::shared_ptr<prometheus::Registry> registry);
-  struct Connection {
-    int fd = -1;
-    absl::Time deadline;
-    std::string in;   // the request so far
-    std::string out;  // the answer, once the request is complete
-    size_t written = 0;
-  };
-  void Serve();
-  // Reads what `c` sent, answers a complete request; false once `c` is done (close it).
-  bool OnReadable(Connection& c);
-  bool OnWritable(Connection& c);
-  std::string Answer(const std::string& request) const;
+  explicit MetricsServer(std::unique_ptr<http::HttpServer> server) : server_(std::move(server)) {}
 
-  const int listen_fd_;
-  const int port_;
-  std::shared_ptr<prometheus::Registry> registry_;
-  int wake_pipe_[2] = {-1, -1};
-  std::thread thread_;
+  std::unique_ptr<http::HttpServer> server_;
 };
 
 }  // namespace pkv

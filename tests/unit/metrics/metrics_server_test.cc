@@ -35,7 +35,7 @@ std::string ReadAll(int fd) {
 
 std::string Get(int port, const std::string& path) {
   const int fd = Connect(port);
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   EXPECT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(request.size()));
   std::string answer = ReadAll(fd);
