@@ -166,6 +166,25 @@ TEST_F(PrefixCacheTest, ConcurrentRequestsSharingAPrefixMatchTheReference) {
   ExpectIdlePoolWhole(cached_);
 }
 
+// Tensor parallelism: the one scheduler plans the hits for every rank, so a --tp 2 worker serves
+// a repeated request from the cache with the same tokens as the uncached --tp 1 reference.
+TEST_F(PrefixCacheTest, TensorParallelWorkerHitsAndMatches) {
+  ClusterOptions tp;
+  tp.num_workers = 1;
+  tp.worker_args = {"--backend=cpu", "--tp=2"};
+  auto c = Cluster::Start(tp);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<uint32_t> prompt = Prompt(40, 5);
+  const RunOutcome reference = Generate(*uncached_, prompt, 12);
+  const RunOutcome first = Generate(**c, prompt, 12);
+  const RunOutcome second = Generate(**c, prompt, 12);
+  ASSERT_TRUE(second.status.ok()) << second.status.error_message() << (*c)->Logs();
+  EXPECT_EQ(first.tokens, reference.tokens);
+  EXPECT_EQ(second.tokens, reference.tokens);
+  EXPECT_EQ(second.complete.cached_tokens(), 32u);
+  ExpectIdlePoolWhole(c->get());
+}
+
 TEST_F(PrefixCacheTest, TurnedOffCachesNothing) {
   const std::vector<uint32_t> prompt = Prompt(40, 3);
   const RunOutcome a = Generate(*uncached_, prompt, 4);
