@@ -185,6 +185,32 @@ TEST_F(PrefixCacheTest, TensorParallelWorkerHitsAndMatches) {
   ExpectIdlePoolWhole(c->get());
 }
 
+// Prefix-aware placement: with two workers, requests sharing a prompt prefix follow the first one
+// to its worker (the router's index), so they hit that worker's cache.
+TEST_F(PrefixCacheTest, RouterSendsASharedPrefixToTheWorkerThatCachesIt) {
+  ClusterOptions two;
+  two.num_workers = 2;
+  auto c = Cluster::Start(two);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<uint32_t> shared = Prompt(48, 11);
+  const RunOutcome first = Generate(**c, shared, 2);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  for (int i = 0; i < 6; ++i) {
+    std::vector<uint32_t> p = shared;
+    p.push_back(static_cast<uint32_t>(300 + i));
+    const RunOutcome r = Generate(**c, p, 2);
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.complete.worker_id(), first.complete.worker_id()) << "request " << i;
+    EXPECT_EQ(r.complete.cached_tokens(), 48u) << "request " << i;
+  }
+  EXPECT_GE(ScrapeMetric((*c)->router_metrics_address(),
+                         "pkv_router_placements_total{reason=\"prefix\"}"),
+            6);
+  EXPECT_GE(
+      ScrapeMetric((*c)->router_metrics_address(), "pkv_router_prefix_estimated_hit_blocks_total"),
+      6 * 3);
+}
+
 TEST_F(PrefixCacheTest, TurnedOffCachesNothing) {
   const std::vector<uint32_t> prompt = Prompt(40, 3);
   const RunOutcome a = Generate(*uncached_, prompt, 4);
