@@ -144,10 +144,15 @@ void GenerateStream::StartAttempt() {
     absl::MutexLock lock(&mu_);
     if (client_gone_ || out_.has_final() || call_ != nullptr) return;
     std::optional<Placement> placement;
+    const PrefixRouting& routing = rc_.placer->routing();
+    if (!prompt_blocks_ready_ && routing.enabled) {
+      prompt_blocks_ = PromptBlockHashes(request_, routing.block_tokens, routing.block_bytes);
+    }
+    prompt_blocks_ready_ = true;
     // A worker removed (DNS) between the load snapshot and BeginCall is skipped: place again.
     for (int tries = 0; tries < 3 && stub == nullptr; ++tries) {
-      placement = rc_.placer->Place(request_.session_id(), rc_.registry->Loads(), tried_workers_,
-                                    /*retry=*/!tried_workers_.empty());
+      placement = rc_.placer->Place(request_.session_id(), prompt_blocks_, rc_.registry->Loads(),
+                                    tried_workers_, /*retry=*/!tried_workers_.empty());
       if (!placement.has_value()) break;
       stub = rc_.registry->BeginCall(placement->worker);  // counts it in the worker's load
       if (stub == nullptr) tried_workers_.push_back(placement->worker);
@@ -182,6 +187,10 @@ void GenerateStream::StartAttempt() {
       inconclusive_probes_ = 0;
       tried_workers_.push_back(w);
       rc_.metrics->RecordPlacement(placement->reason);
+      if (!prompt_blocks_.empty()) {
+        rc_.metrics->RecordPrefixEstimate(static_cast<int64_t>(prompt_blocks_.size()),
+                                          placement->prefix_blocks);
+      }
       calls_.push_back(std::make_unique<WorkerCall>(this, w, stub, BuildWorkerRequestLocked(),
                                                     ToClientDeadline(deadline_)));
       call = call_ = calls_.back().get();

@@ -198,6 +198,9 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::vector<std::unique_ptr<WorkerCall>> calls_ ABSL_GUARDED_BY(mu_);
   WorkerCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;  // the live attempt, if any
   std::vector<int> tried_workers_ ABSL_GUARDED_BY(mu_);
+  // The prompt's prefix block keys for prefix-aware placement (computed at the first placement).
+  std::vector<uint64_t> prompt_blocks_ ABSL_GUARDED_BY(mu_);
+  bool prompt_blocks_ready_ ABSL_GUARDED_BY(mu_) = false;
   int placements_ ABSL_GUARDED_BY(mu_) = 0;            // before the first chunk
   int migration_placements_ ABSL_GUARDED_BY(mu_) = 0;  // attempts of the current migration
   int attempt_chunks_ ABSL_GUARDED_BY(mu_) = 0;        // chunks from the live attempt

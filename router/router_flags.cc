@@ -49,6 +49,9 @@ ABSL_FLAG(int, max_migrations, 2,
           "mid-stream moves of a stream to another worker when its worker is lost after tokens "
           "were sent (prompt + tokens replayed; 0 = ABORTED instead)");
 ABSL_FLAG(int, max_sessions, 100000, "session-affinity entries kept (LRU)");
+ABSL_FLAG(bool, prefix_routing, true,
+          "place a request on the worker that likely caches its prompt prefix (within a load "
+          "bound)");
 ABSL_FLAG(int, max_prompt_tokens, 0, "prompt token cap; 0 = the model's max_context - 1");
 ABSL_FLAG(int, max_request_bytes, 1 << 20, "largest accepted request message");
 ABSL_FLAG(int, max_concurrent_streams, 100, "HTTP/2 streams per client connection");
@@ -143,6 +146,7 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   o.retry_backoff_max_ms = absl::GetFlag(FLAGS_retry_backoff_max_ms);
   o.max_migrations = absl::GetFlag(FLAGS_max_migrations);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  o.prefix_routing = absl::GetFlag(FLAGS_prefix_routing);
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   o.http_listen = absl::GetFlag(FLAGS_http_listen);

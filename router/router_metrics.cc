@@ -49,6 +49,11 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
       ejections_(AddCounter(registry, "pkv_router_worker_ejections_total",
                             "Workers ejected by their circuit breaker (lost stream, refused "
                             "connection or failed health checks)")),
+      prefix_queried_blocks_(
+          AddCounter(registry, "pkv_router_prefix_queried_blocks_total",
+                     "Prompt prefix blocks looked up by prefix-aware placement")),
+      prefix_hit_blocks_(AddCounter(registry, "pkv_router_prefix_estimated_hit_blocks_total",
+                                    "Prompt prefix blocks the chosen worker likely caches")),
       worker_placements_(prometheus::BuildCounter()
                              .Name("pkv_router_worker_placements_total")
                              .Help("Placements per worker (label: the worker's address)")

@@ -45,6 +45,12 @@ class RouterMetrics {
   }
   // A worker's circuit breaker opened (router/circuit_breaker.h).
   void RecordEjection() { ejections_.Increment(); }
+  // Prefix-aware placement: the prompt's blocks looked up, and those the chosen worker likely
+  // caches (the router's estimated prefix-cache hit; router/prefix_index.h).
+  void RecordPrefixEstimate(int64_t queried_blocks, int64_t hit_blocks) {
+    prefix_queried_blocks_.Increment(static_cast<double>(queried_blocks));
+    prefix_hit_blocks_.Increment(static_cast<double>(hit_blocks));
+  }
   // pkv_router_worker_placements_total{worker}: one child per worker address, created when the
   // worker is added (never on the hot path) and removed with it, so the label set stays bounded
   // by the number of workers.
@@ -71,6 +77,8 @@ class RouterMetrics {
   std::array<prometheus::Counter*, 2> migrations_{};
   std::array<prometheus::Counter*, 3> stall_checks_{};
   prometheus::Counter& ejections_;
+  prometheus::Counter& prefix_queried_blocks_;
+  prometheus::Counter& prefix_hit_blocks_;
   prometheus::Family<prometheus::Counter>& worker_placements_;
   prometheus::Counter& auth_failures_;
   prometheus::Counter& slow_client_cancels_;

@@ -65,6 +65,9 @@ struct RouterOptions {
 
   // Session affinity map bound (LRU eviction beyond it).
   int max_sessions = 100000;
+  // Prefix-aware placement (placement.h): prefer the worker that likely caches the prompt's
+  // prefix, within a load bound.
+  bool prefix_routing = true;
 
   // Client-facing server limits (RELIABILITY.md P1/P4/S3/S5).
   int max_request_bytes = 1 << 20;

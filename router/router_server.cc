@@ -35,7 +35,8 @@ RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_
                    metrics_.SetInflight(inflight);
                    metrics_.SetQueueDepth(queued);
                  }),
-      placer_(static_cast<size_t>(options_.max_sessions), StartupKey()),
+      placer_(static_cast<size_t>(options_.max_sessions), StartupKey(),
+              PrefixRouting{.enabled = options_.prefix_routing}),
       ids_(StartupKey()),
       connections_(ConnectionLimits{options_.max_streams_per_connection_s,
                                     options_.max_resets_per_connection_s}) {}

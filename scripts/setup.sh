@@ -10,7 +10,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
-  libpcre2-dev libicu-dev
+  libpcre2-dev libicu-dev libxxhash-dev
   libssl-dev openssl
   libboost-dev nlohmann-json3-dev
 )

@@ -36,8 +36,17 @@ bool BlockTable::EnsureCapacity(int64_t num_tokens, int32_t page_size, PagePool*
   return pool->Allocate(needed, &pages_);  // appends, all or nothing
 }
 
+void BlockTable::AppendShared(const std::vector<int32_t>& pages, PagePool* pool) {
+  pages_.reserve(pages_.size() + pages.size());
+  for (int32_t page : pages) {
+    PKV_CHECK_MSG(pool->IsCached(page), "AppendShared of a page not in the prefix cache");
+    pool->Retain(page);
+    pages_.push_back(page);
+  }
+}
+
 void BlockTable::ReleaseAll(PagePool* pool) {
-  for (int32_t page : pages_) pool->Release(page);
+  for (auto it = pages_.rbegin(); it != pages_.rend(); ++it) pool->Release(*it);
   pages_.clear();
 }
 

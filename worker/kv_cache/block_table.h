@@ -29,7 +29,12 @@ class BlockTable {
   int32_t PagesNeeded(int64_t num_tokens, int32_t page_size) const;
   // Grows the table to hold `num_tokens` tokens; all or nothing. False when the pool is short.
   bool EnsureCapacity(int64_t num_tokens, int32_t page_size, PagePool* pool);
-  // Releases every page back to the pool and empties the table.
+  // Appends pages found in the prefix cache, taking a reference on each (PagePool::Retain).
+  // REQUIRES: each page is cached (held or evictable) and the table holds only full pages.
+  void AppendShared(const std::vector<int32_t>& pages, PagePool* pool);
+  // Releases every page back to the pool and empties the table. Pages are released last first,
+  // so a sequence's tail pages reach the LRU end of the evictable list before its head pages and
+  // are evicted first (evicting a head page would strand every cached page after it).
   void ReleaseAll(PagePool* pool);
 
   // Tokens the held pages can store.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "worker/kv_cache/block_table.h"
 #include "worker/scheduler/scheduler.h"
 
 namespace pkv {
@@ -93,6 +94,13 @@ void Scheduler::ScheduleRunningPrefills(StepBuilder* step) {
   }
 }
 
+// How a waiting sequence starts if admitted now: the cached pages it shares (prefix cache) and
+// the tokens of its first chunk, which starts right after them.
+struct Scheduler::AdmitPlan {
+  std::vector<int32_t> hits;
+  int32_t num_new_tokens = 0;
+};
+
 // Admits from the front of the waiting queue while the budget, max_running and the free pages
 // (next chunk + watermark) allow. Stops at the first that does not fit (FCFS, no skipping), except
 // that an otherwise empty batch always takes the first one, shrunk to the free pages.
@@ -100,20 +108,47 @@ void Scheduler::AdmitWaiting(StepBuilder* step) {
   const int32_t page_size = config_.page_size;
   while (!waiting_.empty() && num_running() < max_running_ && step->budget > 0) {
     Sequence* seq = waiting_.front().get();
-    int32_t n = std::min(seq->num_uncomputed(), step->budget);
-    const int32_t needed = seq->blocks.PagesNeeded(seq->num_computed + n, page_size);
-    if (needed + config_.watermark_pages > pool_->num_free()) {
-      if (!step->empty() || pool_->num_free() == 0) break;
-      // Progress guarantee: nothing else runs this step, so give it every free page.
-      n = static_cast<int32_t>(std::min<int64_t>(n, int64_t{pool_->num_free()} * page_size));
-    }
+    AdmitPlan plan;
+    if (!PlanAdmission(seq, *step, &plan)) break;
+    AdoptCachedPrefix(seq, plan.hits);
+    const int32_t n = plan.num_new_tokens;
     PKV_CHECK(seq->blocks.EnsureCapacity(seq->num_computed + n, page_size, pool_));
     seq->state = SequenceState::kRunning;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
-    step->prefill.push_back(MakeItem(seq, n));
+    // A hit can leave only the last sampled token of a resumed or preempted sequence to feed: a
+    // decode-shaped row, so it joins the decode rows.
+    (IsDecoding(*seq) ? step->decode : step->prefill).push_back(MakeItem(seq, n));
     step->budget -= n;
   }
+}
+
+// Pages taken off the evictable list by a hit are no longer free, so they count against the
+// chunk's pages. Progress guarantee: with nothing else in the batch the sequence gets every free
+// page; if the hits themselves are the only free pages it forgoes them and recomputes.
+bool Scheduler::PlanAdmission(Sequence* seq, const StepBuilder& step, AdmitPlan* plan) {
+  const int32_t page_size = config_.page_size;
+  plan->hits = MatchCachedPrefix(seq);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int32_t num_hits = static_cast<int32_t>(plan->hits.size());
+    const auto revived = std::count_if(plan->hits.begin(), plan->hits.end(),
+                                       [&](int32_t page) { return pool_->RefCount(page) == 0; });
+    const int64_t available = pool_->num_free() - revived;
+    const int32_t start = num_hits * page_size;
+    const int32_t n = std::min(seq->num_tokens() - start, step.budget);
+    const int64_t needed = PagesForTokens(start + n, page_size) - num_hits;
+    if (needed + config_.watermark_pages <= available) {
+      plan->num_new_tokens = n;
+      return true;
+    }
+    if (!step.empty()) return false;
+    if (available > 0) {
+      plan->num_new_tokens = static_cast<int32_t>(std::min<int64_t>(n, available * page_size));
+      return true;
+    }
+    plan->hits.clear();
+  }
+  return false;
 }
 
 // Reserves pages so running `seq` can feed up to `wanted` more tokens and returns how many it may
@@ -148,6 +183,7 @@ bool Scheduler::PreemptLatest(const Sequence* requester, StepBuilder* step) {
   step->budget += EraseItem(victim.get(), &step->prefill);
   victim->blocks.ReleaseAll(pool_);
   victim->num_computed = 0;
+  victim->num_published_pages = 0;
   victim->state = SequenceState::kWaiting;
   ++victim->num_preemptions;
   ++num_preemptions_;
@@ -170,6 +206,7 @@ void Scheduler::CommitStep(const ScheduledBatch& batch, const std::vector<int32_
     seq->num_computed += item.num_new_tokens;
     PKV_CHECK(seq->blocks.Capacity(config_.page_size) >= seq->num_computed);
     if (item.sample) seq->tokens.push_back(sampled[k++]);
+    PublishFullPages(seq);
   }
 }
 

@@ -79,6 +79,9 @@ absl::Status Scheduler::Add(std::unique_ptr<Sequence> seq) {
   }
   seq->num_computed = 0;
   seq->num_preemptions = 0;
+  seq->page_hashes.clear();
+  seq->num_published_pages = 0;
+  seq->num_cached_tokens = 0;
   seq->state = SequenceState::kWaiting;
   InsertWaiting(std::move(seq));
   return absl::OkStatus();

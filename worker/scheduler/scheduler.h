@@ -21,6 +21,20 @@
 // Pages for every token fed in the step are allocated by Schedule() before it returns, so the
 // backend can write K/V without further checks.
 //
+// Prefix caching (config.prefix_caching; PagePool and prefix_hash.h hold the mechanics):
+//  - when a waiting sequence is admitted with nothing computed (new, preempted or migrated), the
+//    longest run of its full pages found in the cache, chained hashes compared from the first
+//    page, is shared into its block table and counted as computed; its first chunk starts after
+//    them. At most (num_tokens - 1) / page_size pages are taken, so at least the last token is
+//    always computed (its logits are sampled) and the page it lands in is a private one: a cached
+//    page is never written. Pages taken off the evictable list count against the free pages the
+//    admission check needs;
+//  - after a step is committed, every page of a fed sequence that became full (prompt or decode
+//    pages alike, so a conversation's next turn hits its previous reply) is published;
+//  - the prefix_cache_queries / _hits counters add, at each such admission, the sequence's tokens
+//    and the tokens found cached (vLLM's prefix_cache_queries / prefix_cache_hits).
+// The planning happens here, once per worker, so every tensor-parallel rank sees the same pages.
+//
 // Progress: the earliest admitted running sequence can preempt every later one, and Add() refuses
 // sequences that could never fit the pool, so it always advances; when the batch would be empty
 // while sequences wait, the first waiting one is admitted even below the watermark (its chunk
@@ -58,6 +72,10 @@ struct SchedulerConfig {
   int32_t max_waiting = 256;           // queued sequences (bounded admission)
   int64_t max_queued_tokens = 262144;  // prompt tokens waiting (bounded admission)
   int32_t watermark_pages = 0;         // pages kept free when admitting new sequences
+  bool prefix_caching = true;          // share full pages across sequences by prefix hash
+  // Seed of the page hashes: identifies everything besides the tokens that changes the K/V
+  // (PrefixCacheSalt of the model identity, KV dtype, page size). Set by the engine.
+  uint64_t prefix_cache_salt = 0;
 };
 
 // OK when every field is usable (positive sizes and limits, non-negative watermark); else
@@ -120,11 +138,15 @@ class Scheduler {
   // Uncomputed tokens of waiting sequences plus uncomputed prompt tokens of running ones.
   int64_t num_queued_tokens() const;
   uint64_t num_preemptions() const { return num_preemptions_; }
+  // Prefix cache counters in tokens, since start (see the header comment).
+  uint64_t prefix_cache_queries() const { return prefix_cache_queries_; }
+  uint64_t prefix_cache_hits() const { return prefix_cache_hits_; }
   bool idle() const { return num_running() == 0 && num_waiting() == 0; }
   const SchedulerConfig& config() const { return config_; }
 
  private:
   struct StepBuilder;  // one Schedule() call's batch under construction (schedule_step.cc)
+  struct AdmitPlan;    // how a waiting sequence would start (schedule_step.cc)
 
   // scheduler.cc: queues.
   void InsertWaiting(std::unique_ptr<Sequence> seq);
@@ -135,8 +157,14 @@ class Scheduler {
   void ScheduleDecodes(StepBuilder* step);
   void ScheduleRunningPrefills(StepBuilder* step);
   void AdmitWaiting(StepBuilder* step);
+  bool PlanAdmission(Sequence* seq, const StepBuilder& step, AdmitPlan* plan);
   int32_t FitChunk(Sequence* seq, int32_t wanted, StepBuilder* step);
   bool PreemptLatest(const Sequence* requester, StepBuilder* step);
+  // prefix_cache.cc: the longest cached run of `seq`'s full pages (not retained), and publishing
+  // the pages a committed step filled.
+  std::vector<int32_t> MatchCachedPrefix(Sequence* seq);
+  void AdoptCachedPrefix(Sequence* seq, const std::vector<int32_t>& pages);
+  void PublishFullPages(Sequence* seq);
 
   SchedulerConfig config_;
   int32_t max_running_;  // min(max_running, max_batch_tokens): every decode row fits the budget
@@ -147,6 +175,8 @@ class Scheduler {
   // In admission order: back() is the most recently admitted (the preemption victim).
   std::vector<std::unique_ptr<Sequence>> running_;
   uint64_t num_preemptions_ = 0;
+  uint64_t prefix_cache_queries_ = 0;
+  uint64_t prefix_cache_hits_ = 0;
 };
 
 }  // namespace pkv

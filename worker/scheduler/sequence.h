@@ -32,6 +32,14 @@ struct Sequence {
   absl::Time deadline = absl::InfiniteFuture();
   SequenceState state = SequenceState::kWaiting;
   int32_t num_preemptions = 0;
+  // Prefix cache (scheduler.h "Prefix caching"). page_hashes[i] is the chained hash of full page i
+  // of `tokens` (computed lazily; valid for life since tokens only grow). The first
+  // num_published_pages pages of `blocks` are in the cache (published or shared on a hit).
+  std::vector<PageHash> page_hashes;
+  int32_t num_published_pages = 0;
+  // Prompt tokens whose K/V came from the prefix cache at the first admission (Complete's
+  // cached_tokens).
+  int32_t num_cached_tokens = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }

@@ -9,10 +9,25 @@
 #include "api/request_validation.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "worker/kv_cache/prefix_hash.h"
 #include "worker/service/engine_internal.h"
 #include "worker/service/sampling_convert.h"
 
 namespace pkv {
+namespace {
+
+// The scheduler's configuration with the prefix cache's salt: everything besides the tokens that
+// changes the K/V a page holds (model, its shapes, the KV dtype, the page size).
+SchedulerConfig SaltedSchedulerConfig(const EngineOptions& options, const ModelBackend& backend) {
+  const ModelConfig& c = backend.config();
+  SchedulerConfig config = options.scheduler;
+  config.prefix_cache_salt = PrefixCacheSalt(absl::StrCat(
+      "model=", options.model_name, ";layers=", c.num_layers, ";kv_heads=", c.num_kv_heads,
+      ";head_dim=", c.head_dim, ";dtype=", backend.dtype_name(), ";page=", backend.page_size()));
+  return config;
+}
+
+}  // namespace
 
 Engine::Engine(EngineOptions options, std::unique_ptr<ModelBackend> backend,
                std::unique_ptr<Tokenizer> tokenizer, WorkerMetrics* metrics)
@@ -21,7 +36,7 @@ Engine::Engine(EngineOptions options, std::unique_ptr<ModelBackend> backend,
       tokenizer_(std::move(tokenizer)),
       metrics_(metrics),
       pool_(static_cast<int32_t>(backend_->num_kv_pages())),
-      scheduler_(options_.scheduler, &pool_) {
+      scheduler_(SaltedSchedulerConfig(options_, *backend_), &pool_) {
   absl::MutexLock lock(&mu_);
   load_.pages_free = pool_.num_free();
   load_.pages_total = pool_.num_pages();
@@ -237,7 +252,13 @@ void Engine::PublishLoad() {
   load.pages_used = pool_.num_used();
   load.pages_free = pool_.num_free();
   load.pages_total = pool_.num_pages();
+  load.pages_cached = pool_.num_cached();
+  load.pages_evictable = pool_.num_evictable();
+  load.prefix_cache_queries = scheduler_.prefix_cache_queries();
+  load.prefix_cache_hits = scheduler_.prefix_cache_hits();
   if (metrics_ != nullptr) {
+    metrics_->SetPrefixCache(load.pages_cached, load.pages_evictable, load.prefix_cache_queries,
+                             load.prefix_cache_hits, pool_.evictions_total());
     metrics_->SetQueue(load.running, load.waiting);
     metrics_->SetKvPages(load.pages_used, load.pages_free, pool_.allocs_total(),
                          pool_.frees_total());

@@ -61,6 +61,12 @@ struct EngineLoad {
   int64_t pages_used = 0;
   int64_t pages_free = 0;
   int64_t pages_total = 0;
+  // Prefix cache: pages registered (held or evictable; evictable ones also count in pages_free)
+  // and the token totals of lookups and hits since start.
+  int64_t pages_cached = 0;
+  int64_t pages_evictable = 0;
+  uint64_t prefix_cache_queries = 0;
+  uint64_t prefix_cache_hits = 0;
   bool draining = false;
   int64_t in_flight = 0;  // submitted and not yet terminal (running + waiting + inbox)
   // When the scheduler thread last finished a loop iteration; with work in flight and this far in

@@ -226,6 +226,7 @@ void Engine::FinishRequest(Sequence* seq, pkv::v1::FinishReason reason, std::str
   c.set_migrations(a->migrations);
   c.set_request_id(a->request_id);
   c.set_matched_stop(std::move(matched_stop));
+  c.set_cached_tokens(static_cast<uint32_t>(seq->num_cached_tokens));
   if (metrics_ != nullptr) metrics_->RecordRequestDuration(Seconds(now - a->arrival));
   std::unique_ptr<Sequence> done = scheduler_.Finish(id);
   a->sink->OnComplete(std::move(c));

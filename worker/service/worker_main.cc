@@ -64,6 +64,8 @@ ABSL_FLAG(int32_t, max_running, kDefaults.max_running, "Sequences in the running
 ABSL_FLAG(int32_t, max_waiting, kDefaults.max_waiting, "Queued requests before RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, max_queued_tokens, kDefaults.max_queued_tokens,
           "Queued prompt tokens before RESOURCE_EXHAUSTED");
+ABSL_FLAG(bool, prefix_caching, kDefaults.prefix_caching,
+          "Automatic prefix caching: reuse the KV pages of prompt prefixes seen before");
 ABSL_FLAG(double, drain_timeout_s, kDefaults.drain_timeout_s,
           "On SIGTERM/Drain: time in-flight requests get to finish");
 ABSL_FLAG(double, engine_stall_timeout_s, kDefaults.engine_stall_timeout_s,
@@ -115,6 +117,7 @@ int main(int argc, char** argv) {
   o.max_running = absl::GetFlag(FLAGS_max_running);
   o.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   o.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
+  o.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
   o.engine_stall_timeout_s = absl::GetFlag(FLAGS_engine_stall_timeout_s);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);

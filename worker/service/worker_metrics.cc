@@ -96,6 +96,31 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry* registry, std::string_view wo
                       .Help("Sequences preempted by recompute when KV pages ran out")
                       .Register(r)
                       .Add({});
+  prefix_cached_pages_ = &BuildGauge()
+                              .Name("pkv_prefix_cache_pages")
+                              .Help("KV pages registered in the prefix cache (held or evictable)")
+                              .Register(r)
+                              .Add({});
+  prefix_evictable_pages_ = &BuildGauge()
+                                 .Name("pkv_prefix_cache_evictable_pages")
+                                 .Help("Cached KV pages no sequence holds (counted as free)")
+                                 .Register(r)
+                                 .Add({});
+  prefix_queries_ = &BuildCounter()
+                         .Name("pkv_prefix_cache_queries_total")
+                         .Help("Tokens looked up in the prefix cache at admission")
+                         .Register(r)
+                         .Add({});
+  prefix_hits_ = &BuildCounter()
+                      .Name("pkv_prefix_cache_hits_total")
+                      .Help("Tokens found in the prefix cache at admission (not recomputed)")
+                      .Register(r)
+                      .Add({});
+  prefix_evictions_ = &BuildCounter()
+                           .Name("pkv_prefix_cache_evictions_total")
+                           .Help("Cached KV pages evicted to make room")
+                           .Register(r)
+                           .Add({});
   prompt_tokens_ = &BuildCounter()
                         .Name("pkv_prompt_tokens_total")
                         .Help("Prompt tokens admitted")
@@ -193,6 +218,16 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry* registry, std::string_view wo
                            .Help("vLLM-compatible: preemptions")
                            .Register(r)
                            .Add({});
+  vllm_prefix_queries_ = &BuildCounter()
+                              .Name("vllm:prefix_cache_queries_total")
+                              .Help("vLLM-compatible: prefix-cache queries, in tokens")
+                              .Register(r)
+                              .Add({});
+  vllm_prefix_hits_ = &BuildCounter()
+                           .Name("vllm:prefix_cache_hits_total")
+                           .Help("vLLM-compatible: prefix-cache hits, in tokens")
+                           .Register(r)
+                           .Add({});
 }
 
 int WorkerMetrics::RouteIndex(std::string_view route) const {
@@ -236,6 +271,32 @@ void WorkerMetrics::RecordPreemptions(uint64_t total_now) {
     vllm_preemptions_->Increment(delta);
     preemptions_seen_ = total_now;
   }
+}
+
+namespace {
+
+// Adds to `counter` what `total_now` grew by since `*seen`.
+double AdvanceTotal(uint64_t total_now, uint64_t* seen) {
+  if (total_now <= *seen) return 0;
+  const double delta = static_cast<double>(total_now - *seen);
+  *seen = total_now;
+  return delta;
+}
+
+}  // namespace
+
+void WorkerMetrics::SetPrefixCache(int64_t cached_pages, int64_t evictable_pages,
+                                   uint64_t queries_total, uint64_t hits_total,
+                                   uint64_t evictions_total) {
+  prefix_cached_pages_->Set(static_cast<double>(cached_pages));
+  prefix_evictable_pages_->Set(static_cast<double>(evictable_pages));
+  const double queries = AdvanceTotal(queries_total, &prefix_queries_seen_);
+  const double hits = AdvanceTotal(hits_total, &prefix_hits_seen_);
+  prefix_queries_->Increment(queries);
+  vllm_prefix_queries_->Increment(queries);
+  prefix_hits_->Increment(hits);
+  vllm_prefix_hits_->Increment(hits);
+  prefix_evictions_->Increment(AdvanceTotal(evictions_total, &prefix_evictions_seen_));
 }
 
 void WorkerMetrics::RecordPromptTokens(int n) {

@@ -35,6 +35,11 @@ class WorkerMetrics {
   void SetQueue(int running, int waiting);
   void SetKvPages(int64_t used, int64_t free, uint64_t allocs_total, uint64_t frees_total);
   void RecordPreemptions(uint64_t total_now);
+  // Prefix cache: pages registered in it and the evictable ones among them (gauges), and the
+  // scheduler's running totals of queried / hit tokens and the pool's evictions (turned into
+  // counter increments like RecordPreemptions).
+  void SetPrefixCache(int64_t cached_pages, int64_t evictable_pages, uint64_t queries_total,
+                      uint64_t hits_total, uint64_t evictions_total);
 
   // Per-request metrics.
   void RecordPromptTokens(int n);
@@ -66,6 +71,14 @@ class WorkerMetrics {
   prometheus::Gauge* waiting_;
   prometheus::Counter* preemptions_;
   uint64_t preemptions_seen_ = 0;
+  prometheus::Gauge* prefix_cached_pages_;
+  prometheus::Gauge* prefix_evictable_pages_;
+  prometheus::Counter* prefix_queries_;
+  prometheus::Counter* prefix_hits_;
+  prometheus::Counter* prefix_evictions_;
+  uint64_t prefix_queries_seen_ = 0;
+  uint64_t prefix_hits_seen_ = 0;
+  uint64_t prefix_evictions_seen_ = 0;
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* generated_tokens_;
   prometheus::Histogram* ttft_;
@@ -84,6 +97,8 @@ class WorkerMetrics {
   prometheus::Counter* vllm_prompt_tokens_;
   prometheus::Counter* vllm_generation_tokens_;
   prometheus::Counter* vllm_preemptions_;
+  prometheus::Counter* vllm_prefix_queries_;
+  prometheus::Counter* vllm_prefix_hits_;
 };
 
 }  // namespace pkv

@@ -11,6 +11,7 @@ SchedulerConfig WorkerOptions::Scheduler(int32_t backend_page_size) const {
   c.max_running = max_running;
   c.max_waiting = max_waiting;
   c.max_queued_tokens = max_queued_tokens;
+  c.prefix_caching = prefix_caching;
   return c;
 }
 

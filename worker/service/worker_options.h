@@ -44,6 +44,8 @@ struct WorkerOptions {
   int32_t max_running = SchedulerConfig{}.max_running;
   int32_t max_waiting = SchedulerConfig{}.max_waiting;
   int64_t max_queued_tokens = SchedulerConfig{}.max_queued_tokens;
+  // Automatic prefix caching: full KV pages shared across requests by prefix hash.
+  bool prefix_caching = SchedulerConfig{}.prefix_caching;
   double drain_timeout_s = 30;
   // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long
   // (a hung GPU); <= 0 turns the watchdog off.

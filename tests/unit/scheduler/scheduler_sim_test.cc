@@ -1,11 +1,13 @@
 // Randomized simulation of the scheduler with a fake model over a fake KV cache. Small pools
 // force preemption; random arrivals, aborts, deadlines and a small bounded queue exercise every
 // path. Checked after every step:
-//  - ledger: pages held by live sequences == pool.num_used() == allocs - frees; no page is held
-//    by two sequences;
+//  - ledger: distinct pages held by live sequences == pool.num_used() == allocs - frees; a page's
+//    refcount is its number of holders (half the prompts start with one of a few shared prefixes,
+//    so the prefix cache shares pages across sequences);
 //  - every scheduled item's pages cover start_pos + num_new_tokens;
 //  - the fake KV holds, at every position a sampling row reads, exactly that sequence's token
-//    (so pages were neither lost nor shared across a preemption/recompute);
+//    (so pages were neither lost nor shared across a preemption/recompute, and every page taken
+//    from the prefix cache holds exactly the prefix its hash names);
 //  - the batch is non-empty whenever a sequence is queued (no deadlock).
 // The fake model samples a hash of the tokens it read back from the KV cache, so a sequence's
 // output equals what it would produce alone only if every step read the right K/V.
@@ -46,6 +48,7 @@ class Simulation {
     config_.max_waiting = 4 + rng_() % 30;
     config_.max_queued_tokens = 200 + rng_() % 2000;
     config_.watermark_pages = rng_() % 3;
+    config_.prefix_caching = seed % 4 != 0;  // a quarter of the runs without the prefix cache
     num_pages_ = 6 + rng_() % 30;
     pool_ = std::make_unique<PagePool>(num_pages_);
     sched_ = std::make_unique<Scheduler>(config_, pool_.get());
@@ -61,11 +64,13 @@ class Simulation {
     for (; step < bound && !(arrivals_.empty() && sched_->idle()); ++step) RunStep(step);
     EXPECT_TRUE(arrivals_.empty() && sched_->idle()) << "not done after " << step << " steps";
     EXPECT_EQ(pool_->num_used(), 0);
+    EXPECT_EQ(pool_->num_free(), num_pages_);
     EXPECT_EQ(pool_->allocs_total(), pool_->frees_total());
     EXPECT_EQ(num_finished_ + num_aborted_ + num_expired_ + num_rejected_, 60);
   }
 
   uint64_t num_preemptions() const { return sched_->num_preemptions(); }
+  uint64_t prefix_cache_hits() const { return sched_->prefix_cache_hits(); }
 
  private:
   struct Arrival {
@@ -94,7 +99,11 @@ class Simulation {
       const int32_t capacity = num_pages_ * config_.page_size;
       const bool oversized = rng_() % 20 == 0;
       const int32_t prompt = oversized ? capacity : 1 + rng_() % std::min(48, capacity / 2);
-      for (int32_t t = 0; t < prompt; ++t) a.spec.tokens.push_back(rng_() % 32000);
+      // Half start with one of three shared prefixes (system prompts), cut to the prompt's length.
+      const int32_t shared = rng_() % 2 == 0 ? prompt : 0;
+      const uint32_t which = rng_() % 3;
+      for (int32_t t = 0; t < shared; ++t) a.spec.tokens.push_back((which * 7919 + t * 31) % 32000);
+      for (int32_t t = shared; t < prompt; ++t) a.spec.tokens.push_back(rng_() % 32000);
       a.spec.num_prompt_tokens = prompt;
       a.spec.params.max_tokens = 1 + rng_() % std::min(24, capacity / 2);
       a.spec.priority = rng_() % 3;
@@ -187,16 +196,12 @@ class Simulation {
   }
 
   void CheckPages() {
-    std::set<int32_t> seen;
-    int64_t held = 0;
+    std::map<int32_t, int32_t> holders;
     for (const auto& [id, seq] : live_) {
-      for (int32_t page : seq->blocks.pages()) {
-        ASSERT_TRUE(seen.insert(page).second) << "page " << page << " held twice";
-        ASSERT_EQ(pool_->RefCount(page), 1);
-      }
-      held += seq->blocks.num_pages();
+      for (int32_t page : seq->blocks.pages()) ++holders[page];
     }
-    ASSERT_EQ(held, pool_->num_used());
+    for (const auto& [page, n] : holders) ASSERT_EQ(pool_->RefCount(page), n) << "page " << page;
+    ASSERT_EQ(static_cast<int64_t>(holders.size()), pool_->num_used());
     ASSERT_EQ(pool_->allocs_total() - pool_->frees_total(),
               static_cast<uint64_t>(pool_->num_used()));
   }
@@ -214,15 +219,17 @@ class Simulation {
 };
 
 TEST(SchedulerSimTest, RandomWorkloadsStayConsistentAndFinish) {
-  uint64_t total_preemptions = 0;
+  uint64_t total_preemptions = 0, total_hits = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     SCOPED_TRACE(testing::Message() << "seed " << seed);
     Simulation sim(seed);
     sim.Run();
     total_preemptions += sim.num_preemptions();
+    total_hits += sim.prefix_cache_hits();
     if (HasFatalFailure()) return;
   }
   EXPECT_GT(total_preemptions, 0u) << "pools too large: preemption never exercised";
+  EXPECT_GT(total_hits, 0u) << "the prefix cache was never hit";
 }
 
 }  // namespace

@@ -24,6 +24,14 @@ TEST(WorkerOptionsTest, DefaultsAreValidAndShareTheSchedulersDefaults) {
   EXPECT_TRUE(ValidateSchedulerConfig(from_options).ok());
 }
 
+TEST(WorkerOptionsTest, PrefixCachingIsOnByDefaultAndReachesTheScheduler) {
+  WorkerOptions o;
+  EXPECT_TRUE(o.prefix_caching);
+  EXPECT_TRUE(o.Scheduler(16).prefix_caching);
+  o.prefix_caching = false;
+  EXPECT_FALSE(o.Scheduler(16).prefix_caching);
+}
+
 TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
   const std::vector<std::pair<std::string, std::function<void(WorkerOptions&)>>> cases = {
       {"--page_size", [](WorkerOptions& o) { o.page_size = 0; }},
