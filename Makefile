@@ -28,8 +28,9 @@ build: setup          ## configure and compile everything into $(BUILD)/ (CUDA w
 build-demo: setup-demo  ## only the demo's binaries; CUDA only with a GPU present
 	@scripts/build.sh demo
 
-model: build-demo     ## the bundled tiny random model (models/tiny), made once
-	@test -f models/tiny/config.json || $(BUILD)/bin/pkv-make-model --out models/tiny --shape tiny
+model: build-demo     ## the bundled tiny random model (models/tiny, ChatML template), made once
+	@test -f models/tiny/chat_template.jinja || \
+	  $(BUILD)/bin/pkv-make-model --out models/tiny --shape tiny --chat_template chatml
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,8 @@
 # Starts a local cluster (pkv-router + 2 pkv-workers on loopback) and either streams one
 # generation and stops (`demo`) or keeps serving until Ctrl-C (`serve`).
 #   scripts/cluster.sh demo|serve
-# Ports: PKV_ROUTER_PORT (50051), PKV_WORKER_PORTS ("50061 50062"), metrics on 9100, 9101, ...
+# Ports: PKV_ROUTER_PORT (50051), PKV_WORKER_PORTS ("50061 50062"), metrics on 9100, 9101, ...,
+# the OpenAI-compatible HTTP API on PKV_HTTP_PORT (8000).
 # Backend: PKV_BACKEND (auto: the GPU when one is usable, else the CPU).
 # One worker per GPU on a multi-GPU host: PKV_GPUS="0 1 2 3" (or "0,1,2,3") starts one worker per
 # listed GPU (worker i gets --gpu=<i-th id>; ports 50061, 50062, ... unless PKV_WORKER_PORTS is
@@ -14,6 +15,7 @@ mode=${1:-demo}
 BIN=${BUILD:-build}/bin
 MODEL=${PKV_MODEL:-models/tiny}
 ROUTER_PORT=${PKV_ROUTER_PORT:-50051}
+HTTP_PORT=${PKV_HTTP_PORT:-8000}
 gpu_list=${PKV_GPUS:-}
 read -r -a GPUS <<< "${gpu_list//,/ }"
 default_ports="50061 50062"
@@ -31,9 +33,9 @@ LOGS=${BUILD:-build}/cluster-logs
 mkdir -p "$LOGS"
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$ROUTER_PORT" "${WORKER_PORTS[@]}"; do
+for p in "$ROUTER_PORT" "$HTTP_PORT" "${WORKER_PORTS[@]}"; do
   if port_busy "$p"; then
-    echo "port $p is in use (another cluster running? stop it, or set PKV_ROUTER_PORT/PKV_WORKER_PORTS)" >&2
+    echo "port $p is in use (another cluster running? stop it, or set PKV_ROUTER_PORT/PKV_HTTP_PORT/PKV_WORKER_PORTS)" >&2
     exit 1
   fi
 done
@@ -62,6 +64,7 @@ for i in "${!WORKER_PORTS[@]}"; do
   workers+=("127.0.0.1:$port")
 done
 "$BIN/pkv-router" --listen="127.0.0.1:$ROUTER_PORT" --metrics_listen="127.0.0.1:$METRICS_BASE" \
+  --http_listen="127.0.0.1:$HTTP_PORT" \
   --workers="$(IFS=,; echo "${workers[*]}")" --insecure >"$LOGS/router.log" 2>&1 &
 pids+=($!)
 
@@ -84,6 +87,7 @@ echo "cluster healthy: router 127.0.0.1:$ROUTER_PORT -> ${workers[*]}"
 
 if [ "$mode" = serve ]; then
   echo "serving; try:  $BIN/pkv generate --router 127.0.0.1:$ROUTER_PORT --prompt \"Once upon a time\""
+  echo "   or (OpenAI API): curl http://127.0.0.1:$HTTP_PORT/v1/chat/completions -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 16}'"
   echo "metrics: http://127.0.0.1:$METRICS_BASE/metrics (router), :$((METRICS_BASE + 1))/metrics (worker-0)"
   echo "Ctrl-C to stop"
   wait "${pids[@]}"
@@ -94,6 +98,12 @@ echo
 echo "=== streaming a generation through the router (tokens appear as they are made) ==="
 "$BIN/pkv" generate --router "127.0.0.1:$ROUTER_PORT" --prompt "Once upon a time, in a land of GPUs," \
   --max_tokens 64 --temperature 0.8 --seed 7
+echo
+echo "=== a chat completion through the OpenAI-compatible API (curl, streamed as Server-Sent Events) ==="
+curl -sS -N "http://127.0.0.1:$HTTP_PORT/v1/chat/completions" -H 'Content-Type: application/json' \
+  -d '{"messages": [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Hello!"}],
+       "max_tokens": 8, "temperature": 0, "stream": true}' | head -n 6 || true
+echo "..."
 echo
 echo "=== a few lines of /metrics ==="
 curl -s "127.0.0.1:$METRICS_BASE/metrics" \

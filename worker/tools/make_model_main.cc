@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, shape, "tiny", "model shape: tiny, llama3-1b or llama3-8b
 ABSL_FLAG(uint64_t, seed, 1, "weights are a pure function of the seed");
 ABSL_FLAG(std::string, dtype, "bfloat16", "weight dtype: bfloat16, float16 or float32");
 ABSL_FLAG(int64_t, max_shard_mb, 2048, "largest safetensors shard in MiB");
+ABSL_FLAG(std::string, chat_template, "none",
+          "chat_template.jinja to write: chatml (a ChatML template, so the OpenAI API can chat "
+          "with the model) or none");
 
 namespace pkv {
 namespace {
@@ -35,6 +38,29 @@ absl::Status WriteTokenizer(const std::string& dir, int vocab_size) {
   out << json;
   out.close();
   if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+// ChatML (<|im_start|>role ... <|im_end|>), the format Qwen and many fine-tunes use. The tiny
+// tokenizer has no such special tokens, so they are plain text to it: enough for demos and tests.
+constexpr char kChatMlTemplate[] =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+absl::Status WriteChatTemplate(const std::string& dir, const std::string& kind,
+                               std::vector<std::string>* files) {
+  if (kind == "none") return absl::OkStatus();
+  if (kind != "chatml") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--chat_template must be chatml or none, got '", kind, "'"));
+  }
+  const std::string path = JoinPath(dir, "chat_template.jinja");
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << kChatMlTemplate;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  files->push_back("chat_template.jinja");
   return absl::OkStatus();
 }
 
@@ -52,6 +78,8 @@ absl::Status Run() {
   PKV_ASSIGN_OR_RETURN(RandomModelResult result, WriteRandomModel(opt));
   PKV_RETURN_IF_ERROR(WriteTokenizer(opt.out_dir, opt.config.vocab_size));
   result.files.push_back("tokenizer.json");
+  PKV_RETURN_IF_ERROR(
+      WriteChatTemplate(opt.out_dir, absl::GetFlag(FLAGS_chat_template), &result.files));
   std::printf("wrote %s: %s (%d shard%s, %.1f MiB of weights)\n", opt.out_dir.c_str(),
               absl::StrJoin(result.files, ", ").c_str(), result.num_shards,
               result.num_shards == 1 ? "" : "s", result.total_tensor_bytes / 1048576.0);
@@ -64,7 +92,7 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "pkv-make-model --out DIR --shape tiny|llama3-1b|llama3-8b [--seed 1] "
-      "[--dtype bfloat16|float16|float32]");
+      "[--dtype bfloat16|float16|float32] [--chat_template chatml|none]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status st = pkv::Run();
   if (!st.ok()) {
