@@ -19,6 +19,8 @@ int RunInfo();
 // `pkv bench serve` (bench_serve_command.cc): exit 1 when a request failed or the router's
 // counter disagreed with the benchmark's count.
 int RunBenchServe();
+// `pkv bench api` (bench_api_command.cc): HTTP API vs gRPC on one router, same run.
+int RunBenchApi();
 
 inline constexpr int kUsageError = 64;
 

@@ -28,6 +28,8 @@ constexpr char kUsage[] =
     "  load      a worker's load: --addr worker:port\n"
     "  info      model info from a router or a worker: --addr host:port\n"
     "  bench serve  serving benchmark over the public API (bench/serve/)\n"
+    "  bench api    TTFT through the OpenAI HTTP API vs gRPC on one router, same run\n"
+    "            e.g. pkv bench api --router 127.0.0.1:50051 --http 127.0.0.1:8000\n"
     "            --router host:port | --target worker --worker host:port | --target both\n"
     "            --workload sharegpt|multi_turn|long_doc [--input_len 128 --output_len 64\n"
     "             --len_sigma 0.5 --system_prompt_tokens N --turns 4 --conversations N\n"
@@ -55,10 +57,11 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   // `bench serve` is one command of two words.
   const bool bench = command == "bench";
-  if (bench && (argc < 3 || std::strcmp(argv[2], "serve") != 0)) {
-    return pkv::client::UsageError("expected `pkv bench serve`");
+  if (bench &&
+      (argc < 3 || (std::strcmp(argv[2], "serve") != 0 && std::strcmp(argv[2], "api") != 0))) {
+    return pkv::client::UsageError("expected `pkv bench serve` or `pkv bench api`");
   }
-  if (bench) command = "bench serve";
+  if (bench) command = std::string("bench ") + argv[2];
   const int skip = bench ? 2 : 1;
   // Parse the flags after the subcommand (its last word stands in for the program name).
   std::vector<char*> args = absl::ParseCommandLine(argc - skip, argv + skip);
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
   if (command == "load") return pkv::client::RunLoad();
   if (command == "info") return pkv::client::RunInfo();
   if (command == "bench serve") return pkv::client::RunBenchServe();
+  if (command == "bench api") return pkv::client::RunBenchApi();
   return pkv::client::UsageError("unknown command '" + command +
                                  "'; expected generate, health, load, info or bench serve");
 }
