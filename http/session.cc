@@ -64,9 +64,15 @@ void Session<Stream>::ArmTimer(absl::Duration after, bool for_read) {
   timer.expires_after(ToChrono(after));
   timer.async_wait([self = shared_from_this(), this, for_read](beast::error_code ec) {
     if (ec || phase_ == Phase::kClosed) return;  // cancelled: the operation finished in time
-    if (for_read) read_timed_out_ = true;
-    // Closing the socket fails the pending operation, whose handler then answers or cleans up.
     beast::error_code ignored;
+    if (for_read) {
+      // Cancelling fails the pending read, whose handler then answers 408 on the still open
+      // socket (closing it here would lose the answer) or closes an idle connection.
+      read_timed_out_ = true;
+      socket().cancel(ignored);
+      return;
+    }
+    // Closing the socket fails the pending write, whose handler then cleans up.
     socket().close(ignored);
   });
 }
@@ -141,9 +147,11 @@ void Session<Stream>::Dispatch() {
 
 template <typename Stream>
 void Session<Stream>::Watch() {
-  // Bytes that arrive meanwhile (a pipelined request) stay in buffer_ for the next parse; past the
-  // header limit the client is not watched any more.
-  if (watching_ || buffer_.size() > shared_->options.max_header_bytes) return;
+  // Bytes that arrive meanwhile (a pipelined request) stay in buffer_ for the next parse. A client
+  // that already sent the start of its next request is not watched: that request is parsed from
+  // buffer_ once the answer is written (a pending watch would hold the socket, and the pipelined
+  // request would wait for bytes that never come).
+  if (watching_ || buffer_.size() > 0) return;
   watching_ = true;
   stream_.async_read_some(buffer_.prepare(4096),
                           [self = shared_from_this(), this](beast::error_code ec, size_t n) {
@@ -259,8 +267,10 @@ void Session<Stream>::OnWritten(beast::error_code ec) {
   queue_.pop_front();
   if (!last) return WriteNext();
   if (!keep_alive_) return Close();
-  // The answer is out: the next request is read once the watching read hands over the socket.
-  if (!watching_) ReadRequest();
+  // The answer is out: the next request is read once the watching read hands over the socket,
+  // and must start within the read timeout (an idle keep-alive connection is then closed).
+  if (!watching_) return ReadRequest();
+  ArmTimer(shared_->options.read_timeout, /*for_read=*/true);
 }
 
 template <typename Stream>
@@ -282,6 +292,7 @@ void Session<Stream>::Close() {
   socket().shutdown(tcp::socket::shutdown_both, ignored);
   socket().close(ignored);
   queue_.clear();
+  Uncount();
   if (answering && on_gone_ != nullptr) {
     std::function<void()> on_gone = std::move(on_gone_);
     on_gone_ = nullptr;
