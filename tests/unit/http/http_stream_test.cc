@@ -269,6 +269,7 @@ TEST_F(HttpServerTest, HttpsWithSelfSignedCertificate) {
                             .c_str()),
             0);
   HttpServerOptions options = Options();
+  options.read_timeout = absl::Seconds(1);
   options.tls.cert_file = cert;
   options.tls.key_file = key;
   Start(options);
@@ -283,6 +284,10 @@ TEST_F(HttpServerTest, HttpsWithSelfSignedCertificate) {
                               ":127.0.0.1 https://localhost:", port(), "/ca"))
                 .body,
             "GET /ca 0");
+  // A request whose body never comes is told 408 over TLS too.
+  const CurlResult partial =
+      Curl(absl::StrCat("-k -H 'Content-Length: 100' --data abc ", Url("/partial", "https")));
+  EXPECT_EQ(partial.status, 408) << partial.head;
   RawClient plain(port());  // plain HTTP to the TLS port gets no answer of the handler's
   plain.Send(Get("/plain"));
   EXPECT_NE(plain.Read(absl::Seconds(3)).status, 200);
