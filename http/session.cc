@@ -70,12 +70,14 @@ void Session<Stream>::ArmTimer(absl::Duration after, bool for_read) {
     if (ec || phase_ == Phase::kClosed) return;  // cancelled: the operation finished in time
     beast::error_code ignored;
     if (for_read) {
-      // The pending read fails with operation_aborted; OnRead then answers 408 or closes.
+      // Cancelling fails the pending read, whose handler then answers 408 on the still open
+      // socket (closing it here would lose the answer) or closes an idle connection.
       read_timed_out_ = true;
       socket().cancel(ignored);
-    } else {
-      socket().close(ignored);  // a client that does not read gets no more answer
+      return;
     }
+    // Closing the socket fails the pending write, whose handler then cleans up.
+    socket().close(ignored);
   });
 }
 
@@ -149,9 +151,11 @@ void Session<Stream>::Dispatch() {
 
 template <typename Stream>
 void Session<Stream>::Watch() {
-  // Bytes that arrive meanwhile (a pipelined request) stay in buffer_ for the next parse; past the
-  // header limit the client is not watched any more.
-  if (watching_ || buffer_.size() > shared_->options.max_header_bytes) return;
+  // Bytes that arrive meanwhile (a pipelined request) stay in buffer_ for the next parse. A client
+  // that already sent the start of its next request is not watched: that request is parsed from
+  // buffer_ once the answer is written (a pending watch would hold the socket, and the pipelined
+  // request would wait for bytes that never come).
+  if (watching_ || buffer_.size() > 0) return;
   watching_ = true;
   stream_.async_read_some(buffer_.prepare(4096),
                           [self = shared_from_this(), this](beast::error_code ec, size_t n) {
@@ -269,8 +273,10 @@ void Session<Stream>::OnWritten(beast::error_code ec) {
   if (!last) return WriteNext();
   if (rejected_) return Linger();
   if (!keep_alive_) return Close();
-  // The answer is out: the next request is read once the watching read hands over the socket.
-  if (!watching_) ReadRequest();
+  // The answer is out: the next request is read once the watching read hands over the socket,
+  // and must start within the read timeout (an idle keep-alive connection is then closed).
+  if (!watching_) return ReadRequest();
+  ArmTimer(shared_->options.read_timeout, /*for_read=*/true);
 }
 
 template <typename Stream>
@@ -314,6 +320,7 @@ void Session<Stream>::Close() {
   socket().shutdown(tcp::socket::shutdown_both, ignored);
   socket().close(ignored);
   queue_.clear();
+  Uncount();
   if (answering && on_gone_ != nullptr) {
     std::function<void()> on_gone = std::move(on_gone_);
     on_gone_ = nullptr;

@@ -93,7 +93,7 @@ template <typename Stream>
 class Session final : public SessionBase {
  public:
   Session(Stream stream, std::shared_ptr<ServerShared> shared);
-  ~Session() override { shared_->connections.fetch_sub(1); }
+  ~Session() override { Uncount(); }
 
   void Run() override;
   void Close() override;
@@ -127,6 +127,12 @@ class Session final : public SessionBase {
   void Discard();
   void ArmTimer(absl::Duration after, bool for_read);
   tcp::socket& socket();
+  // Gives the connection's slot back (once): at Close, since a handler may keep its exchange, and
+  // with it this object, long after the socket is gone.
+  void Uncount() {
+    if (counted_) shared_->connections.fetch_sub(1);
+    counted_ = false;
+  }
   bool current(uint64_t id) const { return phase_ == Phase::kAnswering && id == exchange_id_; }
 
   Stream stream_;
@@ -150,6 +156,7 @@ class Session final : public SessionBase {
   std::deque<Piece> queue_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;
+  bool counted_ = true;  // holds one of shared_->connections
 };
 
 }  // namespace pkv::http::internal

@@ -1,5 +1,6 @@
 #include "router/openai/api_error.h"
 
+#include <cstdint>
 #include <utility>
 
 namespace pkv::openai {
@@ -38,7 +39,9 @@ ApiError FromGrpcStatus(const grpc::Status& status, int retry_pushback_ms) {
       e.http_status = 429;
       e.type = "rate_limit_error";
       // Retry-After counts whole seconds: round the router's pushback up.
-      e.retry_after_s = retry_pushback_ms > 0 ? (retry_pushback_ms + 999) / 1000 : 1;
+      // In 64 bits: the pushback comes from a trailer, and INT_MAX + 999 would overflow.
+      e.retry_after_s =
+          retry_pushback_ms > 0 ? static_cast<int>((int64_t{retry_pushback_ms} + 999) / 1000) : 1;
       break;
     case grpc::StatusCode::UNAVAILABLE:
       e.http_status = 503;
