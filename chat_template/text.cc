@@ -1,0 +1,172 @@
+#include "chat_template/text.h"
+
+#include <algorithm>
+
+#include "common/utf8.h"
+
+namespace pkv::chat::text {
+
+std::vector<char32_t> Decode(std::string_view s) {
+  std::vector<char32_t> out;
+  out.reserve(s.size());
+  size_t pos = 0;
+  while (pos < s.size()) {
+    char32_t cp;
+    int n = utf8::DecodeChar(s, pos, &cp);
+    if (n == 0) {
+      cp = 0xFFFD;
+      n = 1;
+    }
+    out.push_back(cp);
+    pos += n;
+  }
+  return out;
+}
+
+std::string Encode(const std::vector<char32_t>& cps) {
+  std::string out;
+  for (char32_t cp : cps) utf8::AppendChar(cp, &out);
+  return out;
+}
+
+size_t Length(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+bool IsPySpace(char32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+std::string Strip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                  bool right) {
+  std::vector<char32_t> cps = Decode(s);
+  std::vector<char32_t> set;
+  if (chars) set = Decode(*chars);
+  auto strip_it = [&](char32_t cp) {
+    return chars ? std::find(set.begin(), set.end(), cp) != set.end() : IsPySpace(cp);
+  };
+  size_t begin = 0, end = cps.size();
+  if (left) {
+    while (begin < end && strip_it(cps[begin])) ++begin;
+  }
+  if (right) {
+    while (end > begin && strip_it(cps[end - 1])) --end;
+  }
+  return Encode(std::vector<char32_t>(cps.begin() + begin, cps.begin() + end));
+}
+
+std::vector<std::string> Split(std::string_view s, const std::optional<std::string>& sep,
+                               int64_t maxsplit) {
+  std::vector<std::string> parts;
+  if (sep) {
+    size_t pos = 0;
+    while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+      size_t hit = s.find(*sep, pos);
+      if (hit == std::string_view::npos) break;
+      parts.emplace_back(s.substr(pos, hit - pos));
+      pos = hit + sep->size();
+    }
+    parts.emplace_back(s.substr(pos));
+    return parts;
+  }
+  std::vector<char32_t> cps = Decode(s);
+  size_t i = 0;
+  while (true) {
+    while (i < cps.size() && IsPySpace(cps[i])) ++i;
+    if (i >= cps.size()) break;
+    size_t j = i;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) >= maxsplit) {
+      size_t end = cps.size();
+      while (end > i && IsPySpace(cps[end - 1])) --end;
+      parts.push_back(Encode(std::vector<char32_t>(cps.begin() + i, cps.begin() + end)));
+      break;
+    }
+    while (j < cps.size() && !IsPySpace(cps[j])) ++j;
+    parts.push_back(Encode(std::vector<char32_t>(cps.begin() + i, cps.begin() + j)));
+    i = j;
+  }
+  return parts;
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+namespace {
+bool IsAsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+}  // namespace
+
+std::string Title(std::string_view s) {
+  std::string out(s);
+  bool prev_cased = false;
+  for (char& c : out) {
+    bool alpha = IsAsciiAlpha(c);
+    if (alpha) c = prev_cased ? Lower(std::string(1, c))[0] : Upper(std::string(1, c))[0];
+    prev_cased = alpha;
+  }
+  return out;
+}
+
+std::string Capitalize(std::string_view s) {
+  std::string out = Lower(s);
+  if (!out.empty()) out[0] = Upper(out.substr(0, 1))[0];
+  return out;
+}
+
+std::string Replace(std::string_view s, std::string_view from, std::string_view to, int64_t count) {
+  std::string out;
+  if (from.empty()) {
+    // Python inserts `to` before every code point and at the end.
+    std::vector<char32_t> cps = Decode(s);
+    int64_t done = 0;
+    for (char32_t cp : cps) {
+      if (count < 0 || done < count) {
+        out += to;
+        ++done;
+      }
+      utf8::AppendChar(cp, &out);
+    }
+    if (count < 0 || done < count) out += to;
+    return out;
+  }
+  size_t pos = 0;
+  int64_t done = 0;
+  while (count < 0 || done < count) {
+    size_t hit = s.find(from, pos);
+    if (hit == std::string_view::npos) break;
+    out.append(s.substr(pos, hit - pos));
+    out.append(to);
+    pos = hit + from.size();
+    ++done;
+  }
+  out.append(s.substr(pos));
+  return out;
+}
+
+int64_t Count(std::string_view s, std::string_view sub) {
+  if (sub.empty()) return static_cast<int64_t>(Length(s)) + 1;
+  int64_t n = 0;
+  for (size_t pos = s.find(sub); pos != std::string_view::npos;
+       pos = s.find(sub, pos + sub.size())) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace pkv::chat::text

@@ -1,0 +1,38 @@
+// Python str operations on UTF-8 text, by code point as Python counts: length, indexing and
+// slicing, strip with Python's whitespace set, split. Case mapping covers ASCII only (chat
+// templates case-map role names and keywords, not user text). Pure functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pkv::chat::text {
+
+std::vector<char32_t> Decode(std::string_view s);  // invalid bytes decode as U+FFFD
+std::string Encode(const std::vector<char32_t>& cps);
+size_t Length(std::string_view s);
+
+// str.isspace() for one code point.
+bool IsPySpace(char32_t cp);
+
+// str.strip/lstrip/rstrip(chars): chars nullopt means whitespace.
+std::string Strip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                  bool right);
+
+// str.split(sep, maxsplit) / str.split() (sep nullopt: runs of whitespace, no empty parts).
+std::vector<std::string> Split(std::string_view s, const std::optional<std::string>& sep,
+                               int64_t maxsplit);
+
+std::string Upper(std::string_view s);
+std::string Lower(std::string_view s);
+std::string Title(std::string_view s);       // str.title()
+std::string Capitalize(std::string_view s);  // str.capitalize()
+
+// str.replace(old, new, count); count < 0 means all.
+std::string Replace(std::string_view s, std::string_view from, std::string_view to, int64_t count);
+// str.count(sub) (non-overlapping).
+int64_t Count(std::string_view s, std::string_view sub);
+
+}  // namespace pkv::chat::text
