@@ -80,8 +80,9 @@ std::string JinjaTitle(std::string_view s) {
   return out;
 }
 
+// jinja2: (s + "\n").splitlines(), then lines after the first get the pad unless blank.
 std::string Indent(std::string s, const std::string& pad, bool first, bool blank) {
-  std::vector<std::string> lines = text::Split(s, "\n", -1);
+  std::vector<std::string> lines = text::SplitLines(s + "\n");
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i > 0) out += '\n';
@@ -173,7 +174,7 @@ absl::StatusOr<Value> RoundFilter(const Value& value, const CallArgs& args) {
   } else if (method == "floor") {
     x = std::floor(x);
   } else if (method == "common") {
-    x = std::round(x);
+    x = std::nearbyint(x);  // Python's round(): halves go to the even neighbour
   } else {
     return absl::InvalidArgumentError("round(): method must be common, ceil or floor");
   }
@@ -220,11 +221,11 @@ absl::StatusOr<Value> TextFilter(std::string_view name, const Value& value, cons
   if (name == "capitalize") return Value::String(text::Capitalize(s));
   if (name == "string" || name == "safe") return Value::String(std::move(s));
   if (name == "escape" || name == "e") return Value::String(HtmlEscape(s));
-  // wordcount: runs of word characters (ASCII alphanumerics, '_' and any non-ASCII).
+  // wordcount: jinja2 counts matches of the regex \w+.
   int64_t words = 0;
   bool in_word = false;
-  for (unsigned char c : s) {
-    bool w = std::isalnum(c) || c == '_' || c >= 0x80;
+  for (char32_t c : text::Decode(s)) {
+    bool w = text::IsWordChar(c);
     if (w && !in_word) ++words;
     in_word = w;
   }

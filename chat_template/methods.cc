@@ -93,9 +93,7 @@ absl::StatusOr<Value> StrMethod(const std::string& s, std::string_view name, con
       for (char32_t cp : cps) all = all && text::IsPySpace(cp);
       return Value::Bool(all);
     }
-    std::vector<std::string> lines = text::Split(s, "\n", -1);
-    if (!lines.empty() && lines.back().empty()) lines.pop_back();
-    return StrListOf(std::move(lines));
+    return StrListOf(text::SplitLines(s));
   }
   if (name == "replace") {
     PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"old", "new", "count"}, 2));

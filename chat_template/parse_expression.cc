@@ -30,7 +30,9 @@ absl::StatusOr<ExprPtr> Parser::ParseTupleOrExpression(bool with_condition) {
   while (IsOp(",")) {
     Next();
     TokenType t = Peek().type;
-    if (t == TokenType::kVarEnd || t == TokenType::kBlockEnd || IsName("if")) break;
+    if (t == TokenType::kVarEnd || t == TokenType::kBlockEnd || IsName("if") || IsOp(")")) {
+      break;
+    }
     PKV_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(with_condition));
     tuple->args.push_back(std::move(item));
   }

@@ -1,6 +1,7 @@
 #include "chat_template/text.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/utf8.h"
 
@@ -90,6 +91,43 @@ std::vector<std::string> Split(std::string_view s, const std::optional<std::stri
     i = j;
   }
   return parts;
+}
+
+std::vector<std::string> SplitLines(std::string_view s) {
+  std::vector<std::string> lines;
+  std::vector<char32_t> cps = Decode(s), line;
+  for (size_t i = 0; i < cps.size(); ++i) {
+    char32_t cp = cps[i];
+    bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || (cp >= 0x1C && cp <= 0x1E) ||
+               cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+    if (!brk) {
+      line.push_back(cp);
+      continue;
+    }
+    if (cp == '\r' && i + 1 < cps.size() && cps[i + 1] == '\n') ++i;
+    lines.push_back(Encode(line));
+    line.clear();
+  }
+  if (!line.empty()) lines.push_back(Encode(line));
+  return lines;
+}
+
+bool IsWordChar(char32_t cp) {
+  if (cp < 0x80) return std::isalnum(static_cast<int>(cp)) || cp == '_';
+  struct Range {
+    char32_t lo, hi;
+  };
+  static constexpr Range kNonWord[] = {
+      {0x80, 0xA9},       {0xAB, 0xB1},      {0xB4, 0xB4},     {0xB6, 0xB8},     {0xBB, 0xBB},
+      {0xBF, 0xBF},       {0xD7, 0xD7},      {0xF7, 0xF7},     {0x300, 0x36F},   {0x2000, 0x206F},
+      {0x20A0, 0x20FF},   {0x2190, 0x2BFF},  {0x3000, 0x3004}, {0x3008, 0x3020}, {0x302A, 0x3030},
+      {0x3036, 0x3037},   {0x303D, 0x303F},  {0x30A0, 0x30A0}, {0x30FB, 0x30FB}, {0xFE00, 0xFE0F},
+      {0xFE30, 0xFE4F},   {0xFF01, 0xFF0F},  {0xFF1A, 0xFF20}, {0xFF3B, 0xFF40}, {0xFF5B, 0xFF65},
+      {0x1F000, 0x1FAFF}, {0xE0000, 0xE007F}};
+  for (const Range& r : kNonWord) {
+    if (cp >= r.lo && cp <= r.hi) return false;
+  }
+  return true;
 }
 
 std::string Upper(std::string_view s) {

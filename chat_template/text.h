@@ -25,6 +25,14 @@ std::string Strip(std::string_view s, const std::optional<std::string>& chars, b
 std::vector<std::string> Split(std::string_view s, const std::optional<std::string>& sep,
                                int64_t maxsplit);
 
+// str.splitlines(): breaks at \n, \r\n, \r, \v, \f, \x1c-\x1e, \x85, U+2028, U+2029.
+std::vector<std::string> SplitLines(std::string_view s);
+
+// Approximates Python's regex \w (str.isalnum() or '_') for one code point: ASCII letters,
+// digits and '_', and non-ASCII code points outside the common punctuation, symbol, emoji,
+// combining-mark and joiner blocks.
+bool IsWordChar(char32_t cp);
+
 std::string Upper(std::string_view s);
 std::string Lower(std::string_view s);
 std::string Title(std::string_view s);       // str.title()

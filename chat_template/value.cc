@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "chat_template/text.h"
+#include "common/utf8.h"
 
 namespace pkv::chat {
 
@@ -152,13 +154,35 @@ std::string PyFloatRepr(double d) {
   return out + exp_buf;
 }
 
+namespace {
+
+// str.isprintable() for one code point, approximately: control and format characters, separators
+// other than ' ', surrogates and private use are not printable (unassigned ones are not known).
+bool IsPrintable(char32_t cp) {
+  struct Range {
+    char32_t lo, hi;
+  };
+  static constexpr Range kNonPrintable[] = {
+      {0x00, 0x1F},     {0x7F, 0xA0},       {0xAD, 0xAD},       {0x600, 0x605},
+      {0x61C, 0x61C},   {0x6DD, 0x6DD},     {0x70F, 0x70F},     {0x1680, 0x1680},
+      {0x180E, 0x180E}, {0x2000, 0x200F},   {0x2028, 0x202F},   {0x205F, 0x2064},
+      {0x2066, 0x206F}, {0x3000, 0x3000},   {0xD800, 0xF8FF},   {0xFEFF, 0xFEFF},
+      {0xFFF9, 0xFFFB}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xF0000, 0x10FFFF}};
+  for (const Range& r : kNonPrintable) {
+    if (cp >= r.lo && cp <= r.hi) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string PyStringRepr(std::string_view s) {
   char quote = (s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos)
                    ? '"'
                    : '\'';
   std::string out(1, quote);
-  for (unsigned char c : s) {
-    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
+  for (char32_t c : text::Decode(s)) {
+    if (c == '\\' || c == static_cast<char32_t>(quote)) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c == '\n') {
@@ -167,12 +191,16 @@ std::string PyStringRepr(std::string_view s) {
       out += "\\r";
     } else if (c == '\t') {
       out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+    } else if (!IsPrintable(c)) {
+      char buf[16];
+      std::snprintf(buf, sizeof(buf),
+                    c < 0x100     ? "\\x%02x"
+                    : c < 0x10000 ? "\\u%04x"
+                                  : "\\U%08x",
+                    static_cast<unsigned>(c));
       out += buf;
     } else {
-      out += static_cast<char>(c);
+      utf8::AppendChar(c, &out);
     }
   }
   out += quote;
