@@ -31,9 +31,11 @@ ENV.globals["raise_exception"] = raise_exception
 
 LIT = r'(?:R"\((?:.|\n)*?\)"|"(?:[^"\\]|\\.)*")'
 LITS = r"((?:\s*" + LIT + r")+)"
-CALL = re.compile(r"EXPECT_EQ\(R\(" + LITS + r"\s*(?:,\s*(?:" + LITS + r"|(ctx)))?\)"
+# R(template[, context]) where each is literals or the name of a `const char* name = ...;`.
+ARG = r"(?:" + LITS + r"|(\w+))"
+CALL = re.compile(r"EXPECT_EQ\(R\(\s*" + ARG + r"\s*(?:,\s*" + ARG + r")?\)"
                   r"(\.substr\(0, 6\))?,\s*" + LITS + r"\);")
-CTX = re.compile(r"const char\* ctx =\s*" + LITS + r";")
+NAMED = re.compile(r"const char\* (\w+) =\s*" + LITS + r";")
 SIMPLE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "0": "\0"}
 
 
@@ -62,15 +64,19 @@ def decode(literals):
 
 def check(path):
     src = open(path, encoding="utf-8").read()
-    contexts = [(m.start(), decode(m.group(1))) for m in CTX.finditer(src)]
+    named = [(m.start(), m.group(1), decode(m.group(2))) for m in NAMED.finditer(src)]
+
+    def value(lits, name, at):
+        if name:  # the latest definition before the call
+            return [text for pos, n, text in named if n == name and pos < at][-1]
+        return decode(lits) if lits else None
+
     checked = bad = 0
     for m in CALL.finditer(src):
-        template, ctx_lits, ctx_name, prefix_only, expected = m.groups()
-        if ctx_name:
-            ctx = [text for pos, text in contexts if pos < m.start()][-1]
-        else:
-            ctx = decode(ctx_lits) if ctx_lits else "{}"
-        template, expected = decode(template), decode(expected)
+        t_lits, t_name, c_lits, c_name, prefix_only, expected = m.groups()
+        template = value(t_lits, t_name, m.start())
+        ctx = value(c_lits, c_name, m.start()) or "{}"
+        expected = decode(expected)
         try:
             got = ENV.from_string(template).render(**json.loads(ctx))
         except Exception as e:  # noqa: BLE001 - an error is a result ("ERROR: ...")
@@ -82,8 +88,10 @@ def check(path):
             bad += 1
             print("%s: jinja2 disagrees with the expectation for %r\n  expected %r\n  jinja2   %r"
                   % (path, template, expected, got))
-    print("%s: %d expectations checked against jinja2, %d disagree" % (path, checked, bad))
-    return checked > 0 and bad == 0
+    calls = len(re.findall(r"EXPECT_EQ\(R\(", src))
+    print("%s: %d of %d expectations checked against jinja2, %d disagree"
+          % (path, checked, calls, bad))
+    return checked == calls and bad == 0
 
 
 if __name__ == "__main__":
