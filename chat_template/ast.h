@@ -41,17 +41,23 @@ struct Expr {
   std::vector<std::string> arg_names;
 };
 
+// The name under which a filter block's rendered body reaches its filter chain (no template can
+// spell it: it is not an identifier).
+inline constexpr char kFilterBlockInput[] = "(filter block)";
+
 struct Stmt;
 using StmtList = std::vector<std::unique_ptr<Stmt>>;
 
 struct Stmt {
   enum class Kind {
-    kText,    // text
-    kOutput,  // {{ expr }}
-    kIf,      // conditions[i] -> bodies[i]; bodies.back() is the else branch when longer
-    kFor,     // for targets in expr [if filter]: bodies[0], else bodies[1]
-    kSet,     // targets (or ns.attr as target + attr) = expr, or block set into bodies[0]
-    kMacro,   // name(params = defaults): bodies[0]
+    kText,         // text
+    kOutput,       // {{ expr }}
+    kIf,           // conditions[i] -> bodies[i]; bodies.back() is the else branch when longer
+    kFor,          // for targets in expr [if filter]: bodies[0], else bodies[1]
+    kSet,          // targets (or ns.attr as target + attr) = expr, or block set into bodies[0]
+    kMacro,        // name(params = defaults): bodies[0]
+    kFilterBlock,  // {% filter f(args) | g %}bodies[0]{% endfilter %}: expr is the filter chain
+                   // applied to the variable kFilterBlockInput
     kBreak,
     kContinue,
   };

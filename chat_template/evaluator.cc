@@ -85,6 +85,15 @@ absl::Status Evaluator::ExecStmt(const Stmt& s) {
                          }));
       return absl::OkStatus();
     }
+    case Stmt::Kind::kFilterBlock: {
+      PKV_ASSIGN_OR_RETURN(std::string text, Capture(s.bodies[0]));
+      scopes_.emplace_back();
+      scopes_.back().Set(kFilterBlockInput, Value::String(std::move(text)));
+      absl::StatusOr<Value> v = Eval(*s.expr);
+      scopes_.pop_back();
+      if (!v.ok()) return v.status();
+      return Append(v->ToStr());
+    }
     case Stmt::Kind::kBreak:
       flow_ = Flow::kBreak;
       return absl::OkStatus();
@@ -145,6 +154,8 @@ absl::Status Evaluator::ExecLoopBody(const Stmt& s, const ValueList& items) {
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
     PKV_RETURN_IF_ERROR(Step());
+    // jinja2: what the body sets lives for one iteration; the next starts from the outer scope.
+    scopes_.back().items.clear();
     PKV_RETURN_IF_ERROR(Bind(s.targets, items[i], s.line));
     Value loop = Value::EmptyDict();
     ValueDict& d = loop.dict();

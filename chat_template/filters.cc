@@ -62,20 +62,17 @@ absl::StatusOr<Value> ToJsonFilter(const Value& value, const CallArgs& args) {
   return Value::String(std::move(json));
 }
 
-// jinja2's title: words start after whitespace, '-', '(', '{', '[' or '<'.
+// jinja2's title: each run between separators (whitespace, '-', '(', '{', '[', '<') gets its
+// first character upper-cased and the rest lower-cased.
 std::string JinjaTitle(std::string_view s) {
   std::string out;
   bool word_start = true;
-  for (char c : s) {
-    bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
-               c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-    if (sep) {
-      out += c;
-      word_start = true;
-      continue;
-    }
-    out += word_start ? text::Upper(std::string(1, c)) : text::Lower(std::string(1, c));
-    word_start = false;
+  for (char32_t c : text::Decode(s)) {
+    std::string one;
+    utf8::AppendChar(c, &one);
+    bool sep = text::IsPySpace(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+    out += sep ? one : word_start ? text::Upper(one) : text::Lower(one);
+    word_start = sep;
   }
   return out;
 }
@@ -142,11 +139,12 @@ absl::StatusOr<Value> NumberFilter(std::string_view name, const Value& value,
       return Value::Int(static_cast<int64_t>(value.float_value()));
     }
     if (!value.is_string()) return dflt;
-    std::string s = text::Strip(value.str(), std::nullopt, true, true);
-    int64_t i;
-    if (absl::SimpleAtoi(s, &i)) return Value::Int(i);
-    double d;
-    if (absl::SimpleAtod(s, &d) && std::isfinite(d)) return Value::Int(static_cast<int64_t>(d));
+    // jinja2: int(s), else int(float(s)), else the default.
+    if (std::optional<int64_t> i = text::PyParseInt(value.str())) return Value::Int(*i);
+    std::optional<double> d = text::PyParseFloat(value.str());
+    if (d && std::isfinite(*d) && std::fabs(*d) < 9.2e18) {
+      return Value::Int(static_cast<int64_t>(*d));
+    }
     return dflt;
   }
   Value dflt = a[0].is_undefined() ? Value::Float(0) : a[0];
@@ -167,17 +165,26 @@ absl::StatusOr<Value> RoundFilter(const Value& value, const CallArgs& args) {
     PKV_ASSIGN_OR_RETURN(precision, IntArg("round", a[0]));
   }
   std::string method = a[1].is_string() ? a[1].str() : "common";
-  double scale = std::pow(10.0, static_cast<double>(precision));
-  double x = value.float_value() * scale;
-  if (method == "ceil") {
-    x = std::ceil(x);
-  } else if (method == "floor") {
-    x = std::floor(x);
-  } else if (method == "common") {
-    x = std::nearbyint(x);  // Python's round(): halves go to the even neighbour
-  } else {
+  if (method != "common" && method != "ceil" && method != "floor") {
     return absl::InvalidArgumentError("round(): method must be common, ceil or floor");
   }
+  // jinja2: round(value, precision) for "common" (an int stays an int; halves go to the even
+  // neighbour of the exact binary value, which printf's correct rounding reproduces), else
+  // math.ceil/floor(value * 10**precision) / 10**precision.
+  double scale = std::pow(10.0, static_cast<double>(precision));
+  if (method == "common") {
+    if (!value.is_float()) return Value::Int(value.int_value());
+    double x = value.float_value();
+    if (!std::isfinite(x)) return Value::Float(x);
+    if (precision < 0)
+      return Value::Float(std::nearbyint(x / std::pow(10.0, -precision)) *
+                          std::pow(10.0, -precision));
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(std::min<int64_t>(precision, 300)), x);
+    return Value::Float(std::strtod(buf, nullptr));
+  }
+  double x = value.float_value() * scale;
+  x = method == "ceil" ? std::ceil(x) : std::floor(x);
   return Value::Float(x / scale);
 }
 

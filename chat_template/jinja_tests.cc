@@ -85,11 +85,12 @@ absl::StatusOr<bool> ApplyTest(std::string_view name, const Value& value,
   if (IsCompareTest(name)) return Compare(name, value, arg);
   if (name == "in") return Contains(arg, value);
   if (name == "sameas") {
-    if (value.is_none() || value.is_bool() || value.is_undefined()) {
-      return value.kind() == arg.kind() && value.int_value() == arg.int_value();
-    }
-    if (value.is_dict() && arg.is_dict()) return &value.dict() == &arg.dict();
-    return false;
+    // Python `is`: scalars of one type and value are the same object (small ints and short
+    // strings are cached), containers only when they are the same container.
+    if (value.kind() != arg.kind()) return false;
+    if (value.is_dict()) return &value.dict() == &arg.dict();
+    if (value.is_list()) return &value.list() == &arg.list();
+    return ValuesEqual(value, arg);
   }
   // divisibleby
   PKV_ASSIGN_OR_RETURN(Value rem, BinaryOp("%", value, arg));

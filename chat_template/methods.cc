@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "chat_template/call_args.h"
 #include "chat_template/operators.h"
@@ -55,6 +56,51 @@ absl::StatusOr<Value> StrListOf(std::vector<std::string> parts) {
   ValueList out;
   for (std::string& p : parts) out.push_back(Value::String(std::move(p)));
   return Value::List(std::move(out));
+}
+
+// str.format with {}, {0}, {name} fields and {{ }} escapes; conversions and format specs are
+// refused.
+absl::StatusOr<Value> Format(const std::string& fmt, const CallArgs& args) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    char c = fmt[i];
+    if ((c == '{' || c == '}') && i + 1 < fmt.size() && fmt[i + 1] == c) {
+      out += c;
+      ++i;
+      continue;
+    }
+    if (c == '}') return absl::InvalidArgumentError("Single '}' encountered in format string");
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    size_t end = fmt.find('}', i);
+    if (end == std::string::npos) {
+      return absl::InvalidArgumentError("Single '{' encountered in format string");
+    }
+    std::string field = fmt.substr(i + 1, end - i - 1);
+    i = end;
+    if (field.find_first_of(":!.[") != std::string::npos) {
+      return absl::InvalidArgumentError("str.format(): format specs are not supported");
+    }
+    const Value* v = nullptr;
+    size_t index;
+    if (field.empty() || absl::SimpleAtoi(field, &index)) {
+      if (field.empty()) index = auto_index++;
+      if (index < args.positional.size()) v = &args.positional[index];
+    } else {
+      for (const auto& [name, value] : args.keyword) {
+        if (name == field) v = &value;
+      }
+    }
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("str.format(): no argument for {", field, "}"));
+    }
+    out += v->ToStr();
+  }
+  return Value::String(std::move(out));
 }
 
 absl::StatusOr<Value> StrMethod(const std::string& s, std::string_view name, const CallArgs& args) {
@@ -132,6 +178,7 @@ absl::StatusOr<Value> StrMethod(const std::string& s, std::string_view name, con
     }
     return Value::String(std::move(out));
   }
+  if (name == "format") return Format(s, args);
   return absl::InvalidArgumentError(absl::StrCat("str.", std::string(name), "() is not supported"));
 }
 

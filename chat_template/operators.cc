@@ -85,7 +85,48 @@ absl::StatusOr<Value> FloatArith(std::string_view op, double x, double y) {
   return Value::Float(std::pow(x, y));
 }
 
+// Python's printf-style `str % args` for the conversions templates use: %s %r %d %i %%.
+absl::StatusOr<Value> PercentFormat(const std::string& fmt, const Value& args) {
+  ValueList items = args.is_tuple() ? args.list() : ValueList{args};
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    char conv = i + 1 < fmt.size() ? fmt[++i] : '\0';
+    if (conv == '%') {
+      out += '%';
+      continue;
+    }
+    if (conv != 's' && conv != 'r' && conv != 'd' && conv != 'i') {
+      return absl::InvalidArgumentError("unsupported format character in '%' formatting");
+    }
+    if (next >= items.size()) {
+      return absl::InvalidArgumentError("not enough arguments for format string");
+    }
+    const Value& v = items[next++];
+    if (conv == 's') {
+      out += v.ToStr();
+    } else if (conv == 'r') {
+      out += v.ToRepr();
+    } else if (v.is_float() && std::isfinite(v.float_value())) {
+      absl::StrAppend(&out, static_cast<int64_t>(v.float_value()));
+    } else if (v.is_int() || v.is_bool()) {
+      absl::StrAppend(&out, v.int_value());
+    } else {
+      return absl::InvalidArgumentError("%d format: a real number is required");
+    }
+  }
+  if (next != items.size()) {
+    return absl::InvalidArgumentError("not all arguments converted during string formatting");
+  }
+  return Value::String(std::move(out));
+}
+
 absl::StatusOr<Value> Arith(std::string_view op, const Value& a, const Value& b) {
+  if (op == "%" && a.is_string()) return PercentFormat(a.str(), b);
   if (a.is_number() && b.is_number()) {
     if (op == "/" || a.is_float() || b.is_float()) {
       return FloatArith(op, a.float_value(), b.float_value());

@@ -123,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseBlock(std::string* end_tag) {
   if (name.text == "for") return ParseFor(line);
   if (name.text == "set") return ParseSet(line);
   if (name.text == "macro") return ParseMacro(line);
+  if (name.text == "filter") return ParseFilterBlock(line);
   if (name.text == "break" || name.text == "continue") {
     PKV_RETURN_IF_ERROR(ExpectBlockEnd());
     return MakeStmt(name.text == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue, line);
@@ -241,6 +242,27 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseMacro(int line) {
   PKV_ASSIGN_OR_RETURN(StmtList body, ParseBody({"endmacro"}, &tag));
   s->bodies.push_back(std::move(body));
   if (Peek().type == TokenType::kName) Next();  // {% endmacro name %}
+  PKV_RETURN_IF_ERROR(ExpectBlockEnd());
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseFilterBlock(int line) {
+  auto s = MakeStmt(Stmt::Kind::kFilterBlock, line);
+  ExprPtr chain = MakeExpr(Expr::Kind::kName, line);
+  chain->name = kFilterBlockInput;
+  do {
+    if (IsOp("|")) Next();
+    ExprPtr f = MakeExpr(Expr::Kind::kFilter, Peek().line);
+    PKV_ASSIGN_OR_RETURN(f->name, ExpectName());
+    f->a = std::move(chain);
+    if (IsOp("(")) PKV_RETURN_IF_ERROR(ParseCallArgs(f.get()));
+    chain = std::move(f);
+  } while (IsOp("|"));
+  s->expr = std::move(chain);
+  PKV_RETURN_IF_ERROR(ExpectBlockEnd());
+  std::string tag;
+  PKV_ASSIGN_OR_RETURN(StmtList body, ParseBody({"endfilter"}, &tag));
+  s->bodies.push_back(std::move(body));
   PKV_RETURN_IF_ERROR(ExpectBlockEnd());
   return s;
 }

@@ -40,6 +40,7 @@ class Parser {
   absl::StatusOr<std::unique_ptr<Stmt>> ParseFor(int line);
   absl::StatusOr<std::unique_ptr<Stmt>> ParseSet(int line);
   absl::StatusOr<std::unique_ptr<Stmt>> ParseMacro(int line);
+  absl::StatusOr<std::unique_ptr<Stmt>> ParseFilterBlock(int line);
   absl::StatusOr<std::string> ExpectName();
 
   absl::StatusOr<ExprPtr> ParseOr();

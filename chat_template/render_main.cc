@@ -2,9 +2,12 @@
 // one JSON value per line: the rendered text as a JSON string, or {"error": "..."} when rendering
 // failed. Used by the agreement test against jinja2 and @huggingface/jinja.
 //   pkv-chat-render [--now UNIX_SECONDS] [--bos TEXT] [--eos TEXT] TEMPLATE CORPUS.jsonl
+//   pkv-chat-render [--now ...] --snippets SNIPPETS.txt CORPUS.jsonl
 // TEMPLATE: a .jinja file, a tokenizer_config.json, or a model directory. Each corpus line is an
 // object {"messages": [...], "add_generation_prompt": bool, ...}; its other members are passed as
-// extra template variables (tools, enable_thinking, ...).
+// extra template variables (tools, enable_thinking, ...). With --snippets every line of
+// SNIPPETS.txt is a template of its own (lines starting with "## " are comments), rendered with
+// every corpus line in turn.
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -73,11 +76,36 @@ std::string RenderLine(const pkv::chat::ChatTemplate& tmpl,
   return out + "}";
 }
 
+void RenderAll(const absl::StatusOr<pkv::chat::ChatTemplate>& tmpl,
+               const pkv::chat::ModelChatTemplate& model, const std::vector<std::string>& corpus,
+               const pkv::chat::RenderOptions& options) {
+  for (const std::string& line : corpus) {
+    if (!tmpl.ok()) {
+      std::string out = "{\"error\": ";
+      pkv::chat::AppendJsonString(std::string(tmpl.status().message()), &out);
+      std::cout << out << "}\n";
+      continue;
+    }
+    std::cout << RenderLine(*tmpl, model, line, options) << "\n";
+  }
+}
+
+std::vector<std::string> ReadLines(const std::string& path, bool skip_comments) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || (skip_comments && line.rfind("## ", 0) == 0)) continue;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   pkv::chat::RenderOptions options;
-  std::string bos, eos;
+  std::string bos, eos, snippets;
   bool have_bos = false, have_eos = false;
   int i = 1;
   for (; i + 1 < argc && std::strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -89,6 +117,8 @@ int main(int argc, char** argv) {
     } else if (flag == "--bos") {
       bos = argv[i + 1];
       have_bos = true;
+    } else if (flag == "--snippets") {
+      snippets = argv[i + 1];
     } else if (flag == "--eos") {
       eos = argv[i + 1];
       have_eos = true;
@@ -96,27 +126,27 @@ int main(int argc, char** argv) {
       return Fail("unknown flag " + flag);
     }
   }
-  if (argc - i != 2) {
+  if (argc - i != (snippets.empty() ? 2 : 1)) {
     return Fail("usage: pkv-chat-render [--now S] [--bos T] [--eos T] TEMPLATE CORPUS.jsonl");
+  }
+  const std::string corpus_path = argv[argc - 1];
+  if (!std::ifstream(corpus_path)) return Fail(corpus_path + ": cannot open");
+  const std::vector<std::string> corpus = ReadLines(corpus_path, false);
+  if (!snippets.empty()) {
+    pkv::chat::ModelChatTemplate model;
+    model.bos_token = bos;
+    model.eos_token = eos;
+    if (!std::ifstream(snippets)) return Fail(snippets + ": cannot open");
+    for (const std::string& source : ReadLines(snippets, true)) {
+      RenderAll(pkv::chat::ChatTemplate::Compile(source), model, corpus, options);
+    }
+    return 0;
   }
   auto model = LoadTemplate(argv[i]);
   if (!model.ok()) return Fail(std::string(model.status().message()));
   if (!model->has_value()) return Fail(std::string(argv[i]) + ": no chat template");
   if (have_bos) (*model)->bos_token = bos;
   if (have_eos) (*model)->eos_token = eos;
-  auto tmpl = pkv::chat::ChatTemplate::Compile((*model)->source);
-  std::ifstream corpus(argv[i + 1]);
-  if (!corpus) return Fail(std::string(argv[i + 1]) + ": cannot open");
-  std::string line;
-  while (std::getline(corpus, line)) {
-    if (line.empty()) continue;
-    if (!tmpl.ok()) {
-      std::string out = "{\"error\": ";
-      pkv::chat::AppendJsonString(std::string(tmpl.status().message()), &out);
-      std::cout << out << "}\n";
-      continue;
-    }
-    std::cout << RenderLine(*tmpl, **model, line, options) << "\n";
-  }
+  RenderAll(pkv::chat::ChatTemplate::Compile((*model)->source), **model, corpus, options);
   return 0;
 }

@@ -5,9 +5,9 @@
 // Supported: text, {{ }}, {% %}, {# #} with whitespace control; if/elif/else; for (loop.index,
 // index0, revindex, revindex0, first, last, length, previtem, nextitem, cycle; else branch;
 // inline `if` filter; tuple targets); break/continue; set (names, tuples, ns.attr, block set);
-// macros with defaults; literals; Python operators and truthiness; is-tests; the filters in
-// filters.h; the str/dict methods in methods.h; range, dict, namespace, raise_exception,
-// strftime_now. Unsupported syntax (extends, include, import, call blocks, filter blocks, ...)
+// filter blocks; macros with defaults; literals; Python operators and truthiness; is-tests; the
+// filters in filters.h; the str/dict methods in methods.h; range, dict, namespace, raise_exception,
+// strftime_now. Unsupported syntax (extends, include, import, call blocks, recursive loops, ...)
 // is a compile error naming its line and column.
 //
 // Undefined follows jinja2's default Undefined: prints empty, is falsy, iterates as empty; an

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
 #include "common/utf8.h"
 
@@ -93,6 +96,68 @@ std::vector<std::string> Split(std::string_view s, const std::optional<std::stri
   return parts;
 }
 
+namespace {
+
+// Removes '_' that sit between two digits; nullopt for any other '_'.
+std::optional<std::string> StripUnderscores(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '_') {
+      out += s[i];
+      continue;
+    }
+    if (i == 0 || i + 1 >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i - 1])) ||
+        !std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<int64_t> PyParseInt(std::string_view s) {
+  std::optional<std::string> t = StripUnderscores(Strip(s, std::nullopt, true, true));
+  if (!t || t->empty()) return std::nullopt;
+  size_t i = (*t)[0] == '+' || (*t)[0] == '-' ? 1 : 0;
+  if (i >= t->size()) return std::nullopt;
+  for (size_t k = i; k < t->size(); ++k) {
+    if (!std::isdigit(static_cast<unsigned char>((*t)[k]))) return std::nullopt;
+  }
+  errno = 0;
+  long long v = std::strtoll(t->c_str(), nullptr, 10);
+  if (errno == ERANGE) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+std::optional<double> PyParseFloat(std::string_view s) {
+  std::optional<std::string> t = StripUnderscores(Strip(s, std::nullopt, true, true));
+  if (!t || t->empty()) return std::nullopt;
+  std::string lower = Lower(*t);
+  size_t i = lower[0] == '+' || lower[0] == '-' ? 1 : 0;
+  std::string_view body = std::string_view(lower).substr(i);
+  double sign = lower[0] == '-' ? -1 : 1;
+  if (body == "inf" || body == "infinity") return sign * HUGE_VAL;
+  if (body == "nan") return std::nan("");
+  // Digits, at most one '.', an optional exponent: what strtod reads minus hex and inf/nan.
+  size_t k = 0, digits = 0;
+  while (k < body.size() && std::isdigit(static_cast<unsigned char>(body[k]))) ++k, ++digits;
+  if (k < body.size() && body[k] == '.') {
+    ++k;
+    while (k < body.size() && std::isdigit(static_cast<unsigned char>(body[k]))) ++k, ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  if (k < body.size() && body[k] == 'e') {
+    ++k;
+    if (k < body.size() && (body[k] == '+' || body[k] == '-')) ++k;
+    size_t exp_start = k;
+    while (k < body.size() && std::isdigit(static_cast<unsigned char>(body[k]))) ++k;
+    if (k == exp_start) return std::nullopt;
+  }
+  if (k != body.size()) return std::nullopt;
+  return std::strtod(t->c_str(), nullptr);
+}
+
 std::vector<std::string> SplitLines(std::string_view s) {
   std::vector<std::string> lines;
   std::vector<char32_t> cps = Decode(s), line;
@@ -130,40 +195,92 @@ bool IsWordChar(char32_t cp) {
   return true;
 }
 
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+namespace {
+
+// Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic and fullwidth Latin.
+char32_t LowerCp(char32_t c) {
+  if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7) ||
+      (c >= 0x391 && c <= 0x3AB && c != 0x3A2) || (c >= 0x410 && c <= 0x42F) ||
+      (c >= 0xFF21 && c <= 0xFF3A)) {
+    return c + 0x20;
   }
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  if (c == 0x178) return 0xFF;
+  bool even_upper = (c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) ||
+                    (c >= 0x14A && c <= 0x177) || (c >= 0x460 && c <= 0x481) ||
+                    (c >= 0x48A && c <= 0x4BF);
+  bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+  if ((even_upper && c % 2 == 0) || (odd_upper && c % 2 == 1)) return c + 1;
+  return c;
+}
+
+char32_t UpperCp(char32_t c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 0xE0 && c <= 0xFE && c != 0xF7) ||
+      (c >= 0x3B1 && c <= 0x3CB && c != 0x3C2) || (c >= 0x430 && c <= 0x44F) ||
+      (c >= 0xFF41 && c <= 0xFF5A)) {
+    return c - 0x20;
+  }
+  if (c == 0x3C2) return 0x3A3;  // final sigma
+  if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  bool even_upper = (c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) ||
+                    (c >= 0x14A && c <= 0x177) || (c >= 0x460 && c <= 0x481) ||
+                    (c >= 0x48A && c <= 0x4BF);
+  bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+  if ((even_upper && c % 2 == 1) || (odd_upper && c % 2 == 0)) return c - 1;
+  return c;
+}
+
+bool IsCased(char32_t c) { return LowerCp(c) != c || UpperCp(c) != c || c == 0xDF; }
+
+void AppendUpper(char32_t c, std::string* out) {
+  if (c == 0xDF) {  // ß
+    *out += "SS";
+  } else {
+    utf8::AppendChar(UpperCp(c), out);
+  }
+}
+
+}  // namespace
+
+std::string Upper(std::string_view s) {
+  std::string out;
+  for (char32_t c : Decode(s)) AppendUpper(c, &out);
   return out;
 }
 
 std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
+  std::string out;
+  for (char32_t c : Decode(s)) utf8::AppendChar(LowerCp(c), &out);
   return out;
 }
 
-namespace {
-bool IsAsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-}  // namespace
-
 std::string Title(std::string_view s) {
-  std::string out(s);
+  std::string out;
   bool prev_cased = false;
-  for (char& c : out) {
-    bool alpha = IsAsciiAlpha(c);
-    if (alpha) c = prev_cased ? Lower(std::string(1, c))[0] : Upper(std::string(1, c))[0];
-    prev_cased = alpha;
+  for (char32_t c : Decode(s)) {
+    if (prev_cased) {
+      utf8::AppendChar(LowerCp(c), &out);
+    } else {
+      AppendUpper(c, &out);
+    }
+    prev_cased = IsCased(c);
   }
   return out;
 }
 
 std::string Capitalize(std::string_view s) {
-  std::string out = Lower(s);
-  if (!out.empty()) out[0] = Upper(out.substr(0, 1))[0];
+  std::string out;
+  bool first = true;
+  for (char32_t c : Decode(s)) {
+    if (first) {
+      AppendUpper(c, &out);
+    } else {
+      utf8::AppendChar(LowerCp(c), &out);
+    }
+    first = false;
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Python str operations on UTF-8 text, by code point as Python counts: length, indexing and
-// slicing, strip with Python's whitespace set, split. Case mapping covers ASCII only (chat
-// templates case-map role names and keywords, not user text). Pure functions; thread-safe.
+// slicing, strip with Python's whitespace set, split. Case mapping is Unicode's simple mapping for
+// ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic and fullwidth Latin (plus ß -> SS); other
+// scripts are left as they are. Pure functions; thread-safe.
 #pragma once
 
 #include <optional>
@@ -32,6 +33,12 @@ std::vector<std::string> SplitLines(std::string_view s);
 // digits and '_', and non-ASCII code points outside the common punctuation, symbol, emoji,
 // combining-mark and joiner blocks.
 bool IsWordChar(char32_t cp);
+
+// Python's int(s) (base 10) and float(s): surrounding whitespace, a sign, '_' between digits;
+// float also takes exponents, "inf", "infinity" and "nan". nullopt where Python raises (and for
+// ints beyond int64).
+std::optional<int64_t> PyParseInt(std::string_view s);
+std::optional<double> PyParseFloat(std::string_view s);
 
 std::string Upper(std::string_view s);
 std::string Lower(std::string_view s);

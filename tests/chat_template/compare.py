@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares pkv-chat-render's output with the two references, line by line.
 
-    compare.py NAME OURS.jsonl JINJA2.jsonl HFJINJA.jsonl KNOWN_DIFFERENCES.txt
+    compare.py NAME OURS.jsonl JINJA2.jsonl HFJINJA.jsonl|- KNOWN_DIFFERENCES.txt
 
 Every line must equal python jinja2's (what transformers uses): the same string, or an error on
 both sides. @huggingface/jinja must agree too, except on the pairs listed in
@@ -36,7 +36,8 @@ def show(v, other):
 
 def main():
     name, ours_path, py_path, js_path, known_path = sys.argv[1:6]
-    ours, py, js = load(ours_path), load(py_path), load(js_path)
+    ours, py = load(ours_path), load(py_path)
+    js = py if js_path == "-" else load(js_path)  # "-": compared with jinja2 only
     if not len(ours) == len(py) == len(js):
         print("%s: line counts differ: ours %d jinja2 %d hf-jinja %d" % (name, len(ours), len(py), len(js)))
         return 1

