@@ -44,6 +44,34 @@ SEARCH_TOOL = {
 }
 
 
+# Nested schema: arrays of objects, enums with defaults, unions, nullable strings.
+BOOKING_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "book_trip",
+        "description": "Book a trip with several legs.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "legs": {"type": "array", "description": "Each leg of the trip.",
+                         "items": {"type": "object",
+                                   "properties": {"from": {"type": "string"},
+                                                  "to": {"type": "string"},
+                                                  "date": {"type": "string", "nullable": True}},
+                                   "required": ["from", "to"]}},
+                "class": {"type": "string", "enum": ["economy", "business"], "default": "economy"},
+                "passengers": {"type": "integer", "default": 1},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "budget": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+                "notes": {"type": ["string", "null"]},
+                "flexible": {"type": "boolean"},
+            },
+            "required": ["legs"],
+        },
+    },
+}
+
+
 def call(name, arguments, call_id="call_1"):
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
@@ -145,6 +173,17 @@ def conversations():
     add([{"role": "user", "content": "named", "name": "alice"}, a("hi alice")], agp=False)
     # Many turns.
     add([m for i in range(20) for m in (u("question %d" % i), a("answer %d" % i))] + [u("last")])
+    # Appended last so earlier line numbers (known_hf_jinja_differences.txt) stay put.
+    add([{"role": "developer", "content": "Plan trips."}, u("Paris to Rome, then Rome to Oslo."),
+         {"role": "assistant", "content": "", "thinking": "Two legs; book both.",
+          "tool_calls": [call("book_trip", {"legs": [{"from": "Paris", "to": "Rome"},
+                                                     {"from": "Rome", "to": "Oslo"}],
+                                            "passengers": 2, "budget": 1500.5})]},
+         {"role": "tool", "content": "{\"booking\": \"B-42\"}"}],
+        tools=[BOOKING_TOOL, WEATHER_TOOL], reasoning_effort="high")
+    add([u("Why is the sky blue?"),
+         {"role": "assistant", "content": "Rayleigh scattering.", "thinking": "Physics."}],
+        agp=False, model_identity="You are a physics tutor.", builtin_tools=["browser", "python"])
     return out
 
 

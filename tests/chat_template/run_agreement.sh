@@ -70,8 +70,8 @@ for m in llama2 gptoss; do
     status=1
   fi
 done
-for t in llama2_style mistral_instruct_style qwen25_tools_style llama31_tools_style features \
-  features_jinja2_only; do
+for t in llama2_style mistral_instruct_style qwen25_tools_style llama31_tools_style gptoss_harmony_style \
+  features features_jinja2_only; do
   check "$t" "$here/templates/$t.jinja" --bos "<s>" --eos "</s>"
 done
 # Snippets: many small templates probing Python semantics, against jinja2 only.
