@@ -19,7 +19,7 @@ absl::Status AtLine(int line, absl::Status status) {
 }
 
 Evaluator::Evaluator(const Value& variables, absl::Time now, const EvaluatorLimits& limits)
-    : limits_(limits), scopes_(2) {
+    : limits_(limits), scopes_(2), deadline_(absl::Now() + limits.max_render_time) {
   AddBuiltins(now, &scopes_[0]);
   if (variables.is_dict()) {
     for (const auto& [k, v] : variables.dict().items) scopes_[0].Set(k, v);
@@ -39,9 +39,15 @@ Value Evaluator::Lookup(const std::string& name) const {
 }
 
 absl::Status Evaluator::Step() {
+  constexpr int64_t kDeadlineCheckSteps = 256;
   if (++steps_ > limits_.max_steps) {
     return absl::ResourceExhaustedError(
         absl::StrCat("chat template: too much work (more than ", limits_.max_steps, " steps)"));
+  }
+  if (steps_ % kDeadlineCheckSteps == 0 && absl::Now() > deadline_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("chat template: rendering took longer than ",
+                     absl::FormatDuration(limits_.max_render_time)));
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,9 @@ struct EvaluatorLimits {
   size_t max_output_bytes = 64 << 20;
   int64_t max_steps = 10'000'000;  // statements executed plus loop iterations
   int max_call_depth = 100;        // nested macro calls (Python's recursion limit ~ 1000 frames)
+  // Wall-clock bound on one render, checked every kDeadlineCheckSteps steps: a backstop for
+  // templates whose single steps are expensive (membership tests over long lists in a loop).
+  absl::Duration max_render_time = absl::Seconds(10);
 };
 
 class Evaluator {
@@ -61,6 +64,7 @@ class Evaluator {
   std::string out_;
   Flow flow_ = Flow::kNormal;
   int64_t steps_ = 0;
+  absl::Time deadline_;
   int call_depth_ = 0;
 };
 

@@ -1,6 +1,8 @@
 // Sequence filters: length/count, first, last, join, list, items, reverse, unique, sort, min,
 // max, sum, map, select, reject, selectattr, rejectattr.
 #include <algorithm>
+#include <cmath>
+#include <unordered_set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -61,13 +63,19 @@ absl::StatusOr<Value> Sort(ValueList items, std::string_view name, const CallArg
     return r.value_or(false);
   };
   if (name == "unique") {
+    // Python hashes the keys (a set), so this stays linear; lists and dicts are unhashable.
+    std::unordered_set<std::string> seen;
     ValueList out;
     for (const Value& v : items) {
       Value k = Key(v, a[2], case_sensitive);
-      bool seen = std::any_of(out.begin(), out.end(), [&](const Value& o) {
-        return ValuesEqual(Key(o, a[2], case_sensitive), k);
-      });
-      if (!seen) out.push_back(v);
+      if (k.is_list() || (k.is_dict() && !k.is_namespace())) {
+        return absl::InvalidArgumentError(absl::StrCat("unhashable type: '", k.TypeName(), "'"));
+      }
+      // 1, 1.0 and True are one key in Python.
+      std::string h = k.is_number() && k.float_value() == std::floor(k.float_value())
+                          ? absl::StrCat("n", PyFloatRepr(k.float_value()))
+                          : absl::StrCat(k.TypeName(), ":", k.ToRepr());
+      if (seen.insert(std::move(h)).second) out.push_back(v);
     }
     return Value::List(std::move(out));
   }

@@ -40,7 +40,8 @@ class ChatTemplate {
   // `context`: JSON object of top-level variables (messages, add_generation_prompt, bos_token,
   // eos_token, tools, ...). raise_exception(msg) -> INVALID_ARGUMENT carrying msg verbatim; other
   // runtime errors -> INVALID_ARGUMENT "chat template: line L: ...". Work is bounded: output over
-  // 64 MiB, more than 10^7 steps, macro recursion deeper than 100 or ranges over 100000 items ->
+  // 64 MiB, more than 10^7 steps (statements and loop iterations), more than 10 s of rendering,
+  // macro recursion deeper than 100, values nested deeper than 256 or ranges over 100000 items ->
   // RESOURCE_EXHAUSTED.
   absl::StatusOr<std::string> Render(const pkv::JsonValue& context,
                                      const RenderOptions& options = {}) const;

@@ -57,6 +57,14 @@ TEST(ChatTemplateRobustnessTest, HugeLoopsHitALimit) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
 }
 
+TEST(ChatTemplateRobustnessTest, ExpensiveStepsHitTheTimeLimit) {
+  // Few steps, each one costly: only the wall-clock backstop (10 s) ends this.
+  auto out = RenderText(
+      "{% set big = range(100000) | list %}{% for i in range(100000) %}"
+      "{{ big | unique | length }}{% endfor %}");
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 TEST(ChatTemplateRobustnessTest, HugeOutputHitsALimit) {
   auto out = RenderText("{{ 'x' * 10**9 }}");
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
