@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/utf8.h"
 
 namespace pkv::chat {
@@ -53,6 +54,8 @@ class Lexer {
                  static_cast<int>(pos - line_starts_[line - 1] + 1)};
   }
   void EmitText(std::string text, size_t pos);
+  std::string TextBeforeTag(size_t start, size_t tag) const;
+  absl::Status AppendEscape(size_t string_start, std::string* out);
   absl::Status LexTag(char kind);
   absl::Status LexExpressionToken(int* depth);
   absl::Status LexString();
@@ -77,6 +80,30 @@ void Lexer::SkipAfterTagEnd(bool strip, bool trim_newline) {
   }
 }
 
+// The text src_[start, tag) before a tag, after the tag's whitespace control: "{%-" strips all
+// trailing whitespace; otherwise lstrip_blocks removes spaces and tabs between a line start and a
+// block or comment tag (jinja2 counts the template start, and a start right after a newline the
+// previous tag consumed, as line starts).
+std::string Lexer::TextBeforeTag(size_t start, size_t tag) const {
+  char kind = src_[tag + 1];
+  char modifier = tag + 2 < src_.size() ? src_[tag + 2] : '\0';
+  std::string text = src_.substr(start, tag - start);
+  if (modifier == '-') {
+    while (!text.empty() && IsSpace(text.back())) text.pop_back();
+    return text;
+  }
+  if (modifier == '+' || kind == '{') return text;
+  size_t line_start = text.rfind('\n');
+  line_start = line_start == std::string::npos ? 0 : line_start + 1;
+  bool line_starting = start == 0 || src_[start - 1] == '\n';
+  if ((line_start > 0 || line_starting) &&
+      std::all_of(text.begin() + line_start, text.end(),
+                  [](char c) { return IsSpace(c) && c != '\n'; })) {
+    text.resize(line_start);
+  }
+  return text;
+}
+
 absl::StatusOr<std::vector<Token>> Lexer::Run() {
   while (pos_ < src_.size()) {
     size_t start = pos_;
@@ -90,22 +117,7 @@ absl::StatusOr<std::vector<Token>> Lexer::Run() {
       break;
     }
     char kind = src_[tag + 1];
-    char modifier = tag + 2 < src_.size() ? src_[tag + 2] : '\0';
-    std::string text = src_.substr(start, tag - start);
-    if (modifier == '-') {
-      while (!text.empty() && IsSpace(text.back())) text.pop_back();
-    } else if (modifier != '+' && kind != '{') {
-      // lstrip_blocks: only whitespace between the line start and the tag.
-      size_t line_start = text.rfind('\n');
-      line_start = line_start == std::string::npos ? 0 : line_start + 1;
-      bool line_starting = start == 0 || src_[start - 1] == '\n';
-      if ((line_start > 0 || line_starting) &&
-          std::all_of(text.begin() + line_start, text.end(),
-                      [](char c) { return IsSpace(c) && c != '\n'; })) {
-        text.resize(line_start);
-      }
-    }
-    EmitText(std::move(text), start);
+    EmitText(TextBeforeTag(start, tag), start);
     pos_ = tag;
     absl::Status status = LexTag(kind);
     if (!status.ok()) return status;
@@ -217,7 +229,46 @@ void Lexer::LexNumber() {
   tokens_.push_back(Make(is_float ? TokenType::kFloat : TokenType::kInt, text, start));
 }
 
-// Python's unicode-escape decoding of a literal, as jinja2 does; unknown escapes stay verbatim.
+// One escape of a string literal, decoded as Python's unicode-escape does (jinja2 decodes
+// literals that way); pos_ is just past the backslash. Unknown escapes stay verbatim.
+absl::Status Lexer::AppendEscape(size_t string_start, std::string* out) {
+  if (pos_ >= src_.size()) return Error(string_start, "unterminated string");
+  char e = src_[pos_++];
+  static constexpr std::string_view kFrom = "ntrabfv\\'\"";
+  static constexpr std::string_view kTo = "\n\t\r\a\b\f\v\\'\"";
+  if (size_t k = kFrom.find(e); k != std::string_view::npos) {
+    *out += kTo[k];
+    return absl::OkStatus();
+  }
+  if (e == '\n') return absl::OkStatus();  // line continuation
+  if (e == 'x' || e == 'u' || e == 'U') {
+    size_t n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
+    if (pos_ + n > src_.size() ||
+        !std::all_of(src_.begin() + pos_, src_.begin() + pos_ + n,
+                     [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
+      return Error(string_start, "truncated \\x/\\u escape in string");
+    }
+    char32_t cp = static_cast<char32_t>(std::strtoul(src_.substr(pos_, n).c_str(), nullptr, 16));
+    pos_ += n;
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return Error(string_start, "escape is not a Unicode scalar value");
+    }
+    utf8::AppendChar(cp, out);
+    return absl::OkStatus();
+  }
+  if (e >= '0' && e <= '7') {
+    int v = e - '0';
+    for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7'; ++k) {
+      v = v * 8 + (src_[pos_++] - '0');
+    }
+    utf8::AppendChar(static_cast<char32_t>(v), out);
+    return absl::OkStatus();
+  }
+  *out += '\\';
+  *out += e;
+  return absl::OkStatus();
+}
+
 absl::Status Lexer::LexString() {
   size_t start = pos_;
   char quote = src_[pos_++];
@@ -226,75 +277,10 @@ absl::Status Lexer::LexString() {
     if (pos_ >= src_.size()) return Error(start, "unterminated string");
     char c = src_[pos_++];
     if (c == quote) break;
-    if (c != '\\') {
+    if (c == '\\') {
+      PKV_RETURN_IF_ERROR(AppendEscape(start, &out));
+    } else {
       out += c;
-      continue;
-    }
-    if (pos_ >= src_.size()) return Error(start, "unterminated string");
-    char e = src_[pos_++];
-    switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'a':
-        out += '\a';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'v':
-        out += '\v';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '\'':
-        out += '\'';
-        break;
-      case '"':
-        out += '"';
-        break;
-      case '\n':
-        break;
-      case 'x':
-      case 'u':
-      case 'U': {
-        size_t n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
-        if (pos_ + n > src_.size() ||
-            !std::all_of(src_.begin() + pos_, src_.begin() + pos_ + n,
-                         [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
-          return Error(start, "truncated \\x/\\u escape in string");
-        }
-        char32_t cp =
-            static_cast<char32_t>(std::strtoul(src_.substr(pos_, n).c_str(), nullptr, 16));
-        pos_ += n;
-        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-          return Error(start, "escape is not a Unicode scalar value");
-        }
-        utf8::AppendChar(cp, &out);
-        break;
-      }
-      default:
-        if (e >= '0' && e <= '7') {
-          int v = e - '0';
-          for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7';
-               ++k) {
-            v = v * 8 + (src_[pos_++] - '0');
-          }
-          utf8::AppendChar(static_cast<char32_t>(v), &out);
-        } else {
-          out += '\\';
-          out += e;
-        }
     }
   }
   tokens_.push_back(Make(TokenType::kString, std::move(out), start));

@@ -103,6 +103,68 @@ absl::StatusOr<Value> Format(const std::string& fmt, const CallArgs& args) {
   return Value::String(std::move(out));
 }
 
+// upper, lower, title, capitalize, splitlines, isdigit, isspace: methods without arguments.
+absl::StatusOr<Value> PlainStrMethod(const std::string& s, std::string_view name) {
+  if (name == "upper") return Value::String(text::Upper(s));
+  if (name == "lower") return Value::String(text::Lower(s));
+  if (name == "title") return Value::String(text::Title(s));
+  if (name == "capitalize") return Value::String(text::Capitalize(s));
+  if (name == "isdigit") {
+    return Value::Bool(!s.empty() && s.find_first_not_of("0123456789") == std::string::npos);
+  }
+  if (name == "isspace") {
+    auto cps = text::Decode(s);
+    bool all = !cps.empty();
+    for (char32_t cp : cps) all = all && text::IsPySpace(cp);
+    return Value::Bool(all);
+  }
+  return StrListOf(text::SplitLines(s));
+}
+
+absl::StatusOr<Value> ReplaceMethod(const std::string& s, const CallArgs& args) {
+  PKV_ASSIGN_OR_RETURN(auto a, BindArgs("replace", args, {"old", "new", "count"}, 2));
+  PKV_ASSIGN_OR_RETURN(std::string from, StrArg("replace", a[0]));
+  PKV_ASSIGN_OR_RETURN(std::string to, StrArg("replace", a[1]));
+  int64_t count = -1;
+  if (!a[2].is_undefined()) {
+    PKV_ASSIGN_OR_RETURN(count, IntArg("replace", a[2]));
+  }
+  std::string out = text::Replace(s, from, to, count);
+  if (out.size() > kMaxValueBytes) {
+    return absl::ResourceExhaustedError("chat template: value too large");
+  }
+  return Value::String(std::move(out));
+}
+
+// find/rfind return code-point offsets, as Python counts.
+absl::StatusOr<Value> SearchMethod(const std::string& s, std::string_view name,
+                                   const CallArgs& args) {
+  PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"sub"}, 1));
+  PKV_ASSIGN_OR_RETURN(std::string sub, StrArg(name, a[0]));
+  if (name == "count") return Value::Int(text::Count(s, sub));
+  size_t hit = name == "find" ? s.find(sub) : s.rfind(sub);
+  if (hit == std::string::npos) return Value::Int(-1);
+  return Value::Int(static_cast<int64_t>(text::Length(std::string_view(s).substr(0, hit))));
+}
+
+absl::StatusOr<Value> JoinMethod(const std::string& s, const CallArgs& args) {
+  PKV_ASSIGN_OR_RETURN(auto a, BindArgs("join", args, {"iterable"}, 1));
+  PKV_ASSIGN_OR_RETURN(ValueList items, Iterate(a[0]));
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequence item ", i, ": expected str instance, ", items[i].TypeName(), " found"));
+    }
+    if (i > 0) out += s;
+    out += items[i].str();
+    if (out.size() > kMaxValueBytes) {
+      return absl::ResourceExhaustedError("chat template: value too large");
+    }
+  }
+  return Value::String(std::move(out));
+}
+
 absl::StatusOr<Value> StrMethod(const std::string& s, std::string_view name, const CallArgs& args) {
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"chars"}, 0));
@@ -123,63 +185,12 @@ absl::StatusOr<Value> StrMethod(const std::string& s, std::string_view name, con
     PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"prefix"}, 1));
     return AffixTest(name, s, a[0]);
   }
-  if (name == "upper" || name == "lower" || name == "title" || name == "capitalize" ||
-      name == "splitlines" || name == "isdigit" || name == "isspace") {
-    PKV_RETURN_IF_ERROR(BindArgs(name, args, {}, 0).status());
-    if (name == "upper") return Value::String(text::Upper(s));
-    if (name == "lower") return Value::String(text::Lower(s));
-    if (name == "title") return Value::String(text::Title(s));
-    if (name == "capitalize") return Value::String(text::Capitalize(s));
-    if (name == "isdigit") {
-      return Value::Bool(!s.empty() && s.find_first_not_of("0123456789") == std::string::npos);
-    }
-    if (name == "isspace") {
-      auto cps = text::Decode(s);
-      bool all = !cps.empty();
-      for (char32_t cp : cps) all = all && text::IsPySpace(cp);
-      return Value::Bool(all);
-    }
-    return StrListOf(text::SplitLines(s));
-  }
-  if (name == "replace") {
-    PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"old", "new", "count"}, 2));
-    PKV_ASSIGN_OR_RETURN(std::string from, StrArg(name, a[0]));
-    PKV_ASSIGN_OR_RETURN(std::string to, StrArg(name, a[1]));
-    int64_t count = -1;
-    if (!a[2].is_undefined()) {
-      PKV_ASSIGN_OR_RETURN(count, IntArg(name, a[2]));
-    }
-    std::string out = text::Replace(s, from, to, count);
-    if (out.size() > kMaxValueBytes)
-      return absl::ResourceExhaustedError("chat template: value too large");
-    return Value::String(std::move(out));
-  }
-  if (name == "find" || name == "rfind" || name == "count") {
-    PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"sub"}, 1));
-    PKV_ASSIGN_OR_RETURN(std::string sub, StrArg(name, a[0]));
-    if (name == "count") return Value::Int(text::Count(s, sub));
-    size_t hit = name == "find" ? s.find(sub) : s.rfind(sub);
-    if (hit == std::string::npos) return Value::Int(-1);
-    return Value::Int(static_cast<int64_t>(text::Length(std::string_view(s).substr(0, hit))));
-  }
-  if (name == "join") {
-    PKV_ASSIGN_OR_RETURN(auto a, BindArgs(name, args, {"iterable"}, 1));
-    PKV_ASSIGN_OR_RETURN(ValueList items, Iterate(a[0]));
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].is_string()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "sequence item ", i, ": expected str instance, ", items[i].TypeName(), " found"));
-      }
-      if (i > 0) out += s;
-      out += items[i].str();
-      if (out.size() > kMaxValueBytes)
-        return absl::ResourceExhaustedError("chat template: value too large");
-    }
-    return Value::String(std::move(out));
-  }
+  if (name == "replace") return ReplaceMethod(s, args);
+  if (name == "find" || name == "rfind" || name == "count") return SearchMethod(s, name, args);
+  if (name == "join") return JoinMethod(s, args);
   if (name == "format") return Format(s, args);
-  return absl::InvalidArgumentError(absl::StrCat("str.", std::string(name), "() is not supported"));
+  PKV_RETURN_IF_ERROR(BindArgs(name, args, {}, 0).status());
+  return PlainStrMethod(s, name);
 }
 
 absl::StatusOr<Value> DictMethod(const Value& self, std::string_view name, const CallArgs& args) {

@@ -19,6 +19,22 @@ ExprPtr Binary(std::string op, ExprPtr a, ExprPtr b, int line) {
   return e;
 }
 
+// A name, or one of the constants true/false/none (also spelled True/False/None).
+ExprPtr NameOrConstant(const Token& t) {
+  ExprPtr e = MakeExpr(Expr::Kind::kLiteral, t.line);
+  if (t.text == "true" || t.text == "True") {
+    e->value = Value::Bool(true);
+  } else if (t.text == "false" || t.text == "False") {
+    e->value = Value::Bool(false);
+  } else if (t.text == "none" || t.text == "None") {
+    e->value = Value::None();
+  } else {
+    e->kind = Expr::Kind::kName;
+    e->name = t.text;
+  }
+  return e;
+}
+
 }  // namespace
 
 absl::StatusOr<ExprPtr> Parser::ParseTupleOrExpression(bool with_condition) {
@@ -170,21 +186,7 @@ absl::StatusOr<ExprPtr> Parser::ParseUnary(bool with_filter) {
 absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
   const Token& t = Peek();
   int line = t.line;
-  if (t.type == TokenType::kName) {
-    Next();
-    ExprPtr e = MakeExpr(Expr::Kind::kLiteral, line);
-    if (t.text == "true" || t.text == "True") {
-      e->value = Value::Bool(true);
-    } else if (t.text == "false" || t.text == "False") {
-      e->value = Value::Bool(false);
-    } else if (t.text == "none" || t.text == "None") {
-      e->value = Value::None();
-    } else {
-      e->kind = Expr::Kind::kName;
-      e->name = t.text;
-    }
-    return e;
-  }
+  if (t.type == TokenType::kName) return NameOrConstant(Next());
   if (t.type == TokenType::kString) {
     std::string s;
     while (Peek().type == TokenType::kString) s += Next().text;
