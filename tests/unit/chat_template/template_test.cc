@@ -151,6 +151,13 @@ TEST(ChatTemplateTest, DictAndBuiltins) {
   EXPECT_EQ(R("{{ dict(a=1, b='x') }} {{ namespace(a=1).a }}"), "{'a': 1, 'b': 'x'} 1");
 }
 
+TEST(ChatTemplateTest, GenerationBlockRendersItsBody) {
+  // transformers' AssistantTracker tag: outside return_assistant_tokens_mask it only renders.
+  auto out = RenderText("a{% generation %}b{{ 1 }}{% endgeneration %}c");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "ab1c");
+}
+
 TEST(ChatTemplateTest, StrftimeNowUsesInjectedTime) {
   setenv("TZ", "UTC", 1);
   RenderOptions options;
