@@ -9,7 +9,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${FUZZ_BUILD:-$ROOT/build/fuzz}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-15}
-TARGETS=(request_validation safetensors_header model_config tokenizer openai_request)
+TARGETS=(request_validation safetensors_header model_config tokenizer openai_request chat_template)
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (apt-get install clang)" >&2; exit 1; }
 
 if [ ! -f "$OUT/build.ninja" ]; then

@@ -15,9 +15,11 @@ PACKAGES=(
   libboost-dev nlohmann-json3-dev
 )
 # What the tests, benchmarks and fuzzers add: clang's libFuzzer, clang-format for the format check,
-# a real Prometheus, Node.js for the outside reference clients.
+# a real Prometheus, Node.js for the outside reference clients, python jinja2 (the chat-template
+# reference renderer).
 if [ "${1:-all}" != demo ]; then
-  PACKAGES+=(libbenchmark-dev clang clang-format libclang-rt-14-dev prometheus nodejs npm)
+  PACKAGES+=(libbenchmark-dev clang clang-format libclang-rt-14-dev prometheus nodejs npm
+            python3-jinja2)
 fi
 
 missing=()
