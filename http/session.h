@@ -122,7 +122,7 @@ class Session final : public SessionBase {
   void Enqueue(std::string bytes, bool last);
   void WriteNext();
   void OnWritten(beast::error_code ec);
-  void Gone();  // the client left mid-exchange
+  void Gone();    // the client left mid-exchange
   void Linger();  // after a refusal: stop writing, discard input for a while, then close
   void Discard();
   void ArmTimer(absl::Duration after, bool for_read);

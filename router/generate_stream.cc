@@ -261,7 +261,11 @@ void GenerateStream::Flush() {
       break;
     case Kind::kWriteAndFinish:
       Serialize(*action.message);
-      StartWriteAndFinish(&wire_, grpc::WriteOptions(), action.status);
+      // Written, then finished in OnWriteDone, not StartWriteAndFinish: gRPC 1.51's in-process
+      // transport (the HTTP API's channel) can drop a last message sent in one batch with the
+      // status, and the client then sees OK without the Complete (about 3% of streams).
+      finish_after_write_ = action.status;
+      StartWrite(&wire_);
       break;
     case Kind::kFinish:
       Finish(action.status);
@@ -278,6 +282,13 @@ void GenerateStream::Serialize(const pkv::v1::GenerateResponse& message) {
 }
 
 void GenerateStream::OnWriteDone(bool ok) {
+  if (finish_after_write_.has_value()) {
+    watchdog_.WriteDone();
+    grpc::Status status = std::move(*finish_after_write_);
+    finish_after_write_.reset();
+    Finish(std::move(status));
+    return;
+  }
   watchdog_.WriteDone();
   {
     absl::MutexLock lock(&mu_);

@@ -190,6 +190,9 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // The message being written, serialized; touched only by the thread that received the write
   // action from out_ (one write in flight), stable until OnWriteDone.
   grpc::ByteBuffer wire_;
+  // The status to finish with once the last message's write is done (Perform); set and read by
+  // the thread that owns the write in flight.
+  std::optional<grpc::Status> finish_after_write_;
   std::vector<std::pair<std::string, std::string>> trailers_ ABSL_GUARDED_BY(mu_);
   absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnknown;
   bool request_recorded_ ABSL_GUARDED_BY(mu_) = false;

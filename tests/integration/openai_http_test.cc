@@ -62,8 +62,10 @@ std::unique_ptr<Cluster> StartHttpCluster(const std::string& model_dir) {
   // Steps of at least 5 ms, so a stream of the whole context lasts seconds (the 429 check holds
   // the only admission slot with one); nothing asserts a speed.
   o.worker_args = {"--enable_test_faults", "--test_fault=slow_step_ms:5"};
-  // One stream at a time and no queue, so the SDK's second concurrent request gets a 429.
-  o.router_args = {"--max_inflight=1", "--max_queue=0", "--api_keys_file=" + KeysFile()};
+  // One stream at a time; a request waits at most 500 ms for it, so one that meets a long stream
+  // gets a 429 (and one that meets a stream just ending waits instead of failing).
+  o.router_args = {"--max_inflight=1", "--max_queue=1", "--queue_timeout_ms=500",
+                   "--api_keys_file=" + KeysFile()};
   absl::StatusOr<std::unique_ptr<Cluster>> c = Cluster::Start(o);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? std::move(*c) : nullptr;
@@ -121,7 +123,9 @@ TEST(OpenAiHttpTest, CurlSeesServerSentEvents) {
   const std::string body = raw.substr(head_end + 4);
   ASSERT_TRUE(body.size() > 2 && body.substr(body.size() - 2) == "\n\n") << body;
   const std::vector<std::string> events = absl::StrSplit(body.substr(0, body.size() - 2), "\n\n");
-  ASSERT_GE(events.size(), 8u) << body;  // 5 tokens, finish, usage, [DONE]
+  // Token events (the router may coalesce a slow reader's tokens into fewer), finish, usage,
+  // [DONE].
+  ASSERT_GE(events.size(), 4u) << body;
   EXPECT_EQ(events.back(), "data: [DONE]");
   int tokens = 0;
   for (size_t i = 0; i + 1 < events.size(); ++i) {
@@ -133,7 +137,7 @@ TEST(OpenAiHttpTest, CurlSeesServerSentEvents) {
     const JsonValue* choices = json->Find("choices");
     if (!choices->items().empty() && choices->items()[0].Find("finish_reason")->is_null()) ++tokens;
   }
-  EXPECT_EQ(tokens, 5);
+  EXPECT_GE(tokens, 1);
   const JsonValue usage = ParseJson(events[events.size() - 2].substr(6))->Find("usage")[0];
   EXPECT_EQ(usage.Find("completion_tokens")->integer(), 5);
 }

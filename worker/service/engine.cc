@@ -69,6 +69,12 @@ absl::StatusOr<std::vector<int32_t>> Engine::ResolvePrompt(
     for (uint32_t id : request.token_ids().ids()) ids.push_back(static_cast<int32_t>(id));
     return ids;
   }
+  if (request.prompt_case() == pkv::v1::GenerateRequest::kChat) {
+    if (options_.chat == nullptr) return absl::InvalidArgumentError("chat prompts are not served");
+    PKV_ASSIGN_OR_RETURN(const std::string text, options_.chat->Render(request.chat()));
+    // The template wrote the special tokens (BOS included) itself: recognize them, add none.
+    return tokenizer_->Encode(text, /*add_special_tokens=*/false);
+  }
   // Raw-text prompts get the tokenizer's own special tokens (e.g. Llama-3's BOS), as HF does.
   return tokenizer_->Encode(request.text(), /*add_special_tokens=*/true);
 }

@@ -37,6 +37,7 @@
 #include "pkv/v1/worker.pb.h"
 #include "worker/model/model_backend.h"
 #include "worker/scheduler/scheduler.h"
+#include "worker/service/chat_prompt.h"
 #include "worker/service/request_sink.h"
 #include "worker/service/test_faults.h"
 #include "worker/service/worker_metrics.h"
@@ -49,7 +50,9 @@ struct EngineOptions {
   std::string model_name = "model";
   int32_t max_context = 0;  // prompt + generated tokens per request
   SchedulerConfig scheduler;
-  TestFaults faults;                           // test builds only; empty by default
+  TestFaults faults;  // test builds only; empty by default
+  // The model's chat template for ChatPrompt requests; null: chat is refused.
+  std::shared_ptr<const ChatPromptRenderer> chat;
   std::function<void(absl::Status)> on_fatal;  // called once from the scheduler thread
 };
 

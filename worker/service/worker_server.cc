@@ -239,6 +239,7 @@ int RunWorker(const WorkerOptions& o) {
   eo.max_context = max_context;
   eo.scheduler = o.Scheduler((*backend)->page_size());
   eo.faults = *faults;
+  eo.chat = ChatPromptRenderer::Load(o.model_dir);
   std::atomic<bool> fatal{false};
   eo.on_fatal = [&](absl::Status st) {
     fatal.store(true);
