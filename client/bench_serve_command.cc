@@ -38,6 +38,7 @@ absl::StatusOr<serve_bench::WorkloadOptions> WorkloadFromFlags(uint64_t seed) {
   w.input = {absl::GetFlag(FLAGS_input_len), absl::GetFlag(FLAGS_len_sigma)};
   w.output = {absl::GetFlag(FLAGS_output_len), absl::GetFlag(FLAGS_len_sigma)};
   w.system_prompt_tokens = absl::GetFlag(FLAGS_system_prompt_tokens);
+  w.session_ids = absl::GetFlag(FLAGS_session_ids);
   w.turns = absl::GetFlag(FLAGS_turns);
   w.max_conversations = absl::GetFlag(FLAGS_conversations);
   w.num_docs = absl::GetFlag(FLAGS_num_docs);

@@ -21,6 +21,9 @@ ABSL_FLAG(double, len_sigma, 0.5,
           "bench serve: lognormal log-space sigma of both lengths (0 = fixed; ~1 = ShareGPT-like "
           "heavy tail)");
 ABSL_FLAG(int, system_prompt_tokens, 0, "bench serve: shared prefix of every prompt, in tokens");
+ABSL_FLAG(bool, session_ids, true,
+          "bench serve: conversations and documents carry a session id (router affinity); false "
+          "leaves placement to the router's prefix index and load");
 ABSL_FLAG(int, turns, 4, "bench serve: multi_turn turns per conversation");
 ABSL_FLAG(int, conversations, 0, "bench serve: multi_turn conversations live at once (0 = any)");
 ABSL_FLAG(int, num_docs, 4, "bench serve: long_doc documents");

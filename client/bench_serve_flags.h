@@ -22,6 +22,7 @@ ABSL_DECLARE_FLAG(double, input_len);
 ABSL_DECLARE_FLAG(double, output_len);
 ABSL_DECLARE_FLAG(double, len_sigma);
 ABSL_DECLARE_FLAG(int, system_prompt_tokens);
+ABSL_DECLARE_FLAG(bool, session_ids);
 ABSL_DECLARE_FLAG(int, turns);
 ABSL_DECLARE_FLAG(int, conversations);
 ABSL_DECLARE_FLAG(int, num_docs);

@@ -60,7 +60,7 @@ class MultiTurnWorkload : public Workload {
     RequestSpec spec;
     spec.conversation = id;
     spec.turn = c.next_turn;
-    spec.session_id = absl::StrCat("conv-", id);
+    if (options_.session_ids) spec.session_id = absl::StrCat("conv-", id);
     spec.prompt = c.history;
     int user = DrawLength(options_.input, rng);
     if (options_.max_context > 0) {  // keep the history whole: shorten the new user turn

@@ -53,7 +53,7 @@ class LongDocWorkload : public Workload {
     const std::vector<uint32_t> q = DrawTokens(options_, DrawLength(options_.input, rng), rng);
     spec.prompt.insert(spec.prompt.end(), q.begin(), q.end());
     spec.max_tokens = static_cast<uint32_t>(DrawLength(options_.output, rng));
-    spec.session_id = absl::StrCat("doc-", d);
+    if (options_.session_ids) spec.session_id = absl::StrCat("doc-", d);
     FitToContext(options_.max_context, spec);
     return spec;
   }

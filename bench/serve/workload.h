@@ -51,6 +51,9 @@ struct WorkloadOptions {
   int max_conversations = 0;            // multi_turn: live at once; 0 = unbounded
   int num_docs = 4;                     // long_doc
   int doc_tokens = 512;                 // long_doc
+  // Conversations and documents carry a session id (router affinity); false leaves placement to
+  // the router's prefix index and load alone.
+  bool session_ids = true;
 };
 
 absl::StatusOr<WorkloadKind> ParseWorkloadKind(const std::string& name);

@@ -10,7 +10,7 @@
 #   4. pkv-bench policy --live on the held-out grid (the policies in policies/ against live times)
 # Build machine: build/ with CUDA, then device-bundle into .device/final, tar+xz it to
 # .device/final.tar.xz (see bench/results/README.md). Device call: carry [".device/final.tar.xz"],
-#   bash bench/device_final.sh
+#   bash bench/device/final.sh
 # Every phase has a timeout; the whole call stays under ~8 minutes. At most 8 files go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
