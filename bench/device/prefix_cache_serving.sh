@@ -11,38 +11,9 @@
 #      second run does not hit what the first left behind).
 # Bundle as session_checks.sh (.device/s1.tar.xz). Device call: bash bench/device/prefix_cache_serving.sh
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-T0=$(date +%s)
-S=$OUT/summary.txt
-el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
-mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/s1.tar.xz
-B=/tmp/pkv/s1
-R=$B/run
+source "$(dirname "$0")/common.sh"
+unpack s1
 { nvidia-smi --query-gpu=name,memory.total --format=csv; echo "revision $(cat $B/REVISION)"; } > "$S"
-
-wait_healthy() {
-  for _ in $(seq 1 400); do
-    "$R" pkv health --addr "$1" --service "$2" >/dev/null 2>&1 && return 0; sleep 0.5; done
-  echo "not healthy: $1" >> "$S"
-}
-# start_workers MODEL N EXTRA...: N workers on ports 50061.. with a share of the GPU each.
-start_workers() {
-  local model=$1 n=$2; shift 2; WPIDS=(); WADDRS=()
-  for i in $(seq 0 $((n - 1))); do
-    "$R" pkv-worker --listen=127.0.0.1:$((50061 + i)) --metrics_listen=127.0.0.1:$((9101 + i)) \
-      --worker_id=w$i --model="$model" --backend=cuda --insecure --max_model_len=16384 "$@" \
-      > /tmp/w$i.log 2>&1 &
-    WPIDS+=($!); WADDRS+=("127.0.0.1:$((50061 + i))")
-  done
-  for a in "${WADDRS[@]}"; do wait_healthy "$a" pkv.v1.Worker; done
-}
-start_router() {
-  "$R" pkv-router --listen=127.0.0.1:50051 --metrics_listen=127.0.0.1:9100 --insecure \
-    --max_inflight=256 --max_queue=256 --workers="$(IFS=,; echo "${WADDRS[*]}")" "$@" \
-    > /tmp/router.log 2>&1 &
-  RPID=$!; wait_healthy 127.0.0.1:50051 pkv.v1.Generation
-}
-stop_all() { kill -TERM ${RPID:-} "${WPIDS[@]}" 2>/dev/null; wait ${RPID:-} "${WPIDS[@]}" 2>/dev/null; RPID=; }
 MT=(--workload multi_turn --turns 8 --conversations 64 --concurrency 64 --system_prompt_tokens 1024
     --input_len 128 --output_len 64 --num_requests 512 --metrics_url 127.0.0.1:9100 --progress=false)
 

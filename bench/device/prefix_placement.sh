@@ -5,35 +5,18 @@
 # worker holding everything as the hit-rate reference. Uses call 1's bundle (.device/s1.tar.xz)
 # with the newer `pkv` client (.device/extra/pkv.xz: --session_ids).
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-S=$OUT/summary.txt; T0=$(date +%s)
-el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
-mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/s1.tar.xz
-B=/tmp/pkv/s1; R=$B/run
+source "$(dirname "$0")/common.sh"
+unpack s1
 xz -dc .device/extra/pkv.xz > $B/bin/pkv; chmod +x $B/bin/pkv
 echo "revision $(cat $B/REVISION) + pkv client $(git rev-parse --short HEAD 2>/dev/null)" > "$S"
-wait_healthy() { for _ in $(seq 1 400); do
-  "$R" pkv health --addr "$1" --service "$2" >/dev/null 2>&1 && return 0; sleep 0.5; done; }
-start_workers() { local n=$1; shift; WPIDS=(); WADDRS=()
-  for i in $(seq 0 $((n - 1))); do
-    "$R" pkv-worker --listen=127.0.0.1:$((50061 + i)) --metrics_listen=127.0.0.1:$((9101 + i)) \
-      --worker_id=w$i --model=/tmp/m1b --backend=cuda --insecure --max_model_len=16384 "$@" \
-      > /tmp/w$i.log 2>&1 &
-    WPIDS+=($!); WADDRS+=("127.0.0.1:$((50061 + i))"); done
-  for a in "${WADDRS[@]}"; do wait_healthy "$a" pkv.v1.Worker; done; }
-start_router() { "$R" pkv-router --listen=127.0.0.1:50051 --metrics_listen=127.0.0.1:9100 \
-    --insecure --max_inflight=256 --max_queue=256 --workers="$(IFS=,; echo "${WADDRS[*]}")" "$@" \
-    > /tmp/router.log 2>&1 &
-  RPID=$!; wait_healthy 127.0.0.1:50051 pkv.v1.Generation; }
-stop_all() { kill -TERM $RPID "${WPIDS[@]}"; wait $RPID "${WPIDS[@]}" 2>/dev/null; }
 timeout 120 "$R" pkv-make-model --out /tmp/m1b --shape llama3-1b > /dev/null 2>&1
 MB=(--workload multi_turn --turns 6 --conversations 96 --concurrency 48 --system_prompt_tokens 2048
     --input_len 128 --output_len 32 --num_requests 576 --session_ids=false
     --metrics_url 127.0.0.1:9100 --progress=false)
 L=$OUT/placement.log
 for mode in prefix load single; do
-  if [ $mode = single ]; then start_workers 1 --kv_memory_fraction=0.5; start_router
-  else start_workers 4 --kv_memory_fraction=0.12
+  if [ $mode = single ]; then start_workers /tmp/m1b 1 --kv_memory_fraction=0.5; start_router
+  else start_workers /tmp/m1b 4 --kv_memory_fraction=0.12
     start_router --prefix_routing=$([ $mode = prefix ] && echo true || echo false); fi
   el "$mode"
   echo "=== placement $mode (no session ids)" >> "$L"

@@ -12,13 +12,8 @@
 # Build machine: device-bundle into .device/s1 (+ tokenizer dirs in .device/s1/tok), tar+xz to
 # .device/s1.tar.xz. Device call: carry [".device/s1.tar.xz"], bash bench/device/session_checks.sh
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-T0=$(date +%s)
-S=$OUT/summary.txt
-el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
-mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/s1.tar.xz
-B=/tmp/pkv/s1
-R=$B/run
+source "$(dirname "$0")/common.sh"
+unpack s1
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "revision $(cat $B/REVISION)"; nproc; date -u; } > "$S" 2>&1
 
