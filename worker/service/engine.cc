@@ -71,9 +71,8 @@ absl::StatusOr<std::vector<int32_t>> Engine::ResolvePrompt(
   }
   if (request.prompt_case() == pkv::v1::GenerateRequest::kChat) {
     if (options_.chat == nullptr) return absl::InvalidArgumentError("chat prompts are not served");
-    PKV_ASSIGN_OR_RETURN(const std::string text, options_.chat->Render(request.chat()));
-    // The template wrote the special tokens (BOS included) itself: recognize them, add none.
-    return tokenizer_->Encode(text, /*add_special_tokens=*/false);
+    // Rendered, then encoded with special tokens recognized and none added (chat_prompt.h).
+    return options_.chat->Tokenize(request.chat(), *tokenizer_);
   }
   // Raw-text prompts get the tokenizer's own special tokens (e.g. Llama-3's BOS), as HF does.
   return tokenizer_->Encode(request.text(), /*add_special_tokens=*/true);
