@@ -165,8 +165,14 @@ TEST(OpenAiHttpTest, DisconnectFreesWorkerPages) {
     got.append(buf, static_cast<size_t>(n));
   }
   ASSERT_THAT(got, HasSubstr("HTTP/1.1 200"));
-  EXPECT_GT(
-      ScrapeMetric(cluster->worker(0).metrics_address(), "pkv_kv_cache_pages{state=\"used\"}"), 0);
+  // The worker publishes its page gauge after the step that sent the token: poll for it.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ScrapeMetric(cluster->worker(0).metrics_address(),
+                            "pkv_kv_cache_pages{state=\"used\"}") > 0;
+      },
+      absl::Seconds(5)))
+      << "the stream never held pages at the worker";
   close(fd);
   EXPECT_TRUE(WaitWorkerQuiescent(cluster->worker(0), absl::Seconds(20)).ok());
   EXPECT_TRUE(WaitFor(
