@@ -194,8 +194,17 @@ bool NameMatches(const QuantConfig& quant, std::string_view module) {
     if (quant.method == QuantMethod::kAwq) {
       if (m.find(entry) != std::string::npos) return true;  // AutoAWQ: substring match
     } else if (entry.rfind("re:", 0) == 0) {
-      if (std::regex_search(m, std::regex(entry.substr(3)), std::regex_constants::match_continuous))
-        return true;
+      // compressed-tensors: re.match, i.e. anchored at the start. The pattern compiled at parse
+      // time; std::regex may still throw on a pathological match (error_complexity), which
+      // counts as no match (the module's quantized tensors are then expected and missing ones
+      // are reported by name).
+      try {
+        if (std::regex_search(m, std::regex(entry.substr(3)),
+                              std::regex_constants::match_continuous)) {
+          return true;
+        }
+      } catch (const std::regex_error&) {
+      }
     } else if (entry == m) {
       return true;
     }
