@@ -11,6 +11,7 @@ namespace pkv {
 namespace {
 
 constexpr std::string_view kCtx = "config.json quantization_config";
+constexpr size_t kMaxIgnorePatternBytes = 256;
 
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
@@ -43,6 +44,13 @@ absl::Status ParseNotConverted(const JsonValue& q, std::string_view name, QuantC
   for (const JsonValue& item : list->items()) {
     if (!item.is_string()) return Unsupported(name, "(not a string)", "must list module names");
     if (item.str().rfind("re:", 0) == 0) {
+      // libstdc++ compiles and matches regexes recursively: bound the pattern so a hostile
+      // config cannot exhaust the stack (real ignore patterns are a few dozen characters).
+      if (item.str().size() > kMaxIgnorePatternBytes) {
+        return Unsupported(name, Quoted(item.str().substr(0, 32) + "..."),
+                           absl::StrCat("a regex longer than ", kMaxIgnorePatternBytes,
+                                        " characters is not supported"));
+      }
       // Validate the regex here so a bad one fails at start-up, not on first use.
       try {
         std::regex re(item.str().substr(3));

@@ -121,6 +121,14 @@ TEST(QuantConfigTest, RefusesUnsupportedFieldsNamingThem) {
   packed.replace(packed.find("float-quantized"), 15, "pack-quantized");
   EXPECT_NE(Refusal(packed).find("format = 'pack-quantized'"), std::string::npos);
   EXPECT_NE(Refusal("[1]").find("must be an object"), std::string::npos);
+  std::string bad_regex = kLlmCompressorFp8;
+  bad_regex.replace(bad_regex.find("[\"lm_head\"]"), 11, "[\"re:((\"]");
+  EXPECT_NE(Refusal(bad_regex).find("ignore = 're:((': is not a valid regular expression"),
+            std::string::npos);
+  std::string long_regex = kLlmCompressorFp8;
+  long_regex.replace(long_regex.find("[\"lm_head\"]"), 11,
+                     absl::StrCat("[\"re:", std::string(300, 'a'), "\"]"));
+  EXPECT_NE(Refusal(long_regex).find("longer than 256"), std::string::npos);
 }
 
 TEST(QuantConfigTest, QuantizesTheSevenProjectionsUnlessIgnored) {
