@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "pkv/v1/worker.pb.h"
-#include "worker/service/worker_metrics.h"
+#include "worker/engine/worker_metrics.h"
 
 namespace pkv {
 
