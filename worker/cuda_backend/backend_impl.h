@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "kernels/model/sampling_types.h"
 #include "kernels/prefill/prefill_plan.h"
 #include "worker/cuda_backend/cuda_backend.h"
 #include "worker/cuda_backend/decode_attention.h"
 #include "worker/cuda_backend/device_buffer.h"
+#include "worker/cuda_backend/device_stream.h"
 #include "worker/cuda_backend/device_weights.h"
 #include "worker/cuda_backend/fused_plan.h"
 #include "worker/cuda_backend/gemm.h"
@@ -83,8 +83,9 @@ class CudaModelBackend::Impl {
   ModelConfig config;
   CudaBackendOptions options;
   int64_t num_kv_pages = 0;
-  int device = 0;
-  cudaStream_t stream = nullptr;
+  cuda_backend::DeviceStream device_stream;  // first member: the last destroyed
+  int device() const { return device_stream.device(); }
+  cudaStream_t stream() const { return device_stream.get(); }
   cuda_backend::DeviceWeights weights;
   std::unique_ptr<cuda_backend::Gemm> gemm;
   std::unique_ptr<cuda_backend::DecodeAttention>
@@ -125,8 +126,6 @@ class CudaModelBackend::Impl {
   cuda_backend::StepHost host;
   std::vector<int32_t> buckets;
   cuda_backend::GraphCache graphs;
-  absl::flat_hash_set<uint64_t> warm;  // graph keys run eagerly once (capture on the next use)
-  absl::flat_hash_set<uint64_t> uncapturable;  // keys whose capture failed: stay eager
   StepTiming timing;
   int32_t current_bucket = 0;
 

@@ -60,12 +60,8 @@ absl::Status AllocZeroed(int64_t bytes, cudaStream_t stream, DeviceBuffer* out) 
 
 }  // namespace
 
-CudaModelBackend::Impl::~Impl() {
-  if (stream != nullptr) {
-    cudaStreamSynchronize(stream);
-    cudaStreamDestroy(stream);
-  }
-}
+// Nothing may still read the buffers the members free; the stream itself goes last.
+CudaModelBackend::Impl::~Impl() { device_stream.Synchronize(); }
 
 namespace {
 
@@ -75,7 +71,7 @@ absl::Status AllocateActivations(CudaModelBackend::Impl* m) {
   const int64_t h = c.hidden_size, d = c.head_dim, e = 2;  // fp16 / bf16 element bytes
   const int64_t qd = int64_t{c.num_q_heads} * d, kvd = int64_t{c.num_kv_heads} * d;
   const int64_t inter = c.intermediate_size;
-  const cudaStream_t s = m->stream;
+  const cudaStream_t s = m->stream();
   PKV_RETURN_IF_ERROR(AllocZeroed(t * h * 4, s, &m->x));
   PKV_RETURN_IF_ERROR(AllocZeroed(t * h * e, s, &m->xn));
   PKV_RETURN_IF_ERROR(AllocZeroed(t * (qd + 2 * kvd) * 4, s, &m->qkv));
@@ -116,7 +112,7 @@ absl::Status SetUpStepMachinery(CudaModelBackend::Impl* m) {
   caps.tiles = o.max_step_tokens / prefill::kPrefillBlockM + o.max_rows;
   caps.page_ids = limits.max_page_ids;
   const int64_t bytes = cuda_backend::LayoutStaging(caps).total_bytes;
-  PKV_RETURN_IF_ERROR(AllocZeroed(bytes, m->stream, &m->staging));
+  PKV_RETURN_IF_ERROR(AllocZeroed(bytes, m->stream(), &m->staging));
   PKV_ASSIGN_OR_RETURN(m->staging_host, PinnedBuffer::Allocate(bytes));
   return absl::OkStatus();
 }
@@ -141,7 +137,7 @@ absl::Status AllocateKvPool(CudaModelBackend::Impl* m) {
   const int64_t layer_bytes = pages * page_bytes;
   PKV_ASSIGN_OR_RETURN(m->kv_pool, DeviceBuffer::Allocate(2 * c.num_layers * layer_bytes));
   // Zeroed so tokens past a row's length inside its last page never hold NaN bit patterns.
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m->kv_pool.get(), 0, m->kv_pool.bytes(), m->stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m->kv_pool.get(), 0, m->kv_pool.bytes(), m->stream()));
   for (int l = 0; l < c.num_layers; ++l) {
     m->k_cache.push_back(m->kv_pool.bytes_ptr() + (2 * l) * layer_bytes);
     m->v_cache.push_back(m->kv_pool.bytes_ptr() + (2 * l + 1) * layer_bytes);
@@ -159,7 +155,7 @@ absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
     policy.policy_dir = m->options.policy_dir;
     policy.kind = m->options.decode_policy;
     PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(
-                                        shape, m->weights.dtype, m->buckets, m->device, policy));
+                                        shape, m->weights.dtype, m->buckets, m->device(), policy));
   }
   m->prefill_tensor_cores = tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
   if (m->prefill_tensor_cores) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());
@@ -189,7 +185,7 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
     PKV_RETURN_IF_ERROR(m->TuneGemms());
     m->gemm->set_tuned(true);
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream()));
   const ModelConfig& c = m->config;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
                 << decode::DTypeName(m->weights.dtype) << ", weights "
@@ -208,9 +204,7 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> StartLoad(
   auto m = std::make_unique<CudaModelBackend::Impl>();
   m->options = options;
   m->options.max_rows = std::min(options.max_rows, options.max_step_tokens);
-  m->device = options.device;
-  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(m->device));
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+  PKV_ASSIGN_OR_RETURN(m->device_stream, cuda_backend::DeviceStream::Create(options.device));
   return m;
 }
 
@@ -225,7 +219,7 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
     PKV_ASSIGN_OR_RETURN(decode::DType dtype,
                          cuda_backend::ChooseComputeDType(options.dtype, *checkpoint));
     PKV_ASSIGN_OR_RETURN(m->weights,
-                         cuda_backend::UploadWeights(m->config, *checkpoint, dtype, m->stream));
+                         cuda_backend::UploadWeights(m->config, *checkpoint, dtype, m->stream()));
   }  // unmaps the checkpoint files
   PKV_RETURN_IF_ERROR(cuda_backend::FinishLoad(m.get(), model_dir));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
@@ -238,7 +232,7 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::LoadRandom(
   const decode::DType dtype =
       options.dtype == "float16" ? decode::DType::kFloat16 : decode::DType::kBFloat16;
   PKV_ASSIGN_OR_RETURN(m->weights,
-                       cuda_backend::RandomDeviceWeights(config, dtype, seed, m->stream));
+                       cuda_backend::RandomDeviceWeights(config, dtype, seed, m->stream()));
   PKV_RETURN_IF_ERROR(
       cuda_backend::FinishLoad(m.get(), absl::StrCat("random weights (seed ", seed, ")")));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
@@ -247,8 +241,8 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::LoadRandom(
 absl::Status CudaModelBackend::FillKvCacheRandom(uint64_t seed) {
   Impl& m = *impl_;
   PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
-                                            m.weights.dtype, seed, 0.f, 1.f, m.stream));
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+                                            m.weights.dtype, seed, 0.f, 1.f, m.stream()));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
   return absl::OkStatus();
 }
 
@@ -287,7 +281,7 @@ int64_t CudaModelBackend::kv_bytes_per_token() const {
   const ModelConfig& c = impl_->config;
   return 2 * int64_t{c.num_layers} * c.num_kv_heads * c.head_dim * 2;
 }
-cudaStream_t CudaModelBackend::stream() const { return impl_->stream; }
+cudaStream_t CudaModelBackend::stream() const { return impl_->stream(); }
 
 absl::Status CudaModelBackend::Step(absl::Span<const BatchRow> rows,
                                     std::vector<SampleResult>* samples, StepStats* stats) {
@@ -296,7 +290,7 @@ absl::Status CudaModelBackend::Step(absl::Span<const BatchRow> rows,
     if (stats != nullptr) *stats = StepStats{};
     return absl::OkStatus();
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(impl_->device));
+  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(impl_->device()));
   DeviceStep s;
   PKV_RETURN_IF_ERROR(impl_->Prepare(rows, /*need_params=*/true, /*allow_graph=*/true, &s));
   PKV_RETURN_IF_ERROR(impl_->Run(s, /*sample=*/true));
@@ -310,7 +304,7 @@ absl::Status CudaModelBackend::Forward(absl::Span<const BatchRow> rows,
   impl_->timing = StepTiming{};
   logits->clear();
   if (rows.empty()) return absl::OkStatus();
-  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(impl_->device));
+  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(impl_->device()));
   DeviceStep s;
   PKV_RETURN_IF_ERROR(impl_->Prepare(rows, /*need_params=*/false, /*allow_graph=*/false, &s));
   PKV_RETURN_IF_ERROR(impl_->Run(s, /*sample=*/false));
@@ -318,9 +312,9 @@ absl::Status CudaModelBackend::Forward(absl::Span<const BatchRow> rows,
   logits->resize(n);
   if (n > 0) {
     PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), impl_->logits.get(), n * 4,
-                                             cudaMemcpyDeviceToHost, impl_->stream));
+                                             cudaMemcpyDeviceToHost, impl_->stream()));
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(impl_->stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(impl_->stream()));
   return absl::OkStatus();
 }
 

@@ -37,7 +37,7 @@ absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const De
   a.page_size = options.page_size;
   a.scale = softmax_scale;
   a.out = attn.bytes_ptr() + first * row;
-  return gpu::LaunchGenericAttention(a, stream);
+  return gpu::LaunchGenericAttention(a, stream());
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep& s) {
@@ -62,13 +62,13 @@ absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep&
   r.k_cache = k_cache[layer];
   r.v_cache = v_cache[layer];
   r.pdl = UsePdl();
-  return gpu::LaunchQkvRopeKvWrite(r, stream);
+  return gpu::LaunchQkvRopeKvWrite(r, stream());
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceStep& s) {
   if (decode != nullptr && s.decode_tokens > 0) {
     PKV_RETURN_IF_ERROR(decode->Launch(q.get(), k_cache[layer], v_cache[layer], s.page_ids,
-                                       attn.get(), softmax_scale, stream));
+                                       attn.get(), softmax_scale, stream()));
   } else {
     PKV_RETURN_IF_ERROR(EnqueueGenericAttention(layer, s, 0, s.decode_tokens));
   }
@@ -91,7 +91,7 @@ absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceSte
   a.page_size = options.page_size;
   a.scale = softmax_scale;
   a.out = attn.get();
-  return prefill::LaunchPrefillAttention(a, stream);
+  return prefill::LaunchPrefillAttention(a, stream());
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
@@ -111,14 +111,14 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   e.sum_sq = fused ? static_cast<float*>(sum_sq_mlp.get()) : nullptr;
   // Tensor parallel: a vocabulary-parallel embedding, all-reduced (tp_hooks.h).
   PKV_RETURN_IF_ERROR(tp != nullptr ? tp->EnqueueEmbed(*this, s)
-                                    : gpu::LaunchEmbedRmsNorm(e, stream));
+                                    : gpu::LaunchEmbedRmsNorm(e, stream()));
   for (int l = 0; l < c.num_layers; ++l) {
     PKV_RETURN_IF_ERROR(fused ? EnqueueFusedLayer(l, s) : EnqueueLayer(l, s));
   }
   if (fused) return EnqueueFusedHead(s);
   if (s.logit_rows == 0) return absl::OkStatus();
   PKV_RETURN_IF_ERROR(gemm->Linear(weights.dtype, final_xn.get(), s.logit_rows, c.hidden_size,
-                                   weights.lm_head, c.vocab_size, logits.get(), true, stream));
+                                   weights.lm_head, c.vocab_size, logits.get(), true, stream()));
   return tp != nullptr ? tp->EnqueueLogits(*this, s) : absl::OkStatus();
 }
 
@@ -132,10 +132,10 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
   const bool pdl = UsePdl();
   const cuda_backend::LayerWeights& w = weights.layers[l];
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream));
+  PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream()));
   PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
+  PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream()));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.
   if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));
 
@@ -150,12 +150,13 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   n.eps = c.rms_norm_eps;
   n.xn = xn.get();
   n.pdl = pdl;
-  PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
+  PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream()));
   PKV_RETURN_IF_ERROR(
-      gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream));
+      gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream()));
   PKV_RETURN_IF_ERROR(
-      gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream, pdl));
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
+      gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream(), pdl));
+  PKV_RETURN_IF_ERROR(
+      gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream()));
   if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));  // row-parallel
 
   n.bias = nullptr;
@@ -168,7 +169,7 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
     n.write_x = false;
     n.xn = final_xn.get();
   }
-  return gpu::LaunchAddRmsNorm(n, stream);
+  return gpu::LaunchAddRmsNorm(n, stream());
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
@@ -185,7 +186,7 @@ absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
   a.max_rows = s.logit_rows;
   a.results = static_cast<gpu::SampleRowResult*>(results.get());
   a.top = static_cast<gpu::TopLogprob*>(top.get());
-  return gpu::LaunchSample(a, stream);
+  return gpu::LaunchSample(a, stream());
 }
 
 }  // namespace pkv

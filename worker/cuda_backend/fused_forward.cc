@@ -24,8 +24,8 @@ absl::Status AllocZeroed(int64_t bytes, cudaStream_t stream, cuda_backend::Devic
 
 // Never fails the load: without the fused path or PDL the backend runs its cuBLAS path.
 absl::Status CudaModelBackend::Impl::SetUpFused() {
-  absl::StatusOr<bool> pdl = gpu::PdlUsable(device);
-  absl::StatusOr<gpu::GemvDevice> gemv_device = gpu::QueryGemvDevice(device, weights.dtype);
+  absl::StatusOr<bool> pdl = gpu::PdlUsable(device());
+  absl::StatusOr<gpu::GemvDevice> gemv_device = gpu::QueryGemvDevice(device(), weights.dtype);
   if (!pdl.ok() || !gemv_device.ok()) {
     cudaGetLastError();  // a failed query must not surface at the next launch check
     PKV_LOG(WARNING) << "cuda backend: fused path / PDL unavailable: "
@@ -42,11 +42,12 @@ absl::Status CudaModelBackend::Impl::SetUpFused() {
   }
   fused_plans = std::make_unique<cuda_backend::FusedPlans>(*std::move(plans));
   const int64_t parts_bytes = int64_t{fused_plans->residual_parts} * gpu::kGemvMaxTokens * 4;
-  PKV_RETURN_IF_ERROR(AllocZeroed(fused_plans->partial_floats() * 4, stream, &gemv_partials));
+  PKV_RETURN_IF_ERROR(AllocZeroed(fused_plans->partial_floats() * 4, stream(), &gemv_partials));
   // Tickets must start at zero; every launch leaves them at zero.
-  PKV_RETURN_IF_ERROR(AllocZeroed(int64_t{fused_plans->num_tickets()} * 4, stream, &gemv_tickets));
-  PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream, &sum_sq_attn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream, &sum_sq_mlp));
+  PKV_RETURN_IF_ERROR(
+      AllocZeroed(int64_t{fused_plans->num_tickets()} * 4, stream(), &gemv_tickets));
+  PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream(), &sum_sq_attn));
+  PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream(), &sum_sq_mlp));
   PKV_LOG(INFO) << "cuda backend: fused small-batch path available (" << gemv_device->num_sms
                 << " SMs x " << gemv_device->ctas_per_sm << " GEMV CTAs; split-K qkv "
                 << fused_plans->qkv.parts << ", o " << fused_plans->o.parts << ", gate/up "
@@ -123,12 +124,12 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
     a.q_out = q.get();
     a.k_cache = k_cache[l];
     a.v_cache = v_cache[l];
-    PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));
+    PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
   } else {  // q/k norm needs whole heads: fp32 q/k/v, then the unfused RoPE kernel
     a.epilogue = gpu::GemvEpilogue::kStore;
     a.y = qkv.get();
     a.y_f32 = true;
-    PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));
+    PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
     PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   }
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
@@ -139,7 +140,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
   a.residual = res;
   a.bias = w.o_bias;
   a.sum_sq_out = ss_attn;
-  PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));
+  PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
 
   a = GemvBase(*this, p.gate_up, w.gate_up, s.tokens);  // act = silu(gate) * up of RMSNorm(x)
   a.input = gpu::GemvInput::kRmsNorm;
@@ -149,7 +150,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
   a.num_sum_sq_parts = p.residual_parts;
   a.epilogue = gpu::GemvEpilogue::kSiluMul;
   a.act = act.get();
-  PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));
+  PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
 
   a = GemvBase(*this, p.down, w.down, s.tokens);  // x += down(act); the last layer: delta
   a.x = act.get();
@@ -161,7 +162,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
     a.residual = res;
     a.sum_sq_out = ss_mlp;
   }
-  return gpu::LaunchGemv(a, stream);
+  return gpu::LaunchGemv(a, stream());
 }
 
 // After the last fused layer: the final norm of the sampled tokens (x + the last down projection,
@@ -179,13 +180,13 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedHead(const DeviceStep& s) {
   n.write_x = false;
   n.xn = final_xn.get();
   n.pdl = UsePdl();
-  PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
+  PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream()));
   if (s.logit_rows == 0) return absl::OkStatus();
   gpu::GemvArgs a = GemvBase(*this, fused_plans->lm_head, weights.lm_head, s.logit_rows);
   a.x = final_xn.get();
   a.y = logits.get();
   a.y_f32 = true;
-  return gpu::LaunchGemv(a, stream);
+  return gpu::LaunchGemv(a, stream());
 }
 
 }  // namespace pkv

@@ -49,12 +49,12 @@ absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
   const int64_t used =
       cuda_backend::StepBuilder::FillStaging(host, layout, staging_host.bytes_ptr());
   PKV_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(staging.get(), staging_host.get(), used, cudaMemcpyHostToDevice, stream));
+      cudaMemcpyAsync(staging.get(), staging_host.get(), used, cudaMemcpyHostToDevice, stream()));
   if (decode != nullptr && host.num_decode_rows > 0) {
     const int32_t decode_bucket =
         bucket > 0 ? bucket : cuda_backend::GraphBucketFor(host.num_decode_rows, options.max_rows);
     PKV_RETURN_IF_ERROR(decode->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
-                                        host.num_decode_rows, decode_bucket, stream));
+                                        host.num_decode_rows, decode_bucket, stream()));
   }
   const uint8_t* base = staging.bytes_ptr();
   s->tokens = host.padded_tokens;
@@ -82,34 +82,14 @@ absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
     if (sample && s.logit_rows > 0) PKV_RETURN_IF_ERROR(EnqueueSample(s));
     return absl::OkStatus();
   };
-  cudaGraphExec_t exec = nullptr;
-  uint64_t key = 0;
   if (current_bucket > 0 && sample) {
-    // The key names everything a capture bakes in: the bucket, the decode launches, which GEMM
-    // path the projections took, the fused path and PDL.
+    // The signature names everything a capture bakes in besides the bucket: the decode launches,
+    // which GEMM path the projections took, the fused path and PDL.
     const uint64_t signature = (decode ? decode->LaunchSignature() : 0) ^
                                (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0) ^ FusedSignature(s);
-    key = cuda_backend::GraphCache::Key(current_bucket, signature);
-    exec = graphs.Find(key);
-    // A bucket runs eagerly once first, so lazy module loading and cuBLAS's first-call set-up
-    // happen outside capture; its next use captures.
-    if (exec == nullptr && warm.contains(key) && !uncapturable.contains(key)) {
-      absl::StatusOr<cudaGraphExec_t> captured = graphs.Capture(key, stream, enqueue);
-      if (captured.ok()) {
-        exec = *captured;
-      } else {
-        PKV_LOG(WARNING) << "CUDA graph capture failed for bucket " << current_bucket
-                         << ", running it eagerly: " << captured.status().message();
-        uncapturable.insert(key);
-      }
-    }
-  }
-  if (exec != nullptr) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
-    timing.graph = true;
+    PKV_ASSIGN_OR_RETURN(timing.graph, graphs.Run(current_bucket, signature, stream(), enqueue));
   } else {
     PKV_RETURN_IF_ERROR(enqueue());
-    if (current_bucket > 0) warm.insert(key);
   }
   timing.launch_us = Micros(t0, Clock::now());
   return absl::OkStatus();
@@ -121,14 +101,14 @@ absl::Status CudaModelBackend::Impl::CollectSamples(std::vector<SampleResult>* s
   if (n > 0) {
     PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(results_host.get(), results.get(),
                                              int64_t{n} * sizeof(gpu::SampleRowResult),
-                                             cudaMemcpyDeviceToHost, stream));
+                                             cudaMemcpyDeviceToHost, stream()));
     if (host.any_logprobs) {
       PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
           top_host.get(), top.get(), int64_t{n} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob),
-          cudaMemcpyDeviceToHost, stream));
+          cudaMemcpyDeviceToHost, stream()));
     }
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   const auto t1 = Clock::now();
   timing.wait_us = Micros(t0, t1);
   const auto* res = static_cast<const gpu::SampleRowResult*>(results_host.get());

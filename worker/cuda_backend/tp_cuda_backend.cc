@@ -32,7 +32,7 @@ TpCudaBackend::Ranks::~Ranks() {
   for (int r = 0; r < tp(); ++r) {
     if (impls[r] == nullptr) continue;
     cudaSetDevice(devices[r]);
-    cudaStreamSynchronize(impls[r]->stream);
+    cudaStreamSynchronize(impls[r]->stream());
     hooks[r].reset();
     impls[r].reset();
   }
@@ -115,8 +115,8 @@ absl::Status TpCudaBackend::FillKvCacheRandom(uint64_t seed) {
     CudaModelBackend::Impl& m = *ranks.impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[r]));
     PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
-                                              m.weights.dtype, seed + r, 0.f, 1.f, m.stream));
-    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+                                              m.weights.dtype, seed + r, 0.f, 1.f, m.stream()));
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
   }
   return absl::OkStatus();
 }
@@ -150,9 +150,9 @@ absl::Status TpCudaBackend::RunRanks(bool sample, std::vector<SampleResult>* sam
     if (r == 0 && logits != nullptr && logit_rows > 0) {
       PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), hooks.sample_logits(),
                                                int64_t{logit_rows} * config_.vocab_size * 4,
-                                               cudaMemcpyDeviceToHost, m.stream));
+                                               cudaMemcpyDeviceToHost, m.stream()));
     }
-    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
     return absl::OkStatus();
   });
 }

@@ -106,7 +106,7 @@ absl::Status StartRanks(const CudaBackendOptions& o, TpCudaBackend::Ranks* ranks
 
 absl::Status CreateCommunicators(bool shared, TpCudaBackend::Ranks* ranks) {
   std::vector<cudaStream_t> streams;
-  for (const auto& m : ranks->impls) streams.push_back(m->stream);
+  for (const auto& m : ranks->impls) streams.push_back(m->stream());
   if (shared) {
     PKV_ASSIGN_OR_RETURN(ranks->shared, SharedDeviceGroup::Create(ranks->devices[0], streams));
     for (int r = 0; r < ranks->tp(); ++r) ranks->comms[r] = ranks->shared->rank(r);
@@ -149,8 +149,8 @@ absl::Status FinishRanks(const ModelConfig& config, const std::string& source,
     // The all-gather sends [rows][chunk] from the LM head's output, chunk >= the local vocab.
     const int64_t bytes = ranks->hooks[r]->logits_floats() * 4;
     PKV_ASSIGN_OR_RETURN(m.logits, DeviceBuffer::Allocate(bytes));
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m.logits.get(), 0, bytes, m.stream));
-    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m.logits.get(), 0, bytes, m.stream()));
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
     m.tp = ranks->hooks[r].get();
   }
   return absl::OkStatus();
@@ -200,8 +200,8 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::Load(const std::st
       }
       return cuda_backend::TensorRuns{0, 0, 0, 0};  // not part of the shard: fails the size check
     };
-    PKV_ASSIGN_OR_RETURN(
-        m.weights, cuda_backend::UploadWeightRuns(m.config, *checkpoint, runs_of, dtype, m.stream));
+    PKV_ASSIGN_OR_RETURN(m.weights, cuda_backend::UploadWeightRuns(m.config, *checkpoint, runs_of,
+                                                                   dtype, m.stream()));
     return absl::OkStatus();
   }));
   checkpoint.reset();  // unmaps the files
@@ -224,7 +224,7 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::LoadRandom(
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks.devices[r]));
     m.config = ShardConfig(config, tp, r);
     PKV_ASSIGN_OR_RETURN(m.weights, cuda_backend::RandomDeviceWeights(
-                                        m.config, dtype, seed + 7919 * uint64_t(r), m.stream));
+                                        m.config, dtype, seed + 7919 * uint64_t(r), m.stream()));
   }
   PKV_RETURN_IF_ERROR(b->Finish(shared, absl::StrCat("random weights (seed ", seed, ")")));
   return b;

@@ -79,7 +79,7 @@ absl::Status TpRankHooks::EnqueueEmbed(CudaModelBackend::Impl& m, const DeviceSt
   e.vocab_end = vocab_.end;
   e.x = static_cast<float*>(m.x.get());
   e.out = m.delta.get();
-  PKV_RETURN_IF_ERROR(LaunchEmbedShard(e, m.stream));
+  PKV_RETURN_IF_ERROR(LaunchEmbedShard(e, m.stream()));
   PKV_RETURN_IF_ERROR(AllReduce(m, m.delta.get(), int64_t{s.tokens} * c.hidden_size));
   // x = 0 + embedding (exact in float32), xn = layer 0's normed input, as LaunchEmbedRmsNorm.
   gpu::AddNormArgs n;
@@ -91,23 +91,23 @@ absl::Status TpRankHooks::EnqueueEmbed(CudaModelBackend::Impl& m, const DeviceSt
   n.norm_weight = m.weights.layers[0].input_norm;
   n.eps = c.rms_norm_eps;
   n.xn = m.xn.get();
-  return gpu::LaunchAddRmsNorm(n, m.stream);
+  return gpu::LaunchAddRmsNorm(n, m.stream());
 }
 
 absl::Status TpRankHooks::AllReduce(CudaModelBackend::Impl& m, void* data, int64_t count) {
-  return Timed(m.stream,
+  return Timed(m.stream(),
                [&] { return comm_->AllReduceSum(data, count, ActivationType(m.weights.dtype)); });
 }
 
 absl::Status TpRankHooks::EnqueueLogits(CudaModelBackend::Impl& m, const DeviceStep& s) {
   const int64_t count = int64_t{s.logit_rows} * vocab_.chunk;
   float* gathered = static_cast<float*>(gathered_.get());
-  PKV_RETURN_IF_ERROR(Timed(m.stream, [&] {
+  PKV_RETURN_IF_ERROR(Timed(m.stream(), [&] {
     return comm_->AllGather(static_cast<const float*>(m.logits.get()), count, gathered);
   }));
   if (!sampling_) return absl::OkStatus();
   return LaunchGatherVocabShards(gathered, s.logit_rows, comm_->world_size(), vocab_.chunk,
-                                 vocab_size_, static_cast<float*>(full_logits_.get()), m.stream);
+                                 vocab_size_, static_cast<float*>(full_logits_.get()), m.stream());
 }
 
 const float* TpRankHooks::sample_logits() const {

@@ -24,7 +24,7 @@ absl::Status CudaModelBackend::Impl::TuneGemms() {
   PKV_ASSIGN_OR_RETURN(cuda_backend::DeviceBuffer y_scratch,
                        cuda_backend::DeviceBuffer::Allocate(max_t * max_out_bytes));
   PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(x_scratch.get(), max_t * max_in, false, weights.dtype,
-                                            17, 0.f, 1.f, stream));
+                                            17, 0.f, 1.f, stream()));
   struct Shape {
     int64_t in, out;
     bool f32;
@@ -45,12 +45,12 @@ absl::Status CudaModelBackend::Impl::TuneGemms() {
     for (const Shape& s : shapes) {
       cuda_backend::Gemm::TuneProblem p{weights.dtype,  t, s.in, s.out, s.f32, s.w, x_scratch.get(),
                                         y_scratch.get()};
-      PKV_RETURN_IF_ERROR(gemm->Tune(p, stream));
+      PKV_RETURN_IF_ERROR(gemm->Tune(p, stream()));
     }
     // The LM head of a decode step's sampled rows (logits is sized for max_rows of them).
     cuda_backend::Gemm::TuneProblem head{
         weights.dtype, t, h, c.vocab_size, true, {weights.lm_head}, x_scratch.get(), logits.get()};
-    PKV_RETURN_IF_ERROR(gemm->Tune(head, stream));
+    PKV_RETURN_IF_ERROR(gemm->Tune(head, stream()));
   }
   gemms_tuned = true;
   PKV_LOG(INFO) << "cuda backend: tuned " << gemm->num_tuned() << " GEMM problems, "
