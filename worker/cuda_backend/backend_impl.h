@@ -22,6 +22,7 @@
 #include "worker/cuda_backend/fused_plan.h"
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
+#include "worker/cuda_backend/step_buffers.h"
 #include "worker/cuda_backend/step_builder.h"
 #include "worker/cuda_backend/tp_hooks.h"
 #include "worker/model/model_config.h"
@@ -97,21 +98,9 @@ class CudaModelBackend::Impl {
   std::vector<void*> k_cache, v_cache;  // [L] per-layer bases into kv_pool
   cuda_backend::DeviceBuffer inv_freq;  // double [D / 2]
 
-  // Activations for max_step_tokens tokens (T) and max_rows rows (R).
-  cuda_backend::DeviceBuffer x;         // float [T][hidden] residual stream
-  cuda_backend::DeviceBuffer xn;        // dtype [T][hidden] normed block input
-  cuda_backend::DeviceBuffer qkv;       // float [T][(H_q + 2 H_kv) D]
-  cuda_backend::DeviceBuffer q;         // dtype [T][H_q][D] rotated queries
-  cuda_backend::DeviceBuffer attn;      // dtype [T][H_q][D]
-  cuda_backend::DeviceBuffer delta;     // dtype [T][hidden] o / down projection output
-  cuda_backend::DeviceBuffer gate_up;   // dtype [T][2 I]
-  cuda_backend::DeviceBuffer act;       // dtype [T][I]
-  cuda_backend::DeviceBuffer final_xn;  // dtype [R][hidden]
-  cuda_backend::DeviceBuffer logits;    // float [R][V]
-  cuda_backend::DeviceBuffer results;   // SampleRowResult [R]
-  cuda_backend::DeviceBuffer top;       // TopLogprob [R][kMaxTopLogprobs]
+  cuda_backend::StepBuffers buffers;    // activations, logits, sampling results
   cuda_backend::DeviceBuffer staging;   // the staging image on the device
-  cuda_backend::PinnedBuffer staging_host, results_host, top_host;
+  cuda_backend::PinnedBuffer staging_host;
 
   // Fused small-batch path: null plans when the model shape is unsupported.
   std::unique_ptr<cuda_backend::FusedPlans> fused_plans;

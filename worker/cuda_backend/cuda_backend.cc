@@ -51,45 +51,12 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
   return absl::OkStatus();
 }
 
-// Device buffers of `bytes`, zeroed so padding rows of graph steps start from finite values.
-absl::Status AllocZeroed(int64_t bytes, cudaStream_t stream, DeviceBuffer* out) {
-  PKV_ASSIGN_OR_RETURN(*out, DeviceBuffer::Allocate(bytes));
-  if (bytes > 0) PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out->get(), 0, bytes, stream));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 // Nothing may still read the buffers the members free; the stream itself goes last.
 CudaModelBackend::Impl::~Impl() { device_stream.Synchronize(); }
 
 namespace {
-
-absl::Status AllocateActivations(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const int64_t t = m->options.max_step_tokens, r = m->options.max_rows;
-  const int64_t h = c.hidden_size, d = c.head_dim, e = 2;  // fp16 / bf16 element bytes
-  const int64_t qd = int64_t{c.num_q_heads} * d, kvd = int64_t{c.num_kv_heads} * d;
-  const int64_t inter = c.intermediate_size;
-  const cudaStream_t s = m->stream();
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * h * 4, s, &m->x));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * h * e, s, &m->xn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * (qd + 2 * kvd) * 4, s, &m->qkv));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * qd * e, s, &m->q));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * qd * e, s, &m->attn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * h * e, s, &m->delta));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * 2 * inter * e, s, &m->gate_up));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * inter * e, s, &m->act));
-  PKV_RETURN_IF_ERROR(AllocZeroed(r * h * e, s, &m->final_xn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(r * c.vocab_size * 4, s, &m->logits));
-  PKV_RETURN_IF_ERROR(AllocZeroed(r * int64_t{sizeof(gpu::SampleRowResult)}, s, &m->results));
-  const int64_t top_bytes = r * gpu::kMaxTopLogprobs * int64_t{sizeof(gpu::TopLogprob)};
-  PKV_RETURN_IF_ERROR(AllocZeroed(top_bytes, s, &m->top));
-  PKV_ASSIGN_OR_RETURN(m->results_host,
-                       PinnedBuffer::Allocate(r * int64_t{sizeof(gpu::SampleRowResult)}));
-  PKV_ASSIGN_OR_RETURN(m->top_host, PinnedBuffer::Allocate(top_bytes));
-  return absl::OkStatus();
-}
 
 absl::Status SetUpStepMachinery(CudaModelBackend::Impl* m) {
   const ModelConfig& c = m->config;
@@ -112,7 +79,7 @@ absl::Status SetUpStepMachinery(CudaModelBackend::Impl* m) {
   caps.tiles = o.max_step_tokens / prefill::kPrefillBlockM + o.max_rows;
   caps.page_ids = limits.max_page_ids;
   const int64_t bytes = cuda_backend::LayoutStaging(caps).total_bytes;
-  PKV_RETURN_IF_ERROR(AllocZeroed(bytes, m->stream(), &m->staging));
+  PKV_ASSIGN_OR_RETURN(m->staging, DeviceBuffer::AllocateZeroed(bytes, m->stream()));
   PKV_ASSIGN_OR_RETURN(m->staging_host, PinnedBuffer::Allocate(bytes));
   return absl::OkStatus();
 }
@@ -177,7 +144,9 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
   m->gemm->set_skinny(m->options.skinny_gemm);
   m->buckets = cuda_backend::GraphBuckets(m->options.max_rows);
   PKV_RETURN_IF_ERROR(SetUpAttention(m));
-  PKV_RETURN_IF_ERROR(AllocateActivations(m));
+  PKV_ASSIGN_OR_RETURN(m->buffers,
+                       cuda_backend::StepBuffers::Allocate(m->config, m->options.max_step_tokens,
+                                                           m->options.max_rows, m->stream()));
   PKV_RETURN_IF_ERROR(AllocateKvPool(m));
   PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
   PKV_RETURN_IF_ERROR(m->SetUpFused());
@@ -311,7 +280,7 @@ absl::Status CudaModelBackend::Forward(absl::Span<const BatchRow> rows,
   const int64_t n = int64_t{s.logit_rows} * impl_->config.vocab_size;
   logits->resize(n);
   if (n > 0) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), impl_->logits.get(), n * 4,
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), impl_->buffers.logits(), n * 4,
                                              cudaMemcpyDeviceToHost, impl_->stream()));
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(impl_->stream()));

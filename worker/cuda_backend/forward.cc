@@ -14,8 +14,6 @@ namespace {
 
 constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element
 
-const uint8_t* Bytes(const cuda_backend::DeviceBuffer& b) { return b.bytes_ptr(); }
-
 }  // namespace
 
 absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const DeviceStep& s,
@@ -24,7 +22,7 @@ absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const De
   const int64_t row = int64_t{config.num_q_heads} * config.head_dim * kElem;
   gpu::GenericAttentionArgs a;
   a.dtype = weights.dtype;
-  a.q = Bytes(q) + first * row;
+  a.q = static_cast<const uint8_t*>(buffers.q()) + first * row;
   a.k_cache = k_cache[layer];
   a.v_cache = v_cache[layer];
   a.page_ids = s.page_ids;
@@ -36,7 +34,7 @@ absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const De
   a.head_dim = config.head_dim;
   a.page_size = options.page_size;
   a.scale = softmax_scale;
-  a.out = attn.bytes_ptr() + first * row;
+  a.out = static_cast<uint8_t*>(buffers.attn()) + first * row;
   return gpu::LaunchGenericAttention(a, stream());
 }
 
@@ -45,7 +43,7 @@ absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep&
   const cuda_backend::LayerWeights& w = weights.layers[layer];
   gpu::QkvRopeArgs r;
   r.dtype = weights.dtype;
-  r.qkv = static_cast<const float*>(qkv.get());
+  r.qkv = buffers.qkv();
   r.bias = w.qkv_bias;
   r.q_norm = w.q_norm;
   r.k_norm = w.k_norm;
@@ -58,7 +56,7 @@ absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep&
   r.num_kv_heads = c.num_kv_heads;
   r.head_dim = c.head_dim;
   r.page_size = options.page_size;
-  r.q_out = q.get();
+  r.q_out = buffers.q();
   r.k_cache = k_cache[layer];
   r.v_cache = v_cache[layer];
   r.pdl = UsePdl();
@@ -67,8 +65,8 @@ absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep&
 
 absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceStep& s) {
   if (decode != nullptr && s.decode_tokens > 0) {
-    PKV_RETURN_IF_ERROR(decode->Launch(q.get(), k_cache[layer], v_cache[layer], s.page_ids,
-                                       attn.get(), softmax_scale, stream()));
+    PKV_RETURN_IF_ERROR(decode->Launch(buffers.q(), k_cache[layer], v_cache[layer], s.page_ids,
+                                       buffers.attn(), softmax_scale, stream()));
   } else {
     PKV_RETURN_IF_ERROR(EnqueueGenericAttention(layer, s, 0, s.decode_tokens));
   }
@@ -79,7 +77,7 @@ absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceSte
   }
   prefill::PrefillArgs a;
   a.dtype = weights.dtype;
-  a.q = q.get();
+  a.q = buffers.q();
   a.k_cache = k_cache[layer];
   a.v_cache = v_cache[layer];
   a.page_ids = s.page_ids;
@@ -90,7 +88,7 @@ absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceSte
   a.head_dim = config.head_dim;
   a.page_size = options.page_size;
   a.scale = softmax_scale;
-  a.out = attn.get();
+  a.out = buffers.attn();
   return prefill::LaunchPrefillAttention(a, stream());
 }
 
@@ -105,8 +103,8 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   e.hidden = c.hidden_size;
   e.norm_weight = weights.layers[0].input_norm;
   e.eps = c.rms_norm_eps;
-  e.x = static_cast<float*>(x.get());
-  e.xn = xn.get();
+  e.x = buffers.x();
+  e.xn = buffers.xn();
   // The fused q/k/v GEMV of layer 0 norms x itself from the embedding's sums of squares.
   e.sum_sq = fused ? static_cast<float*>(sum_sq_mlp.get()) : nullptr;
   // Tensor parallel: a vocabulary-parallel embedding, all-reduced (tp_hooks.h).
@@ -117,8 +115,9 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   }
   if (fused) return EnqueueFusedHead(s);
   if (s.logit_rows == 0) return absl::OkStatus();
-  PKV_RETURN_IF_ERROR(gemm->Linear(weights.dtype, final_xn.get(), s.logit_rows, c.hidden_size,
-                                   weights.lm_head, c.vocab_size, logits.get(), true, stream()));
+  PKV_RETURN_IF_ERROR(gemm->Linear(weights.dtype, buffers.final_xn(), s.logit_rows, c.hidden_size,
+                                   weights.lm_head, c.vocab_size, buffers.logits(), true,
+                                   stream()));
   return tp != nullptr ? tp->EnqueueLogits(*this, s) : absl::OkStatus();
 }
 
@@ -132,32 +131,35 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
   const bool pdl = UsePdl();
   const cuda_backend::LayerWeights& w = weights.layers[l];
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream()));
+  PKV_RETURN_IF_ERROR(
+      gemm->Linear(dt, buffers.xn(), t, h, w.qkv, qkv_dim, buffers.qkv(), true, stream()));
   PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream()));
+  PKV_RETURN_IF_ERROR(
+      gemm->Linear(dt, buffers.attn(), t, q_dim, w.o, h, buffers.delta(), false, stream()));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.
-  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));
+  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, buffers.delta(), t * h));
 
   gpu::AddNormArgs n;
   n.dtype = dt;
-  n.x = static_cast<float*>(x.get());
-  n.delta = delta.get();
+  n.x = buffers.x();
+  n.delta = buffers.delta();
   n.bias = w.o_bias;
   n.num_out = s.tokens;
   n.hidden = c.hidden_size;
   n.norm_weight = w.post_norm;
   n.eps = c.rms_norm_eps;
-  n.xn = xn.get();
+  n.xn = buffers.xn();
   n.pdl = pdl;
   PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream()));
+  PKV_RETURN_IF_ERROR(gemm->Linear(dt, buffers.xn(), t, h, w.gate_up, 2 * inter, buffers.gate_up(),
+                                   false, stream()));
+  PKV_RETURN_IF_ERROR(gpu::LaunchSiluMul(dt, buffers.gate_up(), t, c.intermediate_size,
+                                         buffers.act(), stream(), pdl));
   PKV_RETURN_IF_ERROR(
-      gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream()));
-  PKV_RETURN_IF_ERROR(
-      gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream(), pdl));
-  PKV_RETURN_IF_ERROR(
-      gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream()));
-  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));  // row-parallel
+      gemm->Linear(dt, buffers.act(), t, inter, w.down, h, buffers.delta(), false, stream()));
+  if (tp != nullptr)
+    PKV_RETURN_IF_ERROR(tp->AllReduce(*this, buffers.delta(), t * h));  // row-parallel
 
   n.bias = nullptr;
   if (l + 1 < c.num_layers) {
@@ -167,14 +169,14 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
     n.rows = s.sample_token;
     n.num_out = s.logit_rows;
     n.write_x = false;
-    n.xn = final_xn.get();
+    n.xn = buffers.final_xn();
   }
   return gpu::LaunchAddRmsNorm(n, stream());
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
   gpu::SampleArgs a;
-  a.logits = static_cast<const float*>(logits.get());
+  a.logits = buffers.logits();
   a.vocab = config.vocab_size;
   if (tp != nullptr) {  // tensor parallel: the gathered logits, sampled on one rank only
     if (tp->sample_logits() == nullptr) return absl::OkStatus();
@@ -184,8 +186,8 @@ absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
   a.params = s.sample_params;
   a.num_rows = s.header + 2;
   a.max_rows = s.logit_rows;
-  a.results = static_cast<gpu::SampleRowResult*>(results.get());
-  a.top = static_cast<gpu::TopLogprob*>(top.get());
+  a.results = buffers.results();
+  a.top = buffers.top();
   return gpu::LaunchSample(a, stream());
 }
 

@@ -12,15 +12,7 @@
 #include "worker/cuda_backend/backend_impl.h"
 
 namespace pkv {
-namespace {
-
-absl::Status AllocZeroed(int64_t bytes, cudaStream_t stream, cuda_backend::DeviceBuffer* out) {
-  PKV_ASSIGN_OR_RETURN(*out, cuda_backend::DeviceBuffer::Allocate(bytes));
-  if (bytes > 0) PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out->get(), 0, bytes, stream));
-  return absl::OkStatus();
-}
-
-}  // namespace
+using cuda_backend::DeviceBuffer;
 
 // Never fails the load: without the fused path or PDL the backend runs its cuBLAS path.
 absl::Status CudaModelBackend::Impl::SetUpFused() {
@@ -42,12 +34,13 @@ absl::Status CudaModelBackend::Impl::SetUpFused() {
   }
   fused_plans = std::make_unique<cuda_backend::FusedPlans>(*std::move(plans));
   const int64_t parts_bytes = int64_t{fused_plans->residual_parts} * gpu::kGemvMaxTokens * 4;
-  PKV_RETURN_IF_ERROR(AllocZeroed(fused_plans->partial_floats() * 4, stream(), &gemv_partials));
+  PKV_ASSIGN_OR_RETURN(gemv_partials,
+                       DeviceBuffer::AllocateZeroed(fused_plans->partial_floats() * 4, stream()));
   // Tickets must start at zero; every launch leaves them at zero.
-  PKV_RETURN_IF_ERROR(
-      AllocZeroed(int64_t{fused_plans->num_tickets()} * 4, stream(), &gemv_tickets));
-  PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream(), &sum_sq_attn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(parts_bytes, stream(), &sum_sq_mlp));
+  PKV_ASSIGN_OR_RETURN(gemv_tickets, DeviceBuffer::AllocateZeroed(
+                                         int64_t{fused_plans->num_tickets()} * 4, stream()));
+  PKV_ASSIGN_OR_RETURN(sum_sq_attn, DeviceBuffer::AllocateZeroed(parts_bytes, stream()));
+  PKV_ASSIGN_OR_RETURN(sum_sq_mlp, DeviceBuffer::AllocateZeroed(parts_bytes, stream()));
   PKV_LOG(INFO) << "cuda backend: fused small-batch path available (" << gemv_device->num_sms
                 << " SMs x " << gemv_device->ctas_per_sm << " GEMV CTAs; split-K qkv "
                 << fused_plans->qkv.parts << ", o " << fused_plans->o.parts << ", gate/up "
@@ -101,7 +94,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
   const cuda_backend::FusedPlans& p = *fused_plans;
   const cuda_backend::LayerWeights& w = weights.layers[l];
   const bool last = l + 1 == c.num_layers;
-  float* res = static_cast<float*>(x.get());
+  float* res = buffers.x();
   float* ss_attn = static_cast<float*>(sum_sq_attn.get());
   float* ss_mlp = static_cast<float*>(sum_sq_mlp.get());
 
@@ -121,13 +114,13 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
     a.num_kv_heads = c.num_kv_heads;
     a.head_dim = c.head_dim;
     a.page_size = options.page_size;
-    a.q_out = q.get();
+    a.q_out = buffers.q();
     a.k_cache = k_cache[l];
     a.v_cache = v_cache[l];
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
   } else {  // q/k norm needs whole heads: fp32 q/k/v, then the unfused RoPE kernel
     a.epilogue = gpu::GemvEpilogue::kStore;
-    a.y = qkv.get();
+    a.y = buffers.qkv();
     a.y_f32 = true;
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
     PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
@@ -135,7 +128,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
   PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
 
   a = GemvBase(*this, p.o, w.o, s.tokens);  // x += o(attn) (+ bias)
-  a.x = attn.get();
+  a.x = buffers.attn();
   a.epilogue = gpu::GemvEpilogue::kResidual;
   a.residual = res;
   a.bias = w.o_bias;
@@ -149,14 +142,14 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
   a.sum_sq_parts = ss_attn;
   a.num_sum_sq_parts = p.residual_parts;
   a.epilogue = gpu::GemvEpilogue::kSiluMul;
-  a.act = act.get();
+  a.act = buffers.act();
   PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
 
   a = GemvBase(*this, p.down, w.down, s.tokens);  // x += down(act); the last layer: delta
-  a.x = act.get();
+  a.x = buffers.act();
   if (last) {
     a.epilogue = gpu::GemvEpilogue::kStore;
-    a.y = delta.get();
+    a.y = buffers.delta();
   } else {
     a.epilogue = gpu::GemvEpilogue::kResidual;
     a.residual = res;
@@ -170,21 +163,21 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
 absl::Status CudaModelBackend::Impl::EnqueueFusedHead(const DeviceStep& s) {
   gpu::AddNormArgs n;
   n.dtype = weights.dtype;
-  n.x = static_cast<float*>(x.get());
-  n.delta = delta.get();
+  n.x = buffers.x();
+  n.delta = buffers.delta();
   n.rows = s.sample_token;
   n.num_out = s.logit_rows;
   n.hidden = config.hidden_size;
   n.norm_weight = weights.final_norm;
   n.eps = config.rms_norm_eps;
   n.write_x = false;
-  n.xn = final_xn.get();
+  n.xn = buffers.final_xn();
   n.pdl = UsePdl();
   PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream()));
   if (s.logit_rows == 0) return absl::OkStatus();
   gpu::GemvArgs a = GemvBase(*this, fused_plans->lm_head, weights.lm_head, s.logit_rows);
-  a.x = final_xn.get();
-  a.y = logits.get();
+  a.x = buffers.final_xn();
+  a.y = buffers.logits();
   a.y_f32 = true;
   return gpu::LaunchGemv(a, stream());
 }

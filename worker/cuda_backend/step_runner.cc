@@ -99,20 +99,21 @@ absl::Status CudaModelBackend::Impl::CollectSamples(std::vector<SampleResult>* s
   const auto t0 = Clock::now();
   const int32_t n = host.num_sampled;
   if (n > 0) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(results_host.get(), results.get(),
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffers.results_host(), buffers.results(),
                                              int64_t{n} * sizeof(gpu::SampleRowResult),
                                              cudaMemcpyDeviceToHost, stream()));
     if (host.any_logprobs) {
-      PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-          top_host.get(), top.get(), int64_t{n} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob),
-          cudaMemcpyDeviceToHost, stream()));
+      PKV_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(buffers.top_host(), buffers.top(),
+                          int64_t{n} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob),
+                          cudaMemcpyDeviceToHost, stream()));
     }
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   const auto t1 = Clock::now();
   timing.wait_us = Micros(t0, t1);
-  const auto* res = static_cast<const gpu::SampleRowResult*>(results_host.get());
-  const auto* tops = static_cast<const gpu::TopLogprob*>(top_host.get());
+  const auto* res = static_cast<const gpu::SampleRowResult*>(buffers.results_host());
+  const auto* tops = static_cast<const gpu::TopLogprob*>(buffers.top_host());
   for (int32_t i = 0; i < n; ++i) {
     if (res[i].status != gpu::kSampleOk) {
       return absl::InvalidArgumentError("sampling: logits are all -inf or NaN");

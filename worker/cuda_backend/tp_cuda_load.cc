@@ -147,9 +147,7 @@ absl::Status FinishRanks(const ModelConfig& config, const std::string& source,
                                                        ranks->impls[0]->num_kv_pages));
     }
     // The all-gather sends [rows][chunk] from the LM head's output, chunk >= the local vocab.
-    const int64_t bytes = ranks->hooks[r]->logits_floats() * 4;
-    PKV_ASSIGN_OR_RETURN(m.logits, DeviceBuffer::Allocate(bytes));
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m.logits.get(), 0, bytes, m.stream()));
+    PKV_RETURN_IF_ERROR(m.buffers.ReplaceLogits(ranks->hooks[r]->logits_floats(), m.stream()));
     PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
     m.tp = ranks->hooks[r].get();
   }

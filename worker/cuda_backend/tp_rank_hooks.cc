@@ -77,20 +77,20 @@ absl::Status TpRankHooks::EnqueueEmbed(CudaModelBackend::Impl& m, const DeviceSt
   e.hidden = c.hidden_size;
   e.vocab_begin = vocab_.begin;
   e.vocab_end = vocab_.end;
-  e.x = static_cast<float*>(m.x.get());
-  e.out = m.delta.get();
+  e.x = m.buffers.x();
+  e.out = m.buffers.delta();
   PKV_RETURN_IF_ERROR(LaunchEmbedShard(e, m.stream()));
-  PKV_RETURN_IF_ERROR(AllReduce(m, m.delta.get(), int64_t{s.tokens} * c.hidden_size));
+  PKV_RETURN_IF_ERROR(AllReduce(m, m.buffers.delta(), int64_t{s.tokens} * c.hidden_size));
   // x = 0 + embedding (exact in float32), xn = layer 0's normed input, as LaunchEmbedRmsNorm.
   gpu::AddNormArgs n;
   n.dtype = m.weights.dtype;
-  n.x = static_cast<float*>(m.x.get());
-  n.delta = m.delta.get();
+  n.x = m.buffers.x();
+  n.delta = m.buffers.delta();
   n.num_out = s.tokens;
   n.hidden = c.hidden_size;
   n.norm_weight = m.weights.layers[0].input_norm;
   n.eps = c.rms_norm_eps;
-  n.xn = m.xn.get();
+  n.xn = m.buffers.xn();
   return gpu::LaunchAddRmsNorm(n, m.stream());
 }
 
@@ -102,9 +102,8 @@ absl::Status TpRankHooks::AllReduce(CudaModelBackend::Impl& m, void* data, int64
 absl::Status TpRankHooks::EnqueueLogits(CudaModelBackend::Impl& m, const DeviceStep& s) {
   const int64_t count = int64_t{s.logit_rows} * vocab_.chunk;
   float* gathered = static_cast<float*>(gathered_.get());
-  PKV_RETURN_IF_ERROR(Timed(m.stream(), [&] {
-    return comm_->AllGather(static_cast<const float*>(m.logits.get()), count, gathered);
-  }));
+  PKV_RETURN_IF_ERROR(
+      Timed(m.stream(), [&] { return comm_->AllGather(m.buffers.logits(), count, gathered); }));
   if (!sampling_) return absl::OkStatus();
   return LaunchGatherVocabShards(gathered, s.logit_rows, comm_->world_size(), vocab_.chunk,
                                  vocab_size_, static_cast<float*>(full_logits_.get()), m.stream());

@@ -49,7 +49,8 @@ absl::Status CudaModelBackend::Impl::TuneGemms() {
     }
     // The LM head of a decode step's sampled rows (logits is sized for max_rows of them).
     cuda_backend::Gemm::TuneProblem head{
-        weights.dtype, t, h, c.vocab_size, true, {weights.lm_head}, x_scratch.get(), logits.get()};
+        weights.dtype,   t, h, c.vocab_size, true, {weights.lm_head}, x_scratch.get(),
+        buffers.logits()};
     PKV_RETURN_IF_ERROR(gemm->Tune(head, stream()));
   }
   gemms_tuned = true;
