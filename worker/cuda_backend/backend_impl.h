@@ -17,34 +17,19 @@
 #include "worker/cuda_backend/cuda_backend.h"
 #include "worker/cuda_backend/decode_attention.h"
 #include "worker/cuda_backend/device_buffer.h"
+#include "worker/cuda_backend/device_step.h"
 #include "worker/cuda_backend/device_stream.h"
 #include "worker/cuda_backend/device_weights.h"
 #include "worker/cuda_backend/fused_plan.h"
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
+#include "worker/cuda_backend/kv_attention.h"
 #include "worker/cuda_backend/step_buffers.h"
 #include "worker/cuda_backend/step_builder.h"
 #include "worker/cuda_backend/tp_hooks.h"
 #include "worker/model/model_config.h"
 
 namespace pkv {
-
-// Device pointers into the staging buffer for one step, and the step's launch dimensions.
-struct DeviceStep {
-  int32_t tokens = 0;               // T rows of every activation (padded to the bucket for graphs)
-  int32_t decode_tokens = 0;        // tokens [0, decode_tokens) belong to decode rows
-  int32_t logit_rows = 0;           // rows of the final norm, LM head and sampling grid
-  int32_t num_tiles = 0;            // prefill-kernel tiles
-  const int32_t* header = nullptr;  // [kHeaderInts]; header[2] = rows to sample
-  const int32_t* token_ids = nullptr;
-  const int32_t* positions = nullptr;
-  const int32_t* kv_slots = nullptr;
-  const int32_t* token_page_base = nullptr;
-  const int32_t* sample_token = nullptr;
-  const gpu::SampleRowParams* sample_params = nullptr;
-  const prefill::PrefillTile* tiles = nullptr;
-  const int32_t* page_ids = nullptr;
-};
 
 class CudaModelBackend::Impl {
  public:
@@ -55,9 +40,6 @@ class CudaModelBackend::Impl {
   absl::Status EnqueueSample(const DeviceStep& s);
   // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
   absl::Status EnqueueQkvRope(int layer, const DeviceStep& s);
-  absl::Status EnqueueAttention(int layer, const DeviceStep& s);
-  absl::Status EnqueueGenericAttention(int layer, const DeviceStep& s, int32_t first,
-                                       int32_t count);
   absl::Status EnqueueLayer(int layer, const DeviceStep& s);
 
   // fused_forward.cc: the fused small-batch path (fused_plan.h) and PDL.
@@ -83,21 +65,12 @@ class CudaModelBackend::Impl {
 
   ModelConfig config;
   CudaBackendOptions options;
-  int64_t num_kv_pages = 0;
   cuda_backend::DeviceStream device_stream;  // first member: the last destroyed
   int device() const { return device_stream.device(); }
   cudaStream_t stream() const { return device_stream.get(); }
   cuda_backend::DeviceWeights weights;
   std::unique_ptr<cuda_backend::Gemm> gemm;
-  std::unique_ptr<cuda_backend::DecodeAttention>
-      decode;                         // null: decode rows use the generic kernel
-  bool prefill_tensor_cores = false;  // prefill rows use the mma.sync kernel
-  float softmax_scale = 1.f;
-
-  cuda_backend::DeviceBuffer kv_pool;   // [L][K|V][num_pages][H_kv][page_size][D] dtype
-  std::vector<void*> k_cache, v_cache;  // [L] per-layer bases into kv_pool
-  cuda_backend::DeviceBuffer inv_freq;  // double [D / 2]
-
+  std::unique_ptr<cuda_backend::KvAttention> kv;  // the KV pool and attention over it
   cuda_backend::StepBuffers buffers;    // activations, logits, sampling results
   cuda_backend::DeviceBuffer staging;   // the staging image on the device
   cuda_backend::PinnedBuffer staging_host;

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,10 +9,8 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
-#include "kernels/prefill/prefill_launch.h"
 #include "worker/cuda_backend/backend_impl.h"
 #include "worker/model/checkpoint.h"
-#include "worker/model/rope.h"
 
 namespace pkv {
 namespace {
@@ -70,8 +66,8 @@ absl::Status SetUpStepMachinery(CudaModelBackend::Impl* m) {
   shape.vocab_size = c.vocab_size;
   shape.max_position = c.max_position_embeddings;
   shape.page_size = o.page_size;
-  shape.num_kv_pages = m->num_kv_pages;
-  shape.plan_prefill_tiles = m->prefill_tensor_cores;
+  shape.num_kv_pages = m->kv->num_pages();
+  shape.plan_prefill_tiles = m->kv->prefill_tensor_cores();
   m->builder = std::make_unique<cuda_backend::StepBuilder>(shape, limits);
   cuda_backend::StagingCaps caps;
   caps.tokens = o.max_step_tokens;
@@ -84,53 +80,15 @@ absl::Status SetUpStepMachinery(CudaModelBackend::Impl* m) {
   return absl::OkStatus();
 }
 
-absl::Status AllocateKvPool(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const int64_t page_bytes = int64_t{c.num_kv_heads} * m->options.page_size * c.head_dim * 2;
-  const int64_t per_page = 2 * int64_t{c.num_layers} * page_bytes;  // K and V of every layer
-  int64_t pages = m->options.num_kv_pages;
-  if (pages == 0) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
-    pages = static_cast<int64_t>(static_cast<double>(free_bytes) * m->options.kv_memory_fraction) /
-            per_page;
-  }
-  // Slots (page * page_size + offset) are int32 on the device.
-  pages = std::min<int64_t>(pages, std::numeric_limits<int32_t>::max() / m->options.page_size);
-  if (pages < 1) {
-    return absl::ResourceExhaustedError("no GPU memory left for a single KV page");
-  }
-  m->num_kv_pages = pages;
-  const int64_t layer_bytes = pages * page_bytes;
-  PKV_ASSIGN_OR_RETURN(m->kv_pool, DeviceBuffer::Allocate(2 * c.num_layers * layer_bytes));
-  // Zeroed so tokens past a row's length inside its last page never hold NaN bit patterns.
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m->kv_pool.get(), 0, m->kv_pool.bytes(), m->stream()));
-  for (int l = 0; l < c.num_layers; ++l) {
-    m->k_cache.push_back(m->kv_pool.bytes_ptr() + (2 * l) * layer_bytes);
-    m->v_cache.push_back(m->kv_pool.bytes_ptr() + (2 * l + 1) * layer_bytes);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const KvShape shape{c.num_q_heads, c.num_kv_heads, c.head_dim, m->options.page_size};
-  const bool tensor_cores = m->options.attention == "auto";
-  if (tensor_cores && cuda_backend::DecodeAttention::Supports(shape)) {
-    cuda_backend::DecodePolicyOptions policy;
-    policy.policy_file = m->options.policy_file;
-    policy.policy_dir = m->options.policy_dir;
-    policy.kind = m->options.decode_policy;
-    PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(
-                                        shape, m->weights.dtype, m->buckets, m->device(), policy));
-  }
-  m->prefill_tensor_cores = tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
-  if (m->prefill_tensor_cores) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());
-  m->softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  const std::vector<double> inv_freq = RopeInvFrequencies(c);
-  PKV_ASSIGN_OR_RETURN(m->inv_freq, DeviceBuffer::Allocate(inv_freq.size() * sizeof(double)));
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpy(m->inv_freq.get(), inv_freq.data(),
-                                      inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
+  cuda_backend::KvAttentionOptions o;
+  o.page_size = m->options.page_size;
+  o.tensor_cores = m->options.attention == "auto";
+  o.policy.policy_file = m->options.policy_file;
+  o.policy.policy_dir = m->options.policy_dir;
+  o.policy.kind = m->options.decode_policy;
+  PKV_ASSIGN_OR_RETURN(m->kv, cuda_backend::KvAttention::Create(m->config, o, m->weights.dtype,
+                                                                m->buckets, m->device()));
   return absl::OkStatus();
 }
 
@@ -147,7 +105,8 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
   PKV_ASSIGN_OR_RETURN(m->buffers,
                        cuda_backend::StepBuffers::Allocate(m->config, m->options.max_step_tokens,
                                                            m->options.max_rows, m->stream()));
-  PKV_RETURN_IF_ERROR(AllocateKvPool(m));
+  PKV_RETURN_IF_ERROR(
+      m->kv->AllocatePool(m->options.num_kv_pages, m->options.kv_memory_fraction, m->stream()));
   PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
   PKV_RETURN_IF_ERROR(m->SetUpFused());
   if (m->options.gemm_autotune) {
@@ -158,11 +117,11 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
   const ModelConfig& c = m->config;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
                 << decode::DTypeName(m->weights.dtype) << ", weights "
-                << m->weights.arena_bytes / 1048576.0 << " MiB, " << m->num_kv_pages
+                << m->weights.arena_bytes / 1048576.0 << " MiB, " << m->kv->num_pages()
                 << " KV pages of " << m->options.page_size << " tokens ("
-                << m->kv_pool.bytes() / 1048576.0 << " MiB), decode attention "
-                << (m->decode ? "engine" : "generic") << ", prefill attention "
-                << (m->prefill_tensor_cores ? "mma.sync" : "generic") << ", CUDA graphs "
+                << m->kv->pool_bytes() / 1048576.0 << " MiB), decode attention "
+                << (m->kv->decode_engine() ? "engine" : "generic") << ", prefill attention "
+                << (m->kv->prefill_tensor_cores() ? "mma.sync" : "generic") << ", CUDA graphs "
                 << (m->options.cuda_graphs ? "on" : "off");
   return absl::OkStatus();
 }
@@ -209,8 +168,7 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::LoadRandom(
 
 absl::Status CudaModelBackend::FillKvCacheRandom(uint64_t seed) {
   Impl& m = *impl_;
-  PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
-                                            m.weights.dtype, seed, 0.f, 1.f, m.stream()));
+  PKV_RETURN_IF_ERROR(m.kv->FillRandom(seed, m.stream()));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
   return absl::OkStatus();
 }
@@ -220,7 +178,7 @@ CudaModelBackend::~CudaModelBackend() = default;
 
 const ModelConfig& CudaModelBackend::config() const { return impl_->config; }
 int32_t CudaModelBackend::page_size() const { return impl_->options.page_size; }
-int64_t CudaModelBackend::num_kv_pages() const { return impl_->num_kv_pages; }
+int64_t CudaModelBackend::num_kv_pages() const { return impl_->kv->num_pages(); }
 std::string CudaModelBackend::dtype_name() const {
   return impl_->weights.dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
 }

@@ -10,34 +10,6 @@
 #include "worker/cuda_backend/backend_impl.h"
 
 namespace pkv {
-namespace {
-
-constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element
-
-}  // namespace
-
-absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const DeviceStep& s,
-                                                             int32_t first, int32_t count) {
-  if (count <= 0) return absl::OkStatus();
-  const int64_t row = int64_t{config.num_q_heads} * config.head_dim * kElem;
-  gpu::GenericAttentionArgs a;
-  a.dtype = weights.dtype;
-  a.q = static_cast<const uint8_t*>(buffers.q()) + first * row;
-  a.k_cache = k_cache[layer];
-  a.v_cache = v_cache[layer];
-  a.page_ids = s.page_ids;
-  a.positions = s.positions + first;
-  a.page_base = s.token_page_base + first;
-  a.num_tokens = count;
-  a.num_q_heads = config.num_q_heads;
-  a.num_kv_heads = config.num_kv_heads;
-  a.head_dim = config.head_dim;
-  a.page_size = options.page_size;
-  a.scale = softmax_scale;
-  a.out = static_cast<uint8_t*>(buffers.attn()) + first * row;
-  return gpu::LaunchGenericAttention(a, stream());
-}
-
 absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep& s) {
   const ModelConfig& c = config;
   const cuda_backend::LayerWeights& w = weights.layers[layer];
@@ -50,46 +22,17 @@ absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep&
   r.eps = c.rms_norm_eps;
   r.positions = s.positions;
   r.kv_slots = s.kv_slots;
-  r.inv_freq = static_cast<const double*>(inv_freq.get());
+  r.inv_freq = kv->rope_inv_freq();
   r.num_tokens = s.tokens;
   r.num_q_heads = c.num_q_heads;
   r.num_kv_heads = c.num_kv_heads;
   r.head_dim = c.head_dim;
   r.page_size = options.page_size;
   r.q_out = buffers.q();
-  r.k_cache = k_cache[layer];
-  r.v_cache = v_cache[layer];
+  r.k_cache = kv->k_cache(layer);
+  r.v_cache = kv->v_cache(layer);
   r.pdl = UsePdl();
   return gpu::LaunchQkvRopeKvWrite(r, stream());
-}
-
-absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceStep& s) {
-  if (decode != nullptr && s.decode_tokens > 0) {
-    PKV_RETURN_IF_ERROR(decode->Launch(buffers.q(), k_cache[layer], v_cache[layer], s.page_ids,
-                                       buffers.attn(), softmax_scale, stream()));
-  } else {
-    PKV_RETURN_IF_ERROR(EnqueueGenericAttention(layer, s, 0, s.decode_tokens));
-  }
-  const int32_t prefill_tokens = s.tokens - s.decode_tokens;
-  if (prefill_tokens <= 0) return absl::OkStatus();
-  if (!prefill_tensor_cores) {
-    return EnqueueGenericAttention(layer, s, s.decode_tokens, prefill_tokens);
-  }
-  prefill::PrefillArgs a;
-  a.dtype = weights.dtype;
-  a.q = buffers.q();
-  a.k_cache = k_cache[layer];
-  a.v_cache = v_cache[layer];
-  a.page_ids = s.page_ids;
-  a.tiles = s.tiles;
-  a.num_tiles = s.num_tiles;
-  a.num_q_heads = config.num_q_heads;
-  a.num_kv_heads = config.num_kv_heads;
-  a.head_dim = config.head_dim;
-  a.page_size = options.page_size;
-  a.scale = softmax_scale;
-  a.out = buffers.attn();
-  return prefill::LaunchPrefillAttention(a, stream());
 }
 
 absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
@@ -134,7 +77,7 @@ absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
   PKV_RETURN_IF_ERROR(
       gemm->Linear(dt, buffers.xn(), t, h, w.qkv, qkv_dim, buffers.qkv(), true, stream()));
   PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
-  PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
+  PKV_RETURN_IF_ERROR(kv->EnqueueAttention(l, s, buffers.q(), buffers.attn(), stream()));
   PKV_RETURN_IF_ERROR(
       gemm->Linear(dt, buffers.attn(), t, q_dim, w.o, h, buffers.delta(), false, stream()));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.

@@ -109,14 +109,14 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
     a.bias = w.qkv_bias;
     a.positions = s.positions;
     a.kv_slots = s.kv_slots;
-    a.inv_freq = static_cast<const double*>(inv_freq.get());
+    a.inv_freq = kv->rope_inv_freq();
     a.num_q_heads = c.num_q_heads;
     a.num_kv_heads = c.num_kv_heads;
     a.head_dim = c.head_dim;
     a.page_size = options.page_size;
     a.q_out = buffers.q();
-    a.k_cache = k_cache[l];
-    a.v_cache = v_cache[l];
+    a.k_cache = kv->k_cache(l);
+    a.v_cache = kv->v_cache(l);
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
   } else {  // q/k norm needs whole heads: fp32 q/k/v, then the unfused RoPE kernel
     a.epilogue = gpu::GemvEpilogue::kStore;
@@ -125,7 +125,7 @@ absl::Status CudaModelBackend::Impl::EnqueueFusedLayer(int l, const DeviceStep& 
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream()));
     PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   }
-  PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
+  PKV_RETURN_IF_ERROR(kv->EnqueueAttention(l, s, buffers.q(), buffers.attn(), stream()));
 
   a = GemvBase(*this, p.o, w.o, s.tokens);  // x += o(attn) (+ bias)
   a.x = buffers.attn();

@@ -50,12 +50,7 @@ absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
       cuda_backend::StepBuilder::FillStaging(host, layout, staging_host.bytes_ptr());
   PKV_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(staging.get(), staging_host.get(), used, cudaMemcpyHostToDevice, stream()));
-  if (decode != nullptr && host.num_decode_rows > 0) {
-    const int32_t decode_bucket =
-        bucket > 0 ? bucket : cuda_backend::GraphBucketFor(host.num_decode_rows, options.max_rows);
-    PKV_RETURN_IF_ERROR(decode->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
-                                        host.num_decode_rows, decode_bucket, stream()));
-  }
+  PKV_RETURN_IF_ERROR(kv->PrepareDecode(host, bucket, options.max_rows, stream()));
   const uint8_t* base = staging.bytes_ptr();
   s->tokens = host.padded_tokens;
   s->decode_tokens = host.decode_only ? host.padded_tokens : host.num_decode_rows;
@@ -85,8 +80,8 @@ absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
   if (current_bucket > 0 && sample) {
     // The signature names everything a capture bakes in besides the bucket: the decode launches,
     // which GEMM path the projections took, the fused path and PDL.
-    const uint64_t signature = (decode ? decode->LaunchSignature() : 0) ^
-                               (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0) ^ FusedSignature(s);
+    const uint64_t signature =
+        kv->LaunchSignature() ^ (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0) ^ FusedSignature(s);
     PKV_ASSIGN_OR_RETURN(timing.graph, graphs.Run(current_bucket, signature, stream(), enqueue));
   } else {
     PKV_RETURN_IF_ERROR(enqueue());
@@ -142,16 +137,7 @@ void CudaModelBackend::Impl::FillStats(absl::Span<const BatchRow> rows, StepStat
       stats->num_prefill_tokens += row.num_tokens;
     }
   }
-  if (decode != nullptr && host.num_decode_rows > 0) {
-    const decode::DecodePlan& plan = decode->plan();
-    stats->decode_route = std::string(decode::RouteName(plan.route));
-    stats->decode_launches = plan.counters.launches;
-    stats->decode_split_occupancy = plan.counters.occupancy();
-  } else {
-    stats->decode_route = "generic";
-    stats->decode_launches = host.num_decode_rows > 0 ? 1 : 0;
-    stats->decode_split_occupancy = 1.0;
-  }
+  kv->FillDecodeStats(host.num_decode_rows, stats);
 }
 
 }  // namespace pkv

@@ -107,15 +107,14 @@ int64_t TpCudaBackend::rank_weight_read_bytes() const {
   return ranks_->impls[0]->weights.step_read_bytes;
 }
 
-int64_t TpCudaBackend::rank_kv_bytes() const { return ranks_->impls[0]->kv_pool.bytes(); }
+int64_t TpCudaBackend::rank_kv_bytes() const { return ranks_->impls[0]->kv->pool_bytes(); }
 
 absl::Status TpCudaBackend::FillKvCacheRandom(uint64_t seed) {
   Ranks& ranks = *ranks_;
   for (int r = 0; r < tp(); ++r) {
     CudaModelBackend::Impl& m = *ranks.impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[r]));
-    PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
-                                              m.weights.dtype, seed + r, 0.f, 1.f, m.stream()));
+    PKV_RETURN_IF_ERROR(m.kv->FillRandom(seed + r, m.stream()));
     PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
   }
   return absl::OkStatus();

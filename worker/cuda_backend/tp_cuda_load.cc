@@ -137,14 +137,14 @@ absl::Status FinishRanks(const ModelConfig& config, const std::string& source,
   for (int r = 0; r < tp; ++r) {
     Impl& m = *ranks->impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks->devices[r]));
-    if (r > 0) m.options.num_kv_pages = ranks->impls[0]->num_kv_pages;
+    if (r > 0) m.options.num_kv_pages = ranks->impls[0]->kv->num_pages();
     PKV_RETURN_IF_ERROR(
         cuda_backend::FinishLoad(&m, absl::StrCat(source, ", tensor-parallel rank ", r, " of ", tp,
                                                   " on GPU ", ranks->devices[r])));
-    if (m.num_kv_pages != ranks->impls[0]->num_kv_pages) {
-      return absl::ResourceExhaustedError(absl::StrCat("rank ", r, " fits ", m.num_kv_pages,
+    if (m.kv->num_pages() != ranks->impls[0]->kv->num_pages()) {
+      return absl::ResourceExhaustedError(absl::StrCat("rank ", r, " fits ", m.kv->num_pages(),
                                                        " KV pages, rank 0 has ",
-                                                       ranks->impls[0]->num_kv_pages));
+                                                       ranks->impls[0]->kv->num_pages()));
     }
     // The all-gather sends [rows][chunk] from the LM head's output, chunk >= the local vocab.
     PKV_RETURN_IF_ERROR(m.buffers.ReplaceLogits(ranks->hooks[r]->logits_floats(), m.stream()));
@@ -166,8 +166,8 @@ void BuildStepBuilder(const ModelConfig& config, TpCudaBackend::Ranks* ranks) {
   shape.vocab_size = config.vocab_size;  // the whole vocabulary, not rank 0's slice
   shape.max_position = config.max_position_embeddings;
   shape.page_size = m.options.page_size;
-  shape.num_kv_pages = m.num_kv_pages;
-  shape.plan_prefill_tiles = m.prefill_tensor_cores;
+  shape.num_kv_pages = m.kv->num_pages();
+  shape.plan_prefill_tiles = m.kv->prefill_tensor_cores();
   ranks->builder = std::make_unique<cuda_backend::StepBuilder>(shape, limits);
 }
 
@@ -233,7 +233,7 @@ absl::Status TpCudaBackend::Finish(bool shared, const std::string& source) {
   PKV_RETURN_IF_ERROR(CreateCommunicators(shared, &ranks));
   PKV_RETURN_IF_ERROR(FinishRanks(config_, source, &ranks));
   BuildStepBuilder(config_, &ranks);
-  num_kv_pages_ = ranks.impls[0]->num_kv_pages;
+  num_kv_pages_ = ranks.impls[0]->kv->num_pages();
   SetCudaGraphs(options_.backend.cuda_graphs);
   const ModelConfig& local = ranks.impls[0]->config;
   PKV_LOG(INFO) << "cuda backend, tensor parallel " << tp() << " over GPU(s) "
