@@ -20,7 +20,8 @@
 #include "worker/cuda_backend/device_step.h"
 #include "worker/cuda_backend/device_stream.h"
 #include "worker/cuda_backend/device_weights.h"
-#include "worker/cuda_backend/fused_plan.h"
+#include "worker/cuda_backend/forward.h"
+#include "worker/cuda_backend/fused_path.h"
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
 #include "worker/cuda_backend/kv_attention.h"
@@ -35,19 +36,11 @@ class CudaModelBackend::Impl {
  public:
   ~Impl();
 
-  // forward.cc: everything from the embedding to the logits of the step's logit rows.
-  absl::Status EnqueueForward(const DeviceStep& s);
-  absl::Status EnqueueSample(const DeviceStep& s);
-  // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
-  absl::Status EnqueueQkvRope(int layer, const DeviceStep& s);
-  absl::Status EnqueueLayer(int layer, const DeviceStep& s);
-
-  // fused_forward.cc: the fused small-batch path (fused_plan.h) and PDL.
-  absl::Status SetUpFused();
+  // step_runner.cc: the forward pass of step `s` over this backend's parts, with the fused path
+  // and PDL as the options and the device allow.
+  cuda_backend::ForwardPass Forward(const DeviceStep& s);
   bool UseFused(const DeviceStep& s) const;
-  bool UsePdl() const { return options.pdl && pdl_usable; }
-  absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s);
-  absl::Status EnqueueFusedHead(const DeviceStep& s);
+  bool UsePdl() const { return options.pdl && fused.pdl_usable(); }
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
   // tune_gemms.cc: cuBLASLt autotuning of every projection at every graph bucket (synchronous).
@@ -75,13 +68,7 @@ class CudaModelBackend::Impl {
   cuda_backend::DeviceBuffer staging;   // the staging image on the device
   cuda_backend::PinnedBuffer staging_host;
 
-  // Fused small-batch path: null plans when the model shape is unsupported.
-  std::unique_ptr<cuda_backend::FusedPlans> fused_plans;
-  cuda_backend::DeviceBuffer gemv_partials;  // float [fused_plans->partial_floats()]
-  cuda_backend::DeviceBuffer gemv_tickets;   // int32 [fused_plans->num_tickets()], zero at rest
-  cuda_backend::DeviceBuffer sum_sq_attn;    // float [hidden / 16][8]: x^2 sums after o
-  cuda_backend::DeviceBuffer sum_sq_mlp;     // float [hidden / 16][8]: after down (embed: [1][8])
-  bool pdl_usable = false;
+  cuda_backend::FusedPath fused;  // the fused small-batch path and PDL on this device
   bool gemms_tuned = false;
 
   std::unique_ptr<cuda_backend::StepBuilder> builder;

@@ -108,7 +108,17 @@ absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
   PKV_RETURN_IF_ERROR(
       m->kv->AllocatePool(m->options.num_kv_pages, m->options.kv_memory_fraction, m->stream()));
   PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
-  PKV_RETURN_IF_ERROR(m->SetUpFused());
+  // Never fails the load on an unsupported device or shape: the backend runs its cuBLAS path.
+  PKV_ASSIGN_OR_RETURN(m->fused, cuda_backend::FusedPath::SetUp(m->config, m->weights.dtype,
+                                                                m->device(), m->stream()));
+  const CudaBackendOptions& o = m->options;
+  if (m->fused.available() && o.fused_max_hidden > 0 &&
+      m->config.hidden_size > o.fused_max_hidden && o.fused_small_batch) {
+    m->options.fused_small_batch = false;
+    PKV_LOG(INFO) << "cuda backend: fused small-batch path off by default: hidden size "
+                  << m->config.hidden_size << " > fused_max_hidden " << o.fused_max_hidden
+                  << " (cuBLAS is faster there)";
+  }
   if (m->options.gemm_autotune) {
     PKV_RETURN_IF_ERROR(m->TuneGemms());
     m->gemm->set_tuned(true);
@@ -200,8 +210,8 @@ absl::Status CudaModelBackend::SetGemmAutotune(bool enabled) {
   impl_->gemm->set_tuned(enabled);
   return absl::OkStatus();
 }
-bool CudaModelBackend::fused_available() const { return impl_->fused_plans != nullptr; }
-bool CudaModelBackend::pdl_available() const { return impl_->pdl_usable; }
+bool CudaModelBackend::fused_available() const { return impl_->fused.available(); }
+bool CudaModelBackend::pdl_available() const { return impl_->fused.pdl_usable(); }
 const StepTiming& CudaModelBackend::last_timing() const { return impl_->timing; }
 int64_t CudaModelBackend::weight_read_bytes() const { return impl_->weights.step_read_bytes; }
 int64_t CudaModelBackend::kv_bytes_per_token() const {

@@ -70,11 +70,34 @@ absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
   return absl::OkStatus();
 }
 
+cuda_backend::ForwardPass CudaModelBackend::Impl::Forward(const DeviceStep& s) {
+  const cuda_backend::ForwardParts parts{config, weights, *gemm, *kv, buffers, fused, tp, stream()};
+  cuda_backend::ForwardFlags flags;
+  flags.fused = UseFused(s);
+  flags.pdl = UsePdl();
+  flags.prefetch_steps = options.fused_prefetch_steps;
+  return cuda_backend::ForwardPass(parts, flags);
+}
+
+bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
+  return fused.available() && options.fused_small_batch && s.tokens >= 1 &&
+         s.tokens <= options.fused_max_tokens;
+}
+
+uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
+  uint64_t sig = 0;
+  if (UseFused(s)) sig ^= 0xC2B2AE3D27D4EB4Full;
+  if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options.fused_prefetch_steps);
+  if (gemm->tuned()) sig ^= 0x27D4EB2F165667C5ull;
+  return sig;
+}
+
 absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
   const auto t0 = Clock::now();
+  const cuda_backend::ForwardPass pass = Forward(s);
   auto enqueue = [&]() -> absl::Status {
-    PKV_RETURN_IF_ERROR(EnqueueForward(s));
-    if (sample && s.logit_rows > 0) PKV_RETURN_IF_ERROR(EnqueueSample(s));
+    PKV_RETURN_IF_ERROR(pass.EnqueueForward(s));
+    if (sample && s.logit_rows > 0) PKV_RETURN_IF_ERROR(pass.EnqueueSample(s));
     return absl::OkStatus();
   };
   if (current_bucket > 0 && sample) {
