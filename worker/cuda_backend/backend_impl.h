@@ -102,7 +102,6 @@ class CudaModelBackend::Impl {
   cudaStream_t stream() const { return stream_.get(); }
   const cuda_backend::DeviceWeights& weights() const { return weights_; }
   const cuda_backend::KvAttention& kv() const { return *kv_; }  // REQUIRES: Finish
-  const cuda_backend::StepBuffers& buffers() const { return buffers_; }
   const cuda_backend::FusedPath& fused() const { return fused_; }
 
  private:
