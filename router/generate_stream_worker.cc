@@ -102,10 +102,14 @@ bool GenerateStream::IsLostWorker(const WorkerCall* call, const grpc::Status& st
       return !completed_;  // ended without a Complete
     case grpc::StatusCode::UNAVAILABLE:
       return true;
+    case grpc::StatusCode::CANCELLED:
+      // Before Accepted, no worker code says CANCELLED: gRPC does, for a call its server cut
+      // while shutting down (a worker exiting after a fatal error), so the request never ran
+      // and goes elsewhere. After Accepted, a CANCELLED the router did not cause was said by a
+      // live worker (an Abort sent to it directly): passed through, the worker is not at fault.
+      return !call->got_message();
     default:
-      // CANCELLED that the router did not cause was said by a live worker (an Abort sent to it
-      // directly): passed through, the worker is not at fault. Other codes are answers too.
-      return false;
+      return false;  // other codes are the worker's answers
   }
 }
 
