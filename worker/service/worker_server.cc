@@ -182,7 +182,7 @@ int RunWorker(const WorkerOptions& o) {
     return 1;
   }
 
-  std::atomic<double> drain_timeout_s{o.drain_timeout_s};
+  std::atomic<double> drain_timeout_s{absl::ToDoubleSeconds(o.drain_timeout)};
   WorkerService service(worker_id, [&](double timeout_s) {
     if (timeout_s > 0) drain_timeout_s.store(timeout_s);
     shutdown.Request("Drain RPC");
@@ -254,8 +254,8 @@ int RunWorker(const WorkerOptions& o) {
                 << engine.backend().backend_name() << ", " << engine.backend().num_kv_pages()
                 << " KV pages, max context " << max_context << ")";
 
-  const std::string reason = WaitForShutdownWatchingEngine(shutdown, engine, server.get(),
-                                                           absl::Seconds(o.engine_stall_timeout_s));
+  const std::string reason =
+      WaitForShutdownWatchingEngine(shutdown, engine, server.get(), o.engine_stall_timeout);
   SetWorkerReadiness(server.get(), false);  // SIGTERM, Drain or fatal: no new work, at once
   if (fatal.load()) {
     SetWorkerLiveness(server.get(), false);
