@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "bench/serve/record.h"
 
 namespace pkv::serve_bench {
@@ -32,9 +33,11 @@ struct Distribution {
 };
 Distribution Summarize(std::vector<double> values);
 
+// Goodput targets: a request is good when its TTFT and its mean time per output token are within
+// them (`pkv bench serve --slo_ttft / --slo_tpot`).
 struct Slo {
-  double ttft_ms = 0;  // 0 = unset
-  double tpot_ms = 0;  // 0 = unset
+  absl::Duration ttft;  // zero = unset
+  absl::Duration tpot;  // zero = unset
 };
 
 struct WorkerStats {
