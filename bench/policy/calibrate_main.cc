@@ -23,14 +23,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_flags.h"
+#include "bench/policy/cross_validation.h"
+#include "bench/policy/evaluate.h"
+#include "bench/policy/measurements_tsv.h"
+#include "bench/policy/trace_join.h"
 #include "common/status_macros.h"
 #include "kernels/policy/cost_model.h"
-#include "kernels/policy/cross_validation.h"
-#include "kernels/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
 #include "kernels/policy/threshold_policy.h"
-#include "kernels/policy/trace_join.h"
 
 ABSL_FLAG(std::string, out_dir, "policies",
           "calibrate: where the policy files go, one per SM partition (<gpu>-<sms>sm.json)");

@@ -21,14 +21,15 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_flags.h"
+#include "bench/policy/evaluate.h"
+#include "bench/policy/measurements_tsv.h"
 #include "bench/policy/policy_report.h"
+#include "bench/policy/trace_join.h"
 #include "common/status_macros.h"
 #include "kernels/policy/cost_model.h"
-#include "kernels/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
 #include "kernels/policy/threshold_policy.h"
-#include "kernels/policy/trace_join.h"
 #if PKV_HAVE_CUDA
 #include "bench/policy/live.h"
 #endif
