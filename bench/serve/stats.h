@@ -8,8 +8,8 @@
 //   TPOT  (E2E - TTFT) / (completion_tokens - 1), requests with >= 2 tokens
 //   E2E   final status - send
 // Latency distributions use OK requests only; throughputs divide by the run's duration (first
-// send to last end). Goodput = OK requests meeting every set SLO (ttft <= slo_ttft_ms and, with
-// >= 2 tokens, tpot <= slo_tpot_ms; an unset SLO, 0, always holds) per second.
+// send to last end). Goodput = OK requests meeting every set SLO (ttft <= slo.ttft and, with
+// >= 2 tokens, tpot <= slo.tpot; an unset SLO, zero, always holds) per second.
 // Cache hit rate = sum cached_tokens / sum prompt_tokens over OK requests.
 #pragma once
 
