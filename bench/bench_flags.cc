@@ -11,9 +11,12 @@ ABSL_FLAG(std::string, lines, "",
           "comma-separated substrings (empty: all)");
 ABSL_FLAG(std::string, out, "",
           "kernels: TSV of the measurements; calibrate: one policy file instead of --out_dir; "
-          "policy: the report (empty: stdout); e2e: TSV (empty: e2e.tsv)");
+          "policy: the report (empty: stdout); e2e: TSV (empty: e2e.tsv); gemv: TSV (empty: none)");
+ABSL_FLAG(std::string, dtype, "",
+          "kernels: KV dtype fp16 | bf16 (empty: fp16); gemv: activation dtype bf16 | fp16 "
+          "(empty: bf16)");
 ABSL_FLAG(std::optional<int32_t>, iters, std::nullopt,
-          "timed iterations per measurement (kernels default 100, policy --live 30)");
+          "timed iterations per measurement (kernels default 100, policy --live 30, gemv 200)");
 ABSL_FLAG(std::optional<int32_t>, steps, std::nullopt,
           "decode steps per trace line (kernels default 8, e2e 16)");
 ABSL_FLAG(int32_t, sm_count, 0,

@@ -1,8 +1,9 @@
 // pkv-bench's flags shared by several subcommands. pkv-bench is one binary with one absl flag
 // registry, so a name like --out is defined once, here, and every subcommand that takes it reads
 // it; a flag only one subcommand reads is defined in that subcommand's file. Where subcommands
-// want different defaults (--iters, --steps) the flag is a std::optional and each subcommand
-// applies its own default, as the help text says. Read after absl::ParseCommandLine (main.cc).
+// want different defaults (--iters, --steps) the flag is a std::optional (--dtype: empty) and each
+// subcommand applies its own default, as the help text says. Read after absl::ParseCommandLine
+// (main.cc).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 ABSL_DECLARE_FLAG(std::string, trace);
 ABSL_DECLARE_FLAG(std::string, lines);
 ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(std::string, dtype);
 ABSL_DECLARE_FLAG(std::optional<int32_t>, iters);
 ABSL_DECLARE_FLAG(std::optional<int32_t>, steps);
 ABSL_DECLARE_FLAG(int32_t, sm_count);

@@ -14,6 +14,9 @@ int PolicyMain();
 #if PKV_BENCH_E2E
 int E2eMain();
 #endif
+#if PKV_BENCH_GEMV
+int GemvMain();
+#endif
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> table = {
@@ -27,6 +30,10 @@ const std::vector<Command>& Commands() {
 #endif
 #if PKV_BENCH_E2E
     {"e2e", "whole-model decode and prefill on the GPU vs byte floor and GEMM rate", E2eMain},
+#endif
+#if PKV_BENCH_GEMV
+    {"gemv", "the fused few-token GEMV: dense vs 4-bit vs fp8 weights at model shapes (GPU)",
+     GemvMain},
 #endif
   };
   return table;

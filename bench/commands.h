@@ -3,6 +3,7 @@
 //   calibrate  fit the route policies from kernel measurements (bench/policy/)
 //   policy     evaluate the policies on a grid (bench/policy/)
 //   e2e        whole-model decode/prefill (bench/e2e/)
+//   gemv       the fused few-token GEMV, dense vs quantized weights (bench/gemv/)
 // main.cc parses every flag (absl flags; shared ones in bench_flags.h, the others in each
 // subcommand's file) before it runs the subcommand, which returns the process exit code.
 #pragma once

@@ -96,6 +96,11 @@ ROUTER = [
           [(f"sum by (code) (rate(pkv_router_requests_total{R}{RATE}))", "{{code}}")],
           "reqps", stack=True),
     panel("Time to first token", quantiles("pkv_router_time_to_first_token_seconds", where=R), "s"),
+    panel("First token by stage (p50)",
+          quantiles("pkv_router_first_token_stage_seconds", by="stage", qs=(0.5,), where=R), "s",
+          desc="admit: start to the worker call (admission queue, placement); worker: the call "
+          "to the first chunk (worker queue, prefill, both gRPC hops); relay: the chunk to its "
+          "write to the client. admit + relay is what the router itself costs."),
     panel("Stream duration", quantiles("pkv_router_request_duration_seconds", where=R), "s"),
 ]
 

@@ -196,6 +196,11 @@ void GenerateStream::StartAttempt() {
       call = call_ = calls_.back().get();
       Ref();  // dropped in OnWorkerDone
       last_worker_message_ = absl::Now();
+      attempt_started_ = last_worker_message_;
+      if (placements_ == 1 && migrations_ == 0) {
+        rc_.metrics->RecordFirstTokenStage(RouterMetrics::FirstTokenStage::kAdmit,
+                                           absl::ToDoubleSeconds(attempt_started_ - start_time_));
+      }
       ArmStallTimerLocked(last_worker_message_ + rc_.options->stall_timeout);
     }
   }
@@ -242,6 +247,10 @@ void GenerateStream::Flush() {
   {
     absl::MutexLock lock(&mu_);
     action = out_.Next();
+    if (!first_chunk_handed_to_write_ && action.message != nullptr && action.message->has_chunk()) {
+      first_chunk_handed_to_write_ = true;
+      write_has_first_chunk_ = true;
+    }
     if (action.kind == ResponseQueue::Action::Kind::kWriteAndFinish ||
         action.kind == ResponseQueue::Action::Kind::kFinish) {
       trailers = trailers_;
@@ -282,7 +291,20 @@ void GenerateStream::Serialize(const pkv::v1::GenerateResponse& message) {
                                                                         &own_buffer);
 }
 
+void GenerateStream::RecordRelayIfFirstChunk() {
+  if (!write_has_first_chunk_) return;
+  write_has_first_chunk_ = false;
+  absl::Time first_chunk_at;
+  {
+    absl::MutexLock lock(&mu_);
+    first_chunk_at = first_chunk_at_;
+  }
+  rc_.metrics->RecordFirstTokenStage(RouterMetrics::FirstTokenStage::kRelay,
+                                     absl::ToDoubleSeconds(absl::Now() - first_chunk_at));
+}
+
 void GenerateStream::OnWriteDone(bool ok) {
+  RecordRelayIfFirstChunk();
   if (finish_after_write_.has_value()) {
     watchdog_.WriteDone();
     grpc::Status status = std::move(*finish_after_write_);

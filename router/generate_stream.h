@@ -167,6 +167,8 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // Performs the queue's next action after the caller unlocked.
   void Flush();
   void Serialize(const pkv::v1::GenerateResponse& message);  // into wire_
+  // On a write's completion: records the relay stage if it carried the first chunk.
+  void RecordRelayIfFirstChunk();
   void Perform(ResponseQueue::Action action);
 
   const RouterContext rc_;
@@ -193,6 +195,9 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // The status to finish with once the last message's write is done (Perform); set and read by
   // the thread that owns the write in flight.
   std::optional<grpc::Status> finish_after_write_;
+  // The write in flight carries the first chunk: its completion closes the relay stage. Owned
+  // like wire_.
+  bool write_has_first_chunk_ = false;
   std::vector<std::pair<std::string, std::string>> trailers_ ABSL_GUARDED_BY(mu_);
   absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnknown;
   bool request_recorded_ ABSL_GUARDED_BY(mu_) = false;
@@ -220,6 +225,11 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   grpc::Status last_error_ ABSL_GUARDED_BY(mu_);
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
   absl::Time last_worker_message_ ABSL_GUARDED_BY(mu_);
+  // First-token stage timing (RouterMetrics::FirstTokenStage): when the current attempt's
+  // worker call started, and when the first chunk arrived.
+  absl::Time attempt_started_ ABSL_GUARDED_BY(mu_);
+  absl::Time first_chunk_at_ ABSL_GUARDED_BY(mu_);
+  bool first_chunk_handed_to_write_ ABSL_GUARDED_BY(mu_) = false;
 
   // What the client has been sent, for migration replay and the ABORTED message.
   std::vector<uint32_t> prompt_token_ids_ ABSL_GUARDED_BY(mu_);  // from Accepted

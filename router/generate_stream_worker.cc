@@ -31,8 +31,12 @@ void GenerateStream::OnWorkerMessage(WorkerCall* call, pkv::v1::WorkerGenerateRe
       case pkv::v1::WorkerGenerateResponse::kChunk: {
         if (!first_chunk_seen_) {
           first_chunk_seen_ = true;
+          first_chunk_at_ = last_worker_message_;
           rc_.metrics->RecordTimeToFirstToken(
               absl::ToDoubleSeconds(last_worker_message_ - start_time_));
+          rc_.metrics->RecordFirstTokenStage(
+              RouterMetrics::FirstTokenStage::kWorker,
+              absl::ToDoubleSeconds(last_worker_message_ - attempt_started_));
         }
         ++attempt_chunks_;
         const auto& ids = message.chunk().token_ids();

@@ -8,6 +8,10 @@ namespace {
 // Seconds. TTFT spans a cached short prompt on a GPU (ms) to a long CPU prefill behind a queue.
 const prometheus::Histogram::BucketBoundaries kTtftBuckets = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// The router's own share of a first token is tens of microseconds; the worker's spans prefill.
+const prometheus::Histogram::BucketBoundaries kStageBuckets = {
+    25e-6,  50e-6, 100e-6, 200e-6, 400e-6, 800e-6, 0.0016, 0.0032, 0.0064,
+    0.0128, 0.025, 0.05,   0.1,    0.25,   1,      5,      30};
 // Whole streams: up to minutes for long generations on the CPU backend.
 const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
     0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
@@ -82,6 +86,16 @@ RouterMetrics::RouterMetrics(prometheus::Registry& registry)
   for (int r = 0; r < kNumPlacementReasons; ++r) {
     placements_[r] =
         &placements.Add({{"reason", PlacementReasonName(static_cast<PlacementReason>(r))}});
+  }
+  auto& stages = prometheus::BuildHistogram()
+                     .Name("pkv_router_first_token_stage_seconds")
+                     .Help(
+                         "A first token's time at the router by stage: admit (start to worker "
+                         "call), worker (call to first chunk), relay (chunk to client write)")
+                     .Register(registry);
+  const char* stage_names[] = {"admit", "worker", "relay"};
+  for (int s = 0; s < 3; ++s) {
+    first_token_stages_[s] = &stages.Add({{"stage", stage_names[s]}}, kStageBuckets);
   }
   auto& rejections = prometheus::BuildCounter()
                          .Name("pkv_router_admission_rejected_total")

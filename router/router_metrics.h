@@ -32,6 +32,14 @@ class RouterMetrics {
   // pkv_router_request_duration_seconds.
   void RecordRequest(absl::StatusCode code, double duration_seconds);
   void RecordTimeToFirstToken(double seconds);
+  // Where a first token's time at the router goes (pkv_router_first_token_stage_seconds{stage}):
+  // admit = stream start to the first worker call (validation, admission queue, placement);
+  // worker = that call's start to the first chunk's arrival (the worker's queue and prefill plus
+  // both gRPC hops); relay = the chunk's arrival to gRPC taking its write to the client.
+  enum class FirstTokenStage { kAdmit = 0, kWorker = 1, kRelay = 2 };
+  void RecordFirstTokenStage(FirstTokenStage stage, double seconds) {
+    first_token_stages_[static_cast<int>(stage)]->Observe(seconds);
+  }
   void RecordPlacement(PlacementReason reason);
   void RecordFailover() { failovers_.Increment(); }
   // Streams moved to another worker after their worker was lost: before the first token (it had
@@ -71,6 +79,7 @@ class RouterMetrics {
   std::array<prometheus::Counter*, kNumCodes> requests_by_code_{};
   prometheus::Histogram& request_duration_;
   prometheus::Histogram& time_to_first_token_;
+  std::array<prometheus::Histogram*, 3> first_token_stages_{};
   std::array<prometheus::Counter*, kNumPlacementReasons> placements_{};
   std::array<prometheus::Counter*, 4> rejections_{};
   prometheus::Counter& failovers_;

@@ -27,7 +27,6 @@ ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent"
           "kernels: routes measured; a route followed by :2k uses the separate merge launch");
 ABSL_FLAG(std::string, configs, "w4s3", "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
-ABSL_FLAG(std::string, dtype, "fp16", "kernels: KV dtype: fp16 | bf16");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
 ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
@@ -123,7 +122,8 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   BenchConfig cfg;
   cfg.shape = KvShapeFromFlags();
   PKV_RETURN_IF_ERROR(decode::ValidateShape(cfg.shape));
-  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  const std::string dtype =
+      absl::GetFlag(FLAGS_dtype).empty() ? "fp16" : absl::GetFlag(FLAGS_dtype);
   if (dtype != "fp16" && dtype != "bf16") {
     return absl::InvalidArgumentError("--dtype: supported fp16, bf16");
   }

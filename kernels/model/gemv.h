@@ -19,6 +19,11 @@
 //              graph padding, no write). Rows are paired (group_rows = head_dim).
 //   kSiluMul   the gate/up projection: act[t][j] = silu(g) * u of the dtype-rounded gate row j
 //              and up row I + j (group_rows = 2 I), as LaunchSiluMul computes it.
+// Weights (plan.format, gemv_plan.h): dense fp16/bf16, 4-bit groups or fp8 e4m3, packed on the
+// host by gemv_quant.h and dequantized in registers to the activation dtype `dtype` before the
+// same MMAs, so every input mode, epilogue, split-K, PDL and prefetch work for all of them. The
+// dequantized weights are exactly those LaunchDequantizeGemvWeights writes (fp8: the GEMV
+// multiplies the fp32 sums by the scale instead of rounding e4m3 * scale per weight).
 // Numerics: fp32 accumulation over k in a fixed order (warp split, then parts in order), so a
 // step gives the same bits on every run; sums differ from cuBLAS's order by fp32 rounding only.
 //
@@ -47,7 +52,9 @@ struct GemvArgs {
   DType dtype = DType::kBFloat16;
   GemvPlan plan;            // PlanGemv(n, k, group_rows, device) for this projection
   int32_t tokens = 0;       // 1..kGemvMaxTokens
-  const void* w = nullptr;  // [plan.n][plan.k] dtype, 16-byte aligned
+  const void* w = nullptr;  // [plan.n][plan.k] dtype, or packed (gemv_quant.h); 16-byte aligned
+  const void* w_scales = nullptr;  // kInt4: uint32 [n][k / 128]; kFp8: float [w_scale_count]
+  int32_t w_scale_count = 0;       // kFp8: n (per row) or 1 (per tensor)
 
   GemvInput input = GemvInput::kPlain;
   const void* x = nullptr;              // kPlain: [tokens][k] dtype; kRmsNorm: float [tokens][k]
@@ -83,8 +90,12 @@ struct GemvArgs {
   int32_t* tickets = nullptr;
 
   bool pdl = false;            // launch with programmatic stream serialization
-  int32_t prefetch_steps = 0;  // K steps per warp prefetched to L2 before the dependency wait
+  int32_t prefetch_steps = 0;  // K units per warp prefetched to L2 before the dependency wait
 };
+
+// Resident CTAs per SM of the GEMV kernels of (`dtype`, `format`) (the least of its
+// instantiations) and the SM count of `device`, for PlanGemv.
+absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype, GemvWeightFormat format);
 
 // Resident CTAs per SM of the GEMV kernels of `dtype` (the least of its instantiations) and the
 // SM count of `device`, for PlanGemv.
@@ -96,5 +107,19 @@ absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype);
 absl::StatusOr<bool> PdlUsable(int device);
 
 absl::Status LaunchGemv(const GemvArgs& a, cudaStream_t stream);
+
+// Packed quantized weights (gemv_quant.h) -> dense [n][k] `dtype` in device memory: the
+// prefill / large-batch path dequantizes one matrix into scratch for the dense GEMM. The values
+// are bit-identical to DequantizeInt4ToDtype / DequantizeFp8ToDtype. Same launcher contract.
+struct GemvDequantArgs {
+  DType dtype = DType::kBFloat16;
+  GemvWeightFormat format = GemvWeightFormat::kInt4;  // kInt4 or kFp8
+  int64_t n = 0, k = 0;                               // k a multiple of GemvKMultiple(format)
+  const void* w = nullptr;                            // packed weights, 16-byte aligned
+  const void* w_scales = nullptr;                     // as GemvArgs
+  int64_t w_scale_count = 0;                          // kFp8: n or 1
+  void* out = nullptr;                                // [n][k] dtype, 16-byte aligned
+};
+absl::Status LaunchDequantizeGemvWeights(const GemvDequantArgs& a, cudaStream_t stream);
 
 }  // namespace pkv::gpu

@@ -1,10 +1,11 @@
-// The fused GEMV kernels for bf16 weights (gemv_kernel.cuh); one file per dtype keeps the CUDA
-// build parallel.
+// The fused GEMV kernels for dense bf16 weights (gemv_kernel.cuh); one file per (dtype, weight
+// format) keeps the CUDA build parallel.
 #include "kernels/model/gemv_kernel.cuh"
 
 namespace pkv::gpu::gemv {
 
-template absl::Status LaunchGemvTyped<__nv_bfloat16>(const GemvArgs& a, cudaStream_t stream);
-template absl::Status GemvCtasPerSm<__nv_bfloat16>(int* ctas);
+template absl::Status LaunchGemvTyped<__nv_bfloat16, DenseWeights>(const GemvArgs& a,
+                                                                   cudaStream_t stream);
+template absl::Status GemvCtasPerSm<__nv_bfloat16, DenseWeights>(int* ctas);
 
 }  // namespace pkv::gpu::gemv

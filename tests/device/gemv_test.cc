@@ -1,8 +1,10 @@
 // The fused few-token GEMV (kernels/model/gemv.h) against double-precision host references, on
 // fresh random data with poisoned outputs: every input mode and epilogue, 1..8 tokens, split-K
-// plans (forced by planning for a few SMs) and unsplit ones, masked last tiles, both dtypes; and
-// two dependent launches under programmatic dependent launch, where the second normalises its
-// input from the sums of squares the first left.
+// plans (forced by planning for a few SMs) and unsplit ones, masked last tiles, both dtypes and
+// every weight format (dense, 4-bit, fp8: the reference uses the dequantized weights, see
+// gemv_test_util.h for the oracle and bound); and two dependent launches under programmatic
+// dependent launch, where the second normalises its input from the sums of squares the first
+// left.
 #include "kernels/model/gemv.h"
 
 #include <cuda_runtime_api.h>
@@ -16,152 +18,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "kernels/common/float16.h"
-#include "worker/cuda_backend/device_buffer.h"
+#include "tests/device/gemv_test_util.h"
 
-namespace pkv {
+namespace pkv::gemv_test {
 namespace {
 
-using cuda_backend::DeviceBuffer;
-
-uint16_t To16(float v, bool bf16) { return bf16 ? ToBFloat16(v).bits : ToHalf(v).bits; }
-float From16(uint16_t b, bool bf16) { return bf16 ? ToFloat(BFloat16{b}) : ToFloat(Half{b}); }
-float Round16(float v, bool bf16) { return From16(To16(v, bf16), bf16); }
-double Ulp16(double v, bool bf16) { return std::abs(v) * (bf16 ? 1.0 / 128 : 1.0 / 1024) + 1e-6; }
-
-template <typename T>
-DeviceBuffer Upload(const std::vector<T>& v) {
-  DeviceBuffer b = *DeviceBuffer::Allocate(static_cast<int64_t>(v.size() * sizeof(T)) + 64);
-  cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-  return b;
-}
-DeviceBuffer Poisoned(int64_t bytes) {
-  DeviceBuffer b = *DeviceBuffer::Allocate(bytes);
-  cudaMemset(b.get(), 0xff, bytes);
-  return b;
-}
-template <typename T>
-std::vector<T> Download(const DeviceBuffer& b, int64_t n) {
-  std::vector<T> v(n);
-  cudaMemcpy(v.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost);
-  return v;
-}
-
-gpu::GemvDevice RealDevice(bool bf16) {
-  absl::StatusOr<gpu::GemvDevice> d =
-      gpu::QueryGemvDevice(0, bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16);
-  EXPECT_TRUE(d.ok()) << d.status();
-  return d.ok() ? *d : gpu::GemvDevice{1, 1};
-}
-
-// One projection's host data: weights, the input as the MMA sees it, and references.
-struct Problem {
-  bool bf16 = true;
-  int32_t n = 0, k = 0, tokens = 0;
-  std::vector<uint16_t> w;      // [n][k]
-  std::vector<float> xin;       // [tokens][k]: the 16-bit input values the kernel multiplies
-  std::vector<uint16_t> x16;    // kPlain input
-  std::vector<float> residual;  // kRmsNorm input [tokens][k]
-  std::vector<float> norm_w;    // [k]
-  std::vector<float> sum_sq;    // [k / 16][8] parts
-
-  double Ref(int32_t t, int32_t row, double* mag) const {
-    double s = 0, m = 0;
-    for (int32_t i = 0; i < k; ++i) {
-      const double p = double(xin[int64_t{t} * k + i]) * From16(w[int64_t{row} * k + i], bf16);
-      s += p;
-      m += std::abs(p);
-    }
-    *mag = m;
-    return s;
-  }
-};
-
-Problem MakeProblem(int32_t n, int32_t k, int32_t tokens, bool bf16, bool rmsnorm,
-                    std::mt19937* rng) {
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  Problem p;
-  p.bf16 = bf16;
-  p.n = n;
-  p.k = k;
-  p.tokens = tokens;
-  p.w.resize(int64_t{n} * k);
-  for (uint16_t& v : p.w) v = To16(u(*rng), bf16);
-  p.xin.resize(int64_t{tokens} * k);
-  if (!rmsnorm) {
-    p.x16.resize(p.xin.size());
-    for (size_t i = 0; i < p.xin.size(); ++i) {
-      p.x16[i] = To16(u(*rng), bf16);
-      p.xin[i] = From16(p.x16[i], bf16);
-    }
-    return p;
-  }
-  p.residual.resize(p.xin.size());
-  for (float& v : p.residual) v = 3.f * u(*rng);
-  p.norm_w.resize(k);
-  for (float& v : p.norm_w) v = 1.f + 0.5f * u(*rng);
-  p.sum_sq.assign(int64_t{k / 16} * 8, 0.f);
-  for (int32_t t = 0; t < tokens; ++t) {
-    double total = 0;
-    for (int32_t i = 0; i < k; ++i) {
-      const float x = p.residual[int64_t{t} * k + i];
-      p.sum_sq[(i / 16) * 8 + t] += x * x;
-      total += double(x) * x;
-    }
-    const float inv = static_cast<float>(1.0 / std::sqrt(total / k + 1e-5));
-    for (int32_t i = 0; i < k; ++i) {
-      const int64_t j = int64_t{t} * k + i;
-      p.xin[j] = Round16(p.residual[j] * inv * p.norm_w[i], bf16);
-    }
-  }
-  return p;
-}
-
-// Device copies of a problem's inputs, and GemvArgs pointing at them.
-struct DeviceProblem {
-  DeviceBuffer w, x, norm_w, sum_sq, partials, tickets;
-  gpu::GemvArgs args;
-};
-
-DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev) {
-  DeviceProblem d;
-  d.w = Upload(p.w);
-  const bool rms = !p.residual.empty();
-  d.x = rms ? Upload(p.residual) : Upload(p.x16);
-  gpu::GemvArgs& a = d.args;
-  a.dtype = p.bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
-  absl::StatusOr<gpu::GemvPlan> plan = gpu::PlanGemv(p.n, p.k, group, dev);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  a.plan = *plan;
-  a.tokens = p.tokens;
-  a.w = d.w.get();
-  a.x = d.x.get();
-  a.eps = 1e-5f;
-  if (rms) {
-    d.norm_w = Upload(p.norm_w);
-    d.sum_sq = Upload(p.sum_sq);
-    a.input = gpu::GemvInput::kRmsNorm;
-    a.norm_weight = static_cast<const float*>(d.norm_w.get());
-    a.sum_sq_parts = static_cast<const float*>(d.sum_sq.get());
-    a.num_sum_sq_parts = p.k / 16;
-  }
-  d.partials = Poisoned(a.plan.partial_floats() * 4 + 16);
-  d.tickets = *DeviceBuffer::Allocate(int64_t{a.plan.num_tickets()} * 4 + 16);
-  cudaMemset(d.tickets.get(), 0, int64_t{a.plan.num_tickets()} * 4 + 16);
-  a.partials = static_cast<float*>(d.partials.get());
-  a.tickets = static_cast<int32_t*>(d.tickets.get());
-  return d;
-}
-
-std::string What(const Problem& p, const gpu::GemvArgs& a, const char* mode) {
-  return absl::StrCat(mode, " n=", p.n, " k=", p.k, " T=", p.tokens, " parts=", a.plan.parts,
-                      " grid=", a.plan.grid, p.bf16 ? " bf16" : " fp16",
-                      p.residual.empty() ? " plain" : " rmsnorm");
-}
-
-class GemvTest : public ::testing::TestWithParam<bool> {
+class GemvTest : public ::testing::TestWithParam<GemvCase> {
  protected:
-  bool bf16() const { return GetParam(); }
+  bool bf16() const { return GetParam().bf16; }
+  int32_t K(int32_t k) const { return KFor(GetParam(), k); }
   std::mt19937 rng_{static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed())};
 };
 
@@ -172,8 +37,8 @@ TEST_P(GemvTest, StoreMatchesReference) {
   int32_t tokens = 1;
   for (const Shape& sh : std::vector<Shape>{{37, 64}, {300, 1024}, {1000, 4096}, {64, 2048}}) {
     for (bool rms : {false, true}) {
-      for (const gpu::GemvDevice& dev : {RealDevice(bf16()), gpu::GemvDevice{3, 1}}) {
-        const Problem p = MakeProblem(sh.n, sh.k, tokens, bf16(), rms, &rng_);
+      for (const gpu::GemvDevice& dev : {RealDevice(GetParam()), gpu::GemvDevice{3, 1}}) {
+        const Problem p = MakeProblem(GetParam(), sh.n, K(sh.k), tokens, rms, &rng_);
         DeviceProblem d = Stage(p, 16, dev);
         const bool f32 = (tokens + sh.n) % 2 == 0;
         const int64_t out_bytes = int64_t{p.tokens} * p.n * (f32 ? 4 : 2);
@@ -185,26 +50,7 @@ TEST_P(GemvTest, StoreMatchesReference) {
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
         const std::vector<uint8_t> got = Download<uint8_t>(y, out_bytes + 64);
         for (int i = 0; i < 64; ++i) ASSERT_EQ(got[out_bytes + i], 0xff) << what << ": overrun";
-        int bad = 0;
-        for (int32_t t = 0; t < p.tokens; ++t) {
-          for (int32_t r = 0; r < p.n; ++r) {
-            double mag;
-            const double ref = p.Ref(t, r, &mag);
-            const int64_t i = int64_t{t} * p.n + r;
-            float v;
-            if (f32) {
-              std::memcpy(&v, &got[4 * i], 4);
-            } else {
-              uint16_t b;
-              std::memcpy(&b, &got[2 * i], 2);
-              v = From16(b, bf16());
-            }
-            const double tol = 4e-3 * mag + (f32 ? 1e-5 : Ulp16(ref, bf16()));
-            if (!(std::abs(v - ref) <= tol) && bad++ < 3) {
-              ADD_FAILURE() << what << " t=" << t << " row=" << r << " got " << v << " ref " << ref;
-            }
-          }
-        }
+        const int bad = CheckStore(p, got, f32, what);
         EXPECT_EQ(bad, 0) << what;
         tokens = tokens % gpu::kGemvMaxTokens + 1;
       }
@@ -216,8 +62,8 @@ TEST_P(GemvTest, ResidualAddAndSumsOfSquares) {
   int32_t tokens = 2;
   for (int32_t n : {64, 512, 4096}) {
     // 64 "SMs" of one CTA: split-K plans for the two smaller n (4 parts).
-    for (const gpu::GemvDevice& dev : {RealDevice(bf16()), gpu::GemvDevice{64, 1}}) {
-      const Problem p = MakeProblem(n, 2048, tokens, bf16(), /*rmsnorm=*/false, &rng_);
+    for (const gpu::GemvDevice& dev : {RealDevice(GetParam()), gpu::GemvDevice{64, 1}}) {
+      const Problem p = MakeProblem(GetParam(), n, K(2048), tokens, /*rmsnorm=*/false, &rng_);
       DeviceProblem d = Stage(p, 16, dev);
       std::uniform_real_distribution<float> u(-2.f, 2.f);
       std::vector<float> x0(int64_t{tokens} * n), bias(n);
@@ -273,8 +119,8 @@ TEST_P(GemvTest, RopeAndKvPageWrite) {
   for (const Shape& sh : std::vector<Shape>{{4, 2, 16, 64}, {4, 2, 64, 1024}, {8, 2, 128, 512}}) {
     for (bool with_bias : {false, true}) {
       const int32_t n = (sh.hq + 2 * sh.hkv) * sh.d;
-      const Problem p = MakeProblem(n, sh.k, tokens, bf16(), /*rmsnorm=*/true, &rng_);
-      DeviceProblem d = Stage(p, sh.d, with_bias ? gpu::GemvDevice{64, 1} : RealDevice(bf16()));
+      const Problem p = MakeProblem(GetParam(), n, K(sh.k), tokens, /*rmsnorm=*/true, &rng_);
+      DeviceProblem d = Stage(p, sh.d, with_bias ? gpu::GemvDevice{64, 1} : RealDevice(GetParam()));
       std::uniform_real_distribution<float> u(-0.5f, 0.5f);
       std::vector<float> bias(n);
       for (float& v : bias) v = u(rng_);
@@ -363,8 +209,9 @@ TEST_P(GemvTest, RopeAndKvPageWrite) {
 TEST_P(GemvTest, SiluMulOfGateAndUp) {
   int32_t tokens = 3;
   for (int32_t inter : {64, 384, 1024}) {
-    for (const gpu::GemvDevice& dev : {RealDevice(bf16()), gpu::GemvDevice{16, 1}}) {
-      const Problem p = MakeProblem(2 * inter, 1024, tokens, bf16(), /*rmsnorm=*/true, &rng_);
+    for (const gpu::GemvDevice& dev : {RealDevice(GetParam()), gpu::GemvDevice{16, 1}}) {
+      const Problem p =
+          MakeProblem(GetParam(), 2 * inter, K(1024), tokens, /*rmsnorm=*/true, &rng_);
       DeviceProblem d = Stage(p, 2 * inter, dev);
       DeviceBuffer act = Poisoned(int64_t{tokens} * inter * 2);
       d.args.epilogue = gpu::GemvEpilogue::kSiluMul;
@@ -404,10 +251,10 @@ TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
   ASSERT_TRUE(pdl.ok()) << pdl.status();
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  const gpu::GemvDevice dev = RealDevice(bf16());
+  const gpu::GemvDevice dev = RealDevice(GetParam());
   for (int32_t tokens : {1, 5, 8}) {
     constexpr int32_t kHidden = 1024, kIn = 512, kOut = 768;
-    const Problem first = MakeProblem(kHidden, kIn, tokens, bf16(), false, &rng_);
+    const Problem first = MakeProblem(GetParam(), kHidden, K(kIn), tokens, false, &rng_);
     DeviceProblem a = Stage(first, 16, dev);
     std::vector<float> x0(int64_t{tokens} * kHidden);
     std::uniform_real_distribution<float> u(-2.f, 2.f);
@@ -418,7 +265,7 @@ TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
     a.args.sum_sq_out = static_cast<float*>(ss.get());
     a.args.pdl = *pdl;
     // The second projection's weights and norm weight (its input is the first one's output).
-    Problem second = MakeProblem(kOut, kHidden, tokens, bf16(), true, &rng_);
+    Problem second = MakeProblem(GetParam(), kOut, K(kHidden), tokens, true, &rng_);
     DeviceProblem b = Stage(second, 16, dev);
     b.args.x = res.get();
     b.args.sum_sq_parts = static_cast<const float*>(ss.get());
@@ -465,7 +312,7 @@ TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
 }
 
 TEST_P(GemvTest, RejectsBadArguments) {
-  const Problem p = MakeProblem(64, 64, 1, bf16(), false, &rng_);
+  const Problem p = MakeProblem(GetParam(), 64, K(64), 1, false, &rng_);
   DeviceProblem d = Stage(p, 16, gpu::GemvDevice{4, 1});
   DeviceBuffer y = Poisoned(64 * 4);
   d.args.y = y.get();
@@ -488,13 +335,21 @@ TEST_P(GemvTest, RejectsBadArguments) {
   a = d.args;
   a.input = gpu::GemvInput::kRmsNorm;  // no norm weight / sums of squares
   EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  if (GetParam().format != gpu::GemvWeightFormat::kDense) {
+    a = d.args;
+    a.w_scales = nullptr;  // quantized weights without their scales
+    EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+    a = d.args;
+    a.plan.format = gpu::GemvWeightFormat::kDense;  // plan and packing disagree
+    EXPECT_EQ(gpu::LaunchGemv(a, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  }
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, GemvTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return std::string(i.param ? "bf16" : "fp16");
+INSTANTIATE_TEST_SUITE_P(Formats, GemvTest, ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<GemvCase>& i) {
+                           return CaseName(i.param);
                          });
 
 }  // namespace
-}  // namespace pkv
+}  // namespace pkv::gemv_test

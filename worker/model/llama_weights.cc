@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
+#include "worker/model/quant_linear.h"
 
 namespace pkv {
 namespace {
@@ -92,9 +93,30 @@ std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config) {
   return specs;
 }
 
+std::string QuantizedModuleOf(const ModelConfig& config, const TensorSpec& spec) {
+  constexpr std::string_view kSuffix = ".weight";
+  if (spec.kind != Kind::kMatrix || !config.quant.quantized()) return "";
+  const std::string module = spec.name.substr(0, spec.name.size() - kSuffix.size());
+  return IsQuantizedModule(config.quant, module) ? module : "";
+}
+
 absl::Status ValidateLlamaCheckpoint(const ModelConfig& config, const Checkpoint& checkpoint) {
   for (const TensorSpec& spec : LlamaTensorSpecs(config)) {
+    const std::string module = QuantizedModuleOf(config, spec);
+    if (!module.empty()) {
+      PKV_RETURN_IF_ERROR(
+          ValidateQuantLinear(config.quant, checkpoint, module, spec.shape[0], spec.shape[1]));
+      continue;
+    }
     PKV_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(spec.name));
+    if (view.dtype() != DType::kF32 && view.dtype() != DType::kF16 &&
+        view.dtype() != DType::kBF16) {
+      const std::string_view dtype = DTypeName(view.dtype());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", spec.name, "' has dtype ", absl::string_view(dtype.data(), dtype.size()),
+          ": dense weights must be F32, F16 or BF16 (is config.json's quantization_config "
+          "missing?)"));
+    }
     if (view.shape() != spec.shape) {
       return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has shape ",
                                                      ShapeString(view.shape()), ", expected ",
@@ -143,6 +165,16 @@ void ConvertElementsToFloat32(DType dtype, const uint8_t* src, int64_t n, float*
         out[i] = ToFloat(b);
       }
       return;
+    case DType::kI32:  // packed words are not values; validation keeps them out of here
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v;
+        std::memcpy(&v, src + 4 * i, 4);
+        out[i] = static_cast<float>(v);
+      }
+      return;
+    case DType::kF8E4M3:  // without its scale; quantized matrices go through quant_linear.h
+      for (int64_t i = 0; i < n; ++i) out[i] = E4M3ToFloat(src[i]);
+      return;
   }
 }
 
@@ -152,6 +184,15 @@ absl::StatusOr<LlamaWeights> LoadLlamaWeightsF32(const ModelConfig& config,
   LlamaWeights w;
   w.config = config;
   for (LlamaTensorSlot& slot : LlamaTensorSlots(&w)) {
+    const std::string module = QuantizedModuleOf(config, slot.spec);
+    if (!module.empty()) {
+      PKV_ASSIGN_OR_RETURN(QuantizedLinear linear,
+                           LoadQuantizedLinear(config.quant, checkpoint, module, slot.spec.shape[0],
+                                               slot.spec.shape[1]));
+      slot.dst->resize(static_cast<size_t>(slot.spec.numel()));
+      DequantizeLinear(linear, slot.dst->data());
+      continue;
+    }
     PKV_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(slot.spec.name));
     slot.dst->resize(static_cast<size_t>(view.numel()));
     ConvertToFloat32(view, slot.dst->data());

@@ -12,7 +12,9 @@
 //   model.layers.{i}.mlp.{gate,up}_proj.weight [I][hidden], mlp.down_proj.weight [hidden][I]
 //   model.norm.weight [hidden];  lm_head.weight [V][hidden] unless tie_word_embeddings.
 // Matrices are row-major [out][in] as nn.Linear stores them. Extra checkpoint tensors (e.g. an old
-// rotary_emb.inv_freq) are ignored.
+// rotary_emb.inv_freq) are ignored. With config.quant set, the matrices its format quantizes
+// (IsQuantizedModule) are stored as that format's tensors instead of ".weight" (quant_linear.h);
+// the float32 loaders dequantize them, so LlamaWeights is always dense.
 // Thread-safety: plain data; LlamaWeights is immutable once loaded.
 #pragma once
 
@@ -37,8 +39,13 @@ struct TensorSpec {
 // Every tensor the config needs, in a fixed order: embedding, layers 0..L-1, final norm, lm_head.
 std::vector<TensorSpec> LlamaTensorSpecs(const ModelConfig& config);
 
-// Checks that every tensor of LlamaTensorSpecs() is present with the expected shape.
-// INVALID_ARGUMENT naming the tensor, the expected and the actual shape.
+// The module name ("model.layers.0.mlp.up_proj") whose quantized tensors stand in for `spec`, or
+// "" when the tensor is stored dense (not a matrix, or not quantized by config.quant).
+std::string QuantizedModuleOf(const ModelConfig& config, const TensorSpec& spec);
+
+// Checks that every tensor of LlamaTensorSpecs() is present with the expected shape (a dense one
+// as F32, F16 or BF16; a quantized one as its format's tensors, quant_linear.h).
+// INVALID_ARGUMENT naming the tensor, the expected and the actual shape or dtype.
 absl::Status ValidateLlamaCheckpoint(const ModelConfig& config, const Checkpoint& checkpoint);
 
 struct LlamaLayerWeights {
@@ -89,7 +96,7 @@ void ConvertToFloat32(const TensorView& view, float* out);
 //   src [n * DTypeSize(dtype)] bytes, out [n]
 void ConvertElementsToFloat32(DType dtype, const uint8_t* src, int64_t n, float* out);
 
-// Validates the checkpoint and copies every tensor to float32.
+// Validates the checkpoint and copies every tensor to float32 (dequantizing quantized matrices).
 absl::StatusOr<LlamaWeights> LoadLlamaWeightsF32(const ModelConfig& config,
                                                  const Checkpoint& checkpoint);
 

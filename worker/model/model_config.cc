@@ -247,6 +247,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   if (bos.size() > 1) return FieldError(kConfig, "bos_token_id", "must be a single integer");
   if (!bos.empty()) c.bos_token_id = bos[0];
   PKV_RETURN_IF_ERROR(CheckTokenIds(c, kConfig));
+  PKV_RETURN_IF_ERROR(ParseQuantizationConfig(root, &c.quant));
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/model/quant_config.h"
 
 namespace pkv {
 
@@ -44,6 +45,7 @@ struct ModelConfig {
   std::string torch_dtype;   // "float32", "float16", "bfloat16"
   std::vector<int32_t> eos_token_ids;  // from config.json and generation_config.json
   int32_t bos_token_id = -1;
+  QuantConfig quant;  // quantization_config: how the linear projections are stored (none: dense)
 };
 
 // Parses config.json text. Accepts model_type llama, qwen2, qwen3 and mistral; rope_scaling types
@@ -51,6 +53,7 @@ struct ModelConfig {
 // may also sit in a "rope_parameters" object (newer transformers). Gives INVALID_ARGUMENT naming
 // the field on missing, ill-typed or inconsistent values (e.g. num_attention_heads not a multiple
 // of num_key_value_heads, an odd head_dim, a non-positive size, an EOS id outside the vocabulary).
+// quantization_config is parsed by ParseQuantizationConfig (quant_config.h).
 absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text);
 
 // Merges generation_config.json text into `config`: its eos_token_id (int or list) is appended to

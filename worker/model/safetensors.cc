@@ -119,7 +119,19 @@ absl::Status CheckNoOverlap(const std::vector<SafetensorsTensorInfo>& tensors) {
 
 }  // namespace
 
-int64_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+int64_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kF8E4M3:
+      return 1;
+  }
+  return 1;
+}
 
 std::string_view DTypeName(DType dtype) {
   switch (dtype) {
@@ -129,6 +141,10 @@ std::string_view DTypeName(DType dtype) {
       return "F16";
     case DType::kBF16:
       return "BF16";
+    case DType::kI32:
+      return "I32";
+    case DType::kF8E4M3:
+      return "F8_E4M3";
   }
   return "?";
 }
@@ -137,8 +153,10 @@ absl::StatusOr<DType> ParseDTypeName(std::string_view name) {
   if (name == "F32") return DType::kF32;
   if (name == "F16") return DType::kF16;
   if (name == "BF16") return DType::kBF16;
-  return absl::InvalidArgumentError(
-      absl::StrCat("dtype '", Sv(name), "' is not supported (supported: F32, F16, BF16)"));
+  if (name == "I32") return DType::kI32;
+  if (name == "F8_E4M3") return DType::kF8E4M3;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dtype '", Sv(name), "' is not supported (supported: F32, F16, BF16, I32, F8_E4M3)"));
 }
 
 absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::Span<const uint8_t> file_bytes) {

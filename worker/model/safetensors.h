@@ -7,7 +7,8 @@
 // Model files are untrusted input: ParseSafetensorsHeader() does *all* validation on a byte buffer
 // (the fuzz entry point) and every malformed file gives INVALID_ARGUMENT with a clear message,
 // never a crash: header length within the file (and at most kMaxSafetensorsHeaderBytes), valid
-// JSON object, supported dtype (F32, F16, BF16), non-negative shape dims whose product does not
+// JSON object, supported dtype (F32, F16, BF16, and for quantized checkpoints I32 and F8_E4M3),
+// non-negative shape dims whose product does not
 // overflow, end - begin == numel * element size, offsets inside the data section, no two tensors
 // overlapping, no duplicate names, string-valued metadata.
 //
@@ -27,11 +28,13 @@
 
 namespace pkv {
 
-enum class DType { kF32, kF16, kBF16 };
+// kI32 (packed 4-bit words of AWQ/GPTQ checkpoints) and kF8E4M3 (float8_e4m3fn weights of FP8
+// checkpoints) occur only in quantized tensors; dense weights are F32, F16 or BF16.
+enum class DType { kF32, kF16, kBF16, kI32, kF8E4M3 };
 
-// Bytes per element: 4, 2, 2.
+// Bytes per element: 4, 2, 2, 4, 1.
 int64_t DTypeSize(DType dtype);
-// The safetensors spelling: "F32", "F16", "BF16".
+// The safetensors spelling: "F32", "F16", "BF16", "I32", "F8_E4M3".
 std::string_view DTypeName(DType dtype);
 // Parses a safetensors dtype name; INVALID_ARGUMENT listing the supported ones otherwise.
 absl::StatusOr<DType> ParseDTypeName(std::string_view name);

@@ -6,11 +6,29 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "worker/model/quant_linear.h"
 
 namespace pkv {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// 4-bit checkpoints: the row-parallel matrices (o_proj, down_proj) split their input columns, and
+// a rank must own whole quantization groups (one scale and zero point per group and row).
+std::string QuantGroupProblem(const ModelConfig& c, int tp) {
+  if (!c.quant.int4() || tp == 1) return "";
+  const int64_t o_in = int64_t{c.num_q_heads} * c.head_dim, down_in = c.intermediate_size;
+  for (const auto& [name, k] : {std::pair<const char*, int64_t>{"o_proj", o_in},
+                                std::pair<const char*, int64_t>{"down_proj", down_in}}) {
+    const int64_t group = Int4GroupOf(c.quant, k);
+    if (k % tp != 0 || (k / tp) % group != 0) {
+      return absl::StrCat("--tp ", tp, " gives each rank ", k / tp, " of ", name, "'s ", k,
+                          " input columns, not a multiple of quantization_config.group_size ",
+                          group, ": quantized tensors split only on group boundaries");
+    }
+  }
+  return "";
+}
 
 // Whether tp splits every sharded dimension of `c` (heads, intermediate) and leaves every rank
 // some vocabulary rows; the reason when not.
@@ -27,6 +45,8 @@ std::string TpProblem(const ModelConfig& c, int tp) {
     return absl::StrCat("--tp ", tp, " does not divide intermediate_size ", c.intermediate_size,
                         ": gate/up rows and down columns are split evenly");
   }
+  const std::string group_problem = QuantGroupProblem(c, tp);
+  if (!group_problem.empty()) return group_problem;
   if ((tp - 1) * CeilDiv(c.vocab_size, tp) >= c.vocab_size) {
     return absl::StrCat("--tp ", tp, " leaves the last rank without vocabulary rows (vocab_size ",
                         c.vocab_size, ")");
@@ -55,6 +75,28 @@ void CopySlice(const TensorShardSpec& spec, DType dtype, const uint8_t* src, flo
   for (int64_t r = 0; r < rows; ++r) {
     ConvertElementsToFloat32(dtype, src + (r * cols + spec.begin) * es, width, out + r * width);
   }
+}
+
+// Loads a quantized module whole, cuts the rank's slice of the canonical matrix (columns on group
+// boundaries) and dequantizes it into the slot.
+absl::Status LoadQuantizedSlice(const ModelConfig& full, const Checkpoint& checkpoint,
+                                const std::string& module, const TensorShardSpec& spec,
+                                const LlamaTensorSlot& slot) {
+  PKV_ASSIGN_OR_RETURN(
+      QuantizedLinear linear,
+      LoadQuantizedLinear(full.quant, checkpoint, module, spec.full_shape[0], spec.full_shape[1]));
+  if (spec.split_dim == 0 && linear.method == QuantMethod::kFp8) {
+    linear.fp8 = SliceFp8Rows(linear.fp8, spec.begin, spec.end);
+  } else if (spec.split_dim == 0) {
+    linear.int4 = SliceInt4Rows(linear.int4, spec.begin, spec.end);
+  } else if (spec.split_dim == 1 && linear.method == QuantMethod::kFp8) {
+    linear.fp8 = SliceFp8Columns(linear.fp8, spec.begin, spec.end);
+  } else if (spec.split_dim == 1) {
+    PKV_ASSIGN_OR_RETURN(linear.int4, SliceInt4Columns(linear.int4, spec.begin, spec.end));
+  }
+  slot.dst->resize(static_cast<size_t>(slot.spec.numel()));
+  DequantizeLinear(linear, slot.dst->data());
+  return absl::OkStatus();
 }
 
 absl::Status CheckRank(const ModelConfig& full, int tp, int rank) {
@@ -135,7 +177,13 @@ absl::StatusOr<LlamaWeights> LoadLlamaShardF32(const ModelConfig& full,
   std::vector<LlamaTensorSlot> slots = LlamaTensorSlots(&w);
   const std::vector<TensorShardSpec> specs = TensorShardSpecs(full, tp, rank);
   PKV_CHECK(slots.size() == specs.size());
+  const std::vector<TensorSpec> whole = LlamaTensorSpecs(full);
   for (size_t i = 0; i < slots.size(); ++i) {
+    const std::string module = QuantizedModuleOf(full, whole[i]);
+    if (!module.empty()) {
+      PKV_RETURN_IF_ERROR(LoadQuantizedSlice(full, checkpoint, module, specs[i], slots[i]));
+      continue;
+    }
     PKV_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(specs[i].name));
     slots[i].dst->resize(static_cast<size_t>(slots[i].spec.numel()));
     CopySlice(specs[i], view.dtype(), view.bytes.data(), slots[i].dst->data());

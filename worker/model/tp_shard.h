@@ -12,6 +12,9 @@
 //     (a tied LM head is the same slice of the embedding);
 //   replicated: every norm weight, q/k norms (per head, so shard-independent) and the o_proj bias
 //     (added once, after the all-reduce).
+// Quantized checkpoints split the same way: a rank loads a quantized module, cuts its rows or
+// columns out of the canonical matrix (4-bit column splits must fall on group boundaries, which
+// ValidateTensorParallel checks for o_proj and down_proj) and dequantizes the slice.
 // The query heads of a rank are exactly the ones that share its KV heads (head h uses KV head
 // h / (H_q / H_kv)), so attention needs no communication and each rank keeps only its KV heads.
 //
@@ -37,7 +40,8 @@ inline constexpr int kMaxTensorParallel = 64;
 
 // OK when `config` can be split tp ways; otherwise INVALID_ARGUMENT naming the field that does not
 // divide and the tp values that would (e.g. "--tp 4 does not divide num_key_value_heads 2: each
-// rank must own whole KV heads; valid --tp for this model: 1, 2").
+// rank must own whole KV heads; valid --tp for this model: 1, 2"), including a 4-bit model whose
+// o_proj or down_proj input columns per rank are not a multiple of the quantization group.
 absl::Status ValidateTensorParallel(const ModelConfig& config, int tp);
 
 // Rank r's vocabulary rows [begin, end). REQUIRES: ValidateTensorParallel(config, tp) is OK.

@@ -2,6 +2,12 @@
 // generation_config.json, safetensors, tokenizer.json) for tests, demos and benchmarks.
 //   pkv-make-model --out DIR --shape tiny|llama3-1b|llama3-8b [--seed 1]
 //                  [--dtype bfloat16|float16|float32] [--max_shard_mb 2048]
+//                  [--quant none|awq|gptq|fp8 [--group_size 128] [--gptq_sym=true]
+//                   [--gptq_format gptq|gptq_v2] [--fp8_strategy channel|tensor]]
+// --quant writes the seven linear projections of every layer quantized (round to nearest from the
+// same random float weights a --dtype float32 model of that seed holds) in the on-disk format of
+// AutoAWQ (GEMM), AutoGPTQ or llm-compressor (compressed-tensors FP8), with the quantization_config
+// those tools write; embeddings, norms and lm_head stay dense.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -15,12 +21,22 @@
 #include "worker/model/file_util.h"
 #include "worker/tokenizer/tiny_tokenizer.h"
 #include "worker/tools/model_shapes.h"
+#include "worker/tools/quantize.h"
 #include "worker/tools/random_model.h"
 
 ABSL_FLAG(std::string, out, "", "output directory (created when missing)");
 ABSL_FLAG(std::string, shape, "tiny", "model shape: tiny, llama3-1b or llama3-8b");
 ABSL_FLAG(uint64_t, seed, 1, "weights are a pure function of the seed");
-ABSL_FLAG(std::string, dtype, "bfloat16", "weight dtype: bfloat16, float16 or float32");
+ABSL_FLAG(std::string, dtype, "",
+          "dense weight dtype: bfloat16, float16 or float32 (default: float16 with --quant awq or "
+          "gptq, as AutoAWQ/AutoGPTQ write, else bfloat16)");
+ABSL_FLAG(std::string, quant, "none", "quantized checkpoint format: none, awq, gptq or fp8");
+ABSL_FLAG(int32_t, group_size, 128,
+          "awq/gptq: input columns per scale (must divide every projection's input size; the "
+          "tiny shape needs 32 or 64)");
+ABSL_FLAG(bool, gptq_sym, true, "gptq: symmetric (zero point 8) or asymmetric quantization");
+ABSL_FLAG(std::string, gptq_format, "gptq", "gptq: checkpoint_format gptq (v1) or gptq_v2");
+ABSL_FLAG(std::string, fp8_strategy, "channel", "fp8: weight scales per channel or per tensor");
 ABSL_FLAG(int64_t, max_shard_mb, 2048, "largest safetensors shard in MiB");
 ABSL_FLAG(std::string, chat_template, "none",
           "chat_template.jinja to write: chatml (a ChatML template, so the OpenAI API can chat "
@@ -69,7 +85,16 @@ absl::Status Run() {
   opt.out_dir = absl::GetFlag(FLAGS_out);
   if (opt.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
   PKV_ASSIGN_OR_RETURN(opt.config, ModelShapeConfig(absl::GetFlag(FLAGS_shape)));
-  PKV_ASSIGN_OR_RETURN(opt.dtype, ParseTorchDtype(absl::GetFlag(FLAGS_dtype)));
+  QuantFlags quant;
+  quant.method = absl::GetFlag(FLAGS_quant);
+  quant.group_size = absl::GetFlag(FLAGS_group_size);
+  quant.gptq_sym = absl::GetFlag(FLAGS_gptq_sym);
+  quant.gptq_format = absl::GetFlag(FLAGS_gptq_format);
+  quant.fp8_strategy = absl::GetFlag(FLAGS_fp8_strategy);
+  PKV_ASSIGN_OR_RETURN(opt.config.quant, QuantConfigFromFlags(quant));
+  std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (dtype.empty()) dtype = opt.config.quant.int4() ? "float16" : "bfloat16";
+  PKV_ASSIGN_OR_RETURN(opt.dtype, ParseTorchDtype(dtype));
   opt.seed = absl::GetFlag(FLAGS_seed);
   const int64_t shard_mb = absl::GetFlag(FLAGS_max_shard_mb);
   if (shard_mb <= 0) return absl::InvalidArgumentError("--max_shard_mb must be positive");
@@ -92,7 +117,9 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "pkv-make-model --out DIR --shape tiny|llama3-1b|llama3-8b [--seed 1] "
-      "[--dtype bfloat16|float16|float32] [--chat_template chatml|none]");
+      "[--dtype bfloat16|float16|float32] [--chat_template chatml|none] "
+      "[--quant none|awq|gptq|fp8 [--group_size 128] [--gptq_sym=true|false] "
+      "[--gptq_format gptq|gptq_v2] [--fp8_strategy channel|tensor]]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status st = pkv::Run();
   if (!st.ok()) {

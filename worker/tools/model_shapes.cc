@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "worker/tools/quantize.h"
 
 namespace pkv {
 namespace {
@@ -124,6 +125,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   field("torch_dtype", absl::StrCat("\"", c.torch_dtype, "\""));
   if (c.bos_token_id >= 0) field("bos_token_id", absl::StrCat(c.bos_token_id));
   if (!c.eos_token_ids.empty()) field("eos_token_id", TokenIdsJson(c.eos_token_ids));
+  if (c.quant.quantized()) field("quantization_config", QuantizationConfigJson(c.quant));
   return out + "\n}\n";
 }
 

@@ -12,8 +12,10 @@
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
 #include "worker/model/file_util.h"
+#include "worker/model/quant_linear.h"
 #include "worker/model/sampler.h"
 #include "worker/tools/model_shapes.h"
+#include "worker/tools/quantized_module.h"
 #include "worker/tools/safetensors_writer.h"
 
 namespace pkv {
@@ -21,21 +23,50 @@ namespace {
 
 constexpr int64_t kChunkElems = int64_t{1} << 20;  // generate and write 1M elements at a time
 
+// One tensor of the written checkpoint: a dense weight, or one part of a quantized module (the
+// module's float weights are `source`, quantized and packed once for all of its parts).
+struct OutTensor {
+  PlannedTensor planned;
+  TensorSpec source;
+  std::string module;  // "" for a dense tensor
+  std::string part;    // the tensor name's last component: qweight, scales, weight_scale, ...
+};
+
 struct Shard {
   std::string file_name;
-  std::vector<TensorSpec> specs;
+  std::vector<OutTensor> tensors;
   int64_t bytes = 0;
 };
 
-std::vector<Shard> PlanShards(const std::vector<TensorSpec>& specs, DType dtype,
-                              int64_t max_shard_bytes) {
+absl::StatusOr<std::vector<OutTensor>> PlanTensors(const ModelConfig& c, DType dtype) {
+  std::vector<OutTensor> out;
+  for (const TensorSpec& spec : LlamaTensorSpecs(c)) {
+    const std::string module = QuantizedModuleOf(c, spec);
+    if (module.empty()) {
+      out.push_back({{spec.name, dtype, spec.shape}, spec, "", ""});
+      continue;
+    }
+    PKV_ASSIGN_OR_RETURN(std::vector<QuantTensorSpec> parts,
+                         QuantLinearTensorSpecs(c.quant, module, spec.shape[0], spec.shape[1]));
+    for (const QuantTensorSpec& q : parts) {
+      const std::string part = q.name.substr(module.size() + 1);
+      if (part == "input_scale") continue;  // dynamic activation scales: not stored
+      // FP8 scales are stored in the model dtype (as llm-compressor does), 4-bit scales in fp16.
+      const DType dt = part == "weight_scale" ? dtype : q.dtypes[0];
+      out.push_back({{q.name, dt, q.shapes[0]}, spec, module, part});
+    }
+  }
+  return out;
+}
+
+std::vector<Shard> PlanShards(const std::vector<OutTensor>& tensors, int64_t max_shard_bytes) {
   std::vector<Shard> shards(1);
-  for (const TensorSpec& spec : specs) {
-    const int64_t bytes = spec.numel() * DTypeSize(dtype);
-    if (!shards.back().specs.empty() && shards.back().bytes + bytes > max_shard_bytes) {
+  for (const OutTensor& t : tensors) {
+    const int64_t bytes = t.planned.num_bytes();
+    if (!shards.back().tensors.empty() && shards.back().bytes + bytes > max_shard_bytes) {
       shards.emplace_back();
     }
-    shards.back().specs.push_back(spec);
+    shards.back().tensors.push_back(t);
     shards.back().bytes += bytes;
   }
   const int n = static_cast<int>(shards.size());
@@ -76,27 +107,43 @@ struct Progress {
   }
 };
 
+absl::Status WriteDense(const RandomModelOptions& opt, const TensorSpec& spec,
+                        SafetensorsWriter* writer, Progress* progress) {
+  std::vector<float> values;
+  std::vector<uint8_t> bytes;
+  const uint64_t key = RandomTensorKey(opt.seed, spec.name);
+  for (int64_t begin = 0; begin < spec.numel(); begin += kChunkElems) {
+    const int64_t n = std::min(kChunkElems, spec.numel() - begin);
+    values.resize(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = RandomWeightValue(spec.kind, key, begin + i);
+    EncodeChunk(values.data(), n, opt.dtype, &bytes);
+    PKV_RETURN_IF_ERROR(writer->Append(bytes));
+    progress->Add(static_cast<int64_t>(bytes.size()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteShard(const RandomModelOptions& opt, const Shard& shard, Progress* progress) {
   std::vector<PlannedTensor> planned;
-  for (const TensorSpec& s : shard.specs) planned.push_back({s.name, opt.dtype, s.shape});
+  for (const OutTensor& t : shard.tensors) planned.push_back(t.planned);
   if (opt.progress) {
     std::fprintf(stderr, "writing %s (%zu tensors, %.2f GiB)\n", shard.file_name.c_str(),
                  planned.size(), shard.bytes / 1073741824.0);
   }
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
                        SafetensorsWriter::Create(JoinPath(opt.out_dir, shard.file_name), planned));
-  std::vector<float> values;
-  std::vector<uint8_t> bytes;
-  for (const TensorSpec& spec : shard.specs) {
-    const uint64_t key = RandomTensorKey(opt.seed, spec.name);
-    for (int64_t begin = 0; begin < spec.numel(); begin += kChunkElems) {
-      const int64_t n = std::min(kChunkElems, spec.numel() - begin);
-      values.resize(n);
-      for (int64_t i = 0; i < n; ++i) values[i] = RandomWeightValue(spec.kind, key, begin + i);
-      EncodeChunk(values.data(), n, opt.dtype, &bytes);
-      PKV_RETURN_IF_ERROR(writer->Append(bytes));
-      progress->Add(static_cast<int64_t>(bytes.size()));
+  QuantizedModuleBytes module;  // the module whose parts are being written
+  for (const OutTensor& t : shard.tensors) {
+    if (t.module.empty()) {
+      PKV_RETURN_IF_ERROR(WriteDense(opt, t.source, writer.get(), progress));
+      continue;
     }
+    if (module.module != t.module) {
+      module = QuantizeRandomModule(opt.config.quant, t.module, t.source, opt.seed, opt.dtype);
+    }
+    const std::vector<uint8_t>& bytes = module.parts.at(t.part);
+    PKV_RETURN_IF_ERROR(writer->Append(bytes));
+    progress->Add(static_cast<int64_t>(bytes.size()));
   }
   return writer->Finish();
 }
@@ -114,9 +161,9 @@ std::string IndexJson(const std::vector<Shard>& shards, int64_t total_bytes) {
       absl::StrCat("{\n  \"metadata\": {\"total_size\": ", total_bytes, "},\n  \"weight_map\": {");
   bool first = true;
   for (const Shard& shard : shards) {
-    for (const TensorSpec& s : shard.specs) {
-      absl::StrAppend(&out, first ? "\n" : ",\n", "    \"", s.name, "\": \"", shard.file_name,
-                      "\"");
+    for (const OutTensor& t : shard.tensors) {
+      absl::StrAppend(&out, first ? "\n" : ",\n", "    \"", t.planned.name, "\": \"",
+                      shard.file_name, "\"");
       first = false;
     }
   }
@@ -159,6 +206,9 @@ std::string TorchDtypeName(DType dtype) {
       return "float16";
     case DType::kF32:
       return "float32";
+    case DType::kI32:
+    case DType::kF8E4M3:
+      break;  // not a dense weight dtype
   }
   return "?";
 }
@@ -174,8 +224,8 @@ absl::StatusOr<RandomModelResult> WriteRandomModel(const RandomModelOptions& opt
   PKV_RETURN_IF_ERROR(
       WriteText(JoinPath(opt.out_dir, "generation_config.json"), GenerationConfigToJson(config)));
   result.files = {"config.json", "generation_config.json"};
-  const std::vector<Shard> shards =
-      PlanShards(LlamaTensorSpecs(config), opt.dtype, opt.max_shard_bytes);
+  PKV_ASSIGN_OR_RETURN(std::vector<OutTensor> tensors, PlanTensors(config, opt.dtype));
+  const std::vector<Shard> shards = PlanShards(tensors, opt.max_shard_bytes);
   Progress progress;
   progress.enabled = opt.progress;
   for (const Shard& s : shards) progress.total += s.bytes;

@@ -119,6 +119,29 @@ TEST(PlanGemvTest, PlansAndRejections) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Quantized weights: the split rule sees the packed bytes (units of 1 KB per tile), and k must
+// hold whole units (and 128-k scale words for 4-bit).
+TEST(PlanGemvTest, QuantizedFormatsPlanOnTheirBytes) {
+  const GemvDevice h200{132, 3};
+  absl::StatusOr<GemvPlan> p = PlanGemv(4096, 4096, 16, h200, GemvWeightFormat::kInt4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->units, 32);
+  EXPECT_EQ(p->parts, 2);  // 32 units / 16 allows 2; 256 items are too few for 132 SMs
+  EXPECT_EQ(p->weight_bytes(), 4096 * (4096 / 2 + 4 * 32));
+  p = PlanGemv(2048, 2048, 16, h200, GemvWeightFormat::kInt4);  // 1B o_proj: 16 units
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->parts, 1);  // dense splits 3 ways (64 steps); 4-bit has 1 KB per warp at most
+  p = PlanGemv(2048, 2048, 16, h200, GemvWeightFormat::kFp8);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->units, 32);
+  EXPECT_EQ(p->parts, 1);  // 2 parts would be allowed but balance no better (256 < 264 items)
+  EXPECT_EQ(p->weight_bytes(), 2048 * (2048 + 4));
+  EXPECT_EQ(PlanGemv(64, 64, 16, h200, GemvWeightFormat::kInt4).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanGemv(64, 96, 16, h200, GemvWeightFormat::kFp8).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // ---- Emulation of the kernel's arithmetic with integer "elements" --------------------------
 
 // 16-bit elements packed two to a word, the lower k in the low half (little-endian memory).

@@ -47,6 +47,11 @@ TEST(RouterStreamTest, RelaysChunksInOrderThenComplete) {
   EXPECT_EQ(h.MetricWhen(1, "pkv_router_requests_total", {{"code", "OK"}}), 1);
   EXPECT_EQ(h.Metric("pkv_router_time_to_first_token_seconds"), 1);
   EXPECT_EQ(h.Metric("pkv_router_placements_total", {{"reason", "least_loaded"}}), 1);
+  // One first token, timed once in each stage.
+  for (const char* stage : {"admit", "worker", "relay"}) {
+    EXPECT_EQ(h.MetricWhen(1, "pkv_router_first_token_stage_seconds", {{"stage", stage}}), 1)
+        << stage;
+  }
 }
 
 TEST(RouterStreamTest, ClientRequestIdAndSeedArePassedThrough) {
@@ -85,6 +90,10 @@ TEST(RouterStreamTest, FailsOverToAnotherWorkerBeforeTheFirstToken) {
   EXPECT_EQ(good.generate_calls(), 1);
   EXPECT_EQ(h.Metric("pkv_router_failovers_total"), 1);
   EXPECT_EQ(h.Metric("pkv_router_placements_total", {{"reason", "failover"}}), 1);
+  // Admission is timed to the first placement only; the worker stage to the attempt that
+  // produced the first chunk.
+  EXPECT_EQ(h.Metric("pkv_router_first_token_stage_seconds", {{"stage", "admit"}}), 1);
+  EXPECT_EQ(h.Metric("pkv_router_first_token_stage_seconds", {{"stage", "worker"}}), 1);
 }
 
 TEST(RouterStreamTest, RetriesTheSameWorkerAfterResourceExhaustedOnce) {

@@ -1,0 +1,194 @@
+// pkv-bench gemv: the fused few-token GEMV (kernels/model/gemv.h) side by side for dense, 4-bit
+// and fp8 weights at the Llama 8B and 1B projection shapes, 1..8 tokens. Per cell: GPU time by
+// CUDA events (median of --iters launches, the L2 flushed before each, so every launch streams
+// its weights from memory as a decode step's layers do), the bytes it must move (packed weights,
+// scales, activations in, outputs), the achieved GB/s, its fraction of the streaming-read
+// bandwidth measured in the same run, and the speedup over dense at the same shape and tokens.
+// The input is the plain activation and the epilogue a 16-bit store (the fused norm / RoPE /
+// SiLU / residual variants differ by a few hundred bytes per tile). See bench/NOTES.md.
+//
+//   pkv-bench gemv [--dtype bf16|fp16] [--tokens 1,2,4,8] [--iters 200] [--out FILE.tsv]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
+#include "bench/kernels/gpu_util.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "kernels/common/float16.h"
+#include "kernels/model/gemv.h"
+
+ABSL_FLAG(std::string, tokens, "1,2,4,8", "gemv: token counts (rows) timed, comma-separated");
+
+namespace pkv::bench {
+namespace {
+
+using gpu::GemvWeightFormat;
+
+struct Shape {
+  const char* name;
+  int32_t n, k;
+};
+constexpr Shape kShapes[] = {
+    {"8B qkv", 6144, 4096},      {"8B o", 4096, 4096},    {"8B gate/up", 28672, 4096},
+    {"8B down", 4096, 14336},    {"1B qkv", 3072, 2048},  {"1B o", 2048, 2048},
+    {"1B gate/up", 16384, 2048}, {"1B down", 2048, 8192},
+};
+constexpr GemvWeightFormat kFormats[] = {GemvWeightFormat::kDense, GemvWeightFormat::kInt4,
+                                         GemvWeightFormat::kFp8};
+const char* FormatName(GemvWeightFormat f) {
+  return f == GemvWeightFormat::kInt4 ? "int4" : f == GemvWeightFormat::kFp8 ? "fp8" : "dense";
+}
+
+// Device memory freed with the bench.
+struct DevMem {
+  void* p = nullptr;
+  ~DevMem() { cudaFree(p); }
+};
+
+// One projection's device operands in one weight format: random weights (any bits are valid
+// 4-bit codes; fp8 codes are random bytes), valid scale words / scales, random activations.
+struct Operands {
+  DevMem w, scales, x, y, partials, tickets;
+  gpu::GemvArgs args;
+};
+
+absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::GemvDevice& dev,
+                     cudaStream_t stream, Operands* o) {
+  gpu::GemvArgs& a = o->args;
+  a.dtype = bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
+  PKV_ASSIGN_OR_RETURN(a.plan, gpu::PlanGemv(sh.n, sh.k, 16, dev, f));
+  const int64_t w_bytes = int64_t{sh.n} * sh.k *
+                          (f == GemvWeightFormat::kInt4  ? 1
+                           : f == GemvWeightFormat::kFp8 ? 2
+                                                         : 4) /
+                          2;
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->w.p, w_bytes));
+  PKV_RETURN_IF_ERROR(policy::FillRandom16(o->w.p, w_bytes / 2, 7, bf16, stream));
+  std::mt19937 rng(11);
+  if (f == GemvWeightFormat::kInt4) {
+    std::vector<uint32_t> words(int64_t{sh.n} * (sh.k / 128));
+    for (uint32_t& v : words) {
+      const float scale = 0.01f + 0.001f * (rng() % 100);
+      const float magic_zero = (bf16 ? 128.f : 1024.f) + rng() % 16;
+      v = bf16 ? ToBFloat16(scale).bits | uint32_t{ToBFloat16(magic_zero).bits} << 16
+               : ToHalf(scale).bits | uint32_t{ToHalf(magic_zero).bits} << 16;
+    }
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->scales.p, words.size() * 4));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(o->scales.p, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+  } else if (f == GemvWeightFormat::kFp8) {
+    std::vector<float> s(sh.n);
+    for (float& v : s) v = 1e-3f * (1 + rng() % 100);
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->scales.p, s.size() * 4));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(o->scales.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+    a.w_scale_count = sh.n;
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->x.p, int64_t{gpu::kGemvMaxTokens} * sh.k * 2));
+  PKV_RETURN_IF_ERROR(
+      policy::FillRandom16(o->x.p, int64_t{gpu::kGemvMaxTokens} * sh.k, 3, bf16, stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->y.p, int64_t{gpu::kGemvMaxTokens} * sh.n * 2));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->partials.p, a.plan.partial_floats() * 4 + 16));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->tickets.p, int64_t{a.plan.num_tickets()} * 4 + 16));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemset(o->tickets.p, 0, int64_t{a.plan.num_tickets()} * 4 + 16));
+  a.w = o->w.p;
+  a.w_scales = o->scales.p;
+  a.x = o->x.p;
+  a.y = o->y.p;
+  a.partials = static_cast<float*>(o->partials.p);
+  a.tickets = static_cast<int32_t*>(o->tickets.p);
+  return absl::OkStatus();
+}
+
+absl::Status Run() {
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (!dtype.empty() && dtype != "bf16" && dtype != "fp16") {
+    return absl::InvalidArgumentError("--dtype: supported bf16, fp16");
+  }
+  const bool bf16 = dtype != "fp16";
+  std::vector<int32_t> tokens;
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_tokens), ',', absl::SkipEmpty())) {
+    int32_t n = 0;
+    if (!absl::SimpleAtoi(t, &n) || n < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--tokens: '", t, "' is not a count >= 1"));
+    }
+    tokens.push_back(n);
+  }
+  const int iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(200));
+  cudaStream_t stream;
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  PKV_ASSIGN_OR_RETURN(const double stream_gbps,
+                       MeasureStreamReadGBps(int64_t{4} << 30, 20, stream));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<policy::L2Flusher> flusher,
+                       policy::L2Flusher::Create(int64_t{256} << 20, /*write=*/false));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<policy::EventTimer> timer,
+                       policy::EventTimer::Create(iters));
+  std::string tsv =
+      "shape\tn\tk\ttokens\tformat\tparts\tgrid\tus\tbytes\tgbps\tfrac_stream\tspeedup_vs_dense\n";
+  std::printf("streaming read: %.0f GB/s; dtype %s; median of %d launches, L2 flushed\n",
+              stream_gbps, bf16 ? "bf16" : "fp16", iters);
+  std::printf("| shape | T | format | parts | us | MB moved | GB/s | of stream | vs dense |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const Shape& sh : kShapes) {
+    std::unique_ptr<Operands> ops[3];
+    for (int f = 0; f < 3; ++f) {
+      PKV_ASSIGN_OR_RETURN(
+          const gpu::GemvDevice dev,
+          gpu::QueryGemvDevice(0, bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16,
+                               kFormats[f]));
+      ops[f] = std::make_unique<Operands>();
+      PKV_RETURN_IF_ERROR(Prepare(sh, kFormats[f], bf16, dev, stream, ops[f].get()));
+    }
+    for (int32_t t : tokens) {
+      double dense_us = 0;
+      for (int f = 0; f < 3; ++f) {
+        gpu::GemvArgs a = ops[f]->args;
+        a.tokens = t;
+        for (int w = 0; w < 3; ++w) PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));  // warm-up
+        PKV_ASSIGN_OR_RETURN(std::vector<double> us,
+                             timer->Time(
+                                 iters, flusher.get(), stream, [](int) { return absl::OkStatus(); },
+                                 [&](int) { return gpu::LaunchGemv(a, stream); }));
+        const double med = policy::Percentile(us, 0.5);
+        if (f == 0) dense_us = med;
+        const int64_t bytes = a.plan.weight_bytes() + int64_t{t} * (sh.k + sh.n) * 2;
+        const double gbps = bytes / (med * 1e-6) / 1e9;
+        std::printf("| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx |\n", sh.name, t,
+                    FormatName(kFormats[f]), a.plan.parts, med, bytes / 1e6, gbps,
+                    gbps / stream_gbps, dense_us / med);
+        absl::StrAppend(
+            &tsv,
+            absl::StrFormat("%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.3f\t%d\t%.1f\t%.4f\t%.3f\n", sh.name,
+                            sh.n, sh.k, t, FormatName(kFormats[f]), a.plan.parts, a.plan.grid, med,
+                            bytes, gbps, gbps / stream_gbps, dense_us / med));
+      }
+    }
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  cudaStreamDestroy(stream);
+  if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
+    std::FILE* f = std::fopen(out.c_str(), "w");
+    if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", out));
+    std::fputs(tsv.c_str(), f);
+    std::fclose(f);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int GemvMain() { return RunSubcommand("gemv", Run); }
+
+}  // namespace pkv::bench
