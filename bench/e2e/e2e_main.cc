@@ -1,8 +1,11 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
-//   [--warmup 3] [--out FILE]
-// See e2e_bench.h and e2e_variants.h. Prints a line per (decode line, variant), a side-by-side
-// summary, and writes one TSV (kinds: ceiling, decode, prefill, host).
+//   [--warmup 3] [--quant awq,gptq,fp8] [--out FILE]
+// See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
+// packed in each listed format (model "llama3-8b+awq"; awq and gptq pack alike), after the dense
+// run, so the dense model and its quantized twins are measured side by side in one run. Prints a
+// line per (decode line, variant), a side-by-side summary, and writes one TSV (kinds: ceiling,
+// decode, prefill, host).
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -21,6 +24,7 @@
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
 #include "worker/tools/model_shapes.h"
+#include "worker/tools/quantize.h"
 
 namespace pkv::bench {
 namespace {
@@ -147,8 +151,9 @@ std::vector<int32_t> ParseInts(const std::string& s) {
   return out;
 }
 
-absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& ceil,
-                      const std::vector<TraceLine>& trace, Report* report) {
+// `quant`: "" (dense) or a --quant method the random weights of `shape` are packed in.
+absl::Status RunShape(const std::string& shape, const std::string& quant, const Flags& f,
+                      const Ceilings& ceil, const std::vector<TraceLine>& trace, Report* report) {
   CudaBackendOptions o;
   o.max_step_tokens = 8192;
   o.max_rows = 256;
@@ -158,11 +163,20 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::Load(f.Str("model_dir"), o));
   } else {
     PKV_ASSIGN_OR_RETURN(ModelConfig config, ModelShapeConfig(shape));
+    if (!quant.empty()) {
+      QuantFlags q;
+      q.method = quant;
+      PKV_ASSIGN_OR_RETURN(config.quant, QuantConfigFromFlags(q));
+    }
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::LoadRandom(config, 1, o));
   }
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
   PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants, ParseVariants(f.Str("variants")));
-  const std::string model = f.Str("model_dir").empty() ? shape : f.Str("model_dir");
+  const std::string model = !f.Str("model_dir").empty() ? f.Str("model_dir")
+                            : quant.empty()             ? shape
+                                                        : absl::StrCat(shape, "+", quant);
+  std::printf("%s: weights a decode step reads %.3f GiB, KV pool %lld pages\n", model.c_str(),
+              b->weight_read_bytes() / 1073741824.0, static_cast<long long>(b->num_kv_pages()));
   const std::vector<std::string> lines =
       absl::StrSplit(f.Str("decode_lines"), ',', absl::SkipEmpty());
   for (const std::string& name : lines) {
@@ -211,6 +225,7 @@ int E2eMain(int argc, char** argv) {
            {"steps", "16"},
            {"warmup", "3"},
            {"kv_memory_fraction", "0.9"},
+           {"quant", ""},
            {"out", "e2e.tsv"}});
   absl::Status st = f.Parse(argc, argv);
   if (!st.ok()) {
@@ -235,13 +250,22 @@ int E2eMain(int argc, char** argv) {
           ? std::vector<std::string>(absl::StrSplit(f.Str("shapes"), ',', absl::SkipEmpty()))
           : std::vector<std::string>{"checkpoint"};
   int rc = 0;
-  for (const std::string& shape : shapes) {
-    st = RunShape(shape, f, *ceil, *trace, &report);
-    if (!st.ok()) {
-      std::fprintf(stderr, "pkv-bench e2e %s: %s\n", shape.c_str(), st.ToString().c_str());
-      rc = 1;
+  std::vector<std::string> quants = {""};  // dense first, then each quantized twin
+  if (f.Str("model_dir").empty()) {
+    for (absl::string_view q : absl::StrSplit(f.Str("quant"), ',', absl::SkipEmpty())) {
+      quants.emplace_back(q);
     }
-    std::fflush(stdout);
+  }
+  for (const std::string& shape : shapes) {
+    for (const std::string& quant : quants) {
+      st = RunShape(shape, quant, f, *ceil, *trace, &report);
+      if (!st.ok()) {
+        std::fprintf(stderr, "pkv-bench e2e %s%s: %s\n", shape.c_str(),
+                     quant.empty() ? "" : ("+" + quant).c_str(), st.ToString().c_str());
+        rc = 1;
+      }
+      std::fflush(stdout);
+    }
   }
   report.PrintSummary();
   return rc;
