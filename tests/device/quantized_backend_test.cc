@@ -106,7 +106,9 @@ class QuantizedBackendTest : public ::testing::TestWithParam<QuantCase> {
     auto gpu = CudaModelBackend::Load(dir_, GpuOptions(GetParam().fused));
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
-    if (GetParam().fused) ASSERT_TRUE(gpu_->fused_available());
+    if (GetParam().fused) {
+      ASSERT_TRUE(gpu_->fused_available());
+    }
     vocab_ = cpu_->config().vocab_size;
   }
 
