@@ -1,8 +1,11 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
-//   [--warmup 3] [--out FILE]
-// See e2e_bench.h and e2e_variants.h. Prints a line per (decode line, variant), a side-by-side
-// summary, and writes one TSV (kinds: ceiling, decode, prefill, host).
+//   [--warmup 3] [--quant awq,gptq,fp8] [--out FILE]
+// See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
+// packed in each listed format (model "llama3-8b+awq"; awq and gptq pack alike), after the dense
+// run, so the dense model and its quantized twins are measured side by side in one run. Prints a
+// line per (decode line, variant), a side-by-side summary, and writes one TSV (kinds: ceiling,
+// decode, prefill, host).
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -22,6 +25,7 @@
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
 #include "worker/tools/model_shapes.h"
+#include "worker/tools/quantize.h"
 
 ABSL_FLAG(std::string, shapes, "llama3-8b,llama3-1b",
           "e2e: model shapes with random weights (pkv-make-model's), comma-separated");
@@ -35,6 +39,8 @@ ABSL_FLAG(std::string, variants, "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf
           "e2e: backend variants (e2e_variants.h)");
 ABSL_FLAG(int32_t, warmup, 3, "e2e: untimed decode steps first");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
+ABSL_FLAG(std::string, quant, "",
+          "e2e: after each random shape's dense run, its quantized twins (awq,gptq,fp8)");
 
 namespace pkv::bench {
 namespace {
@@ -161,7 +167,8 @@ std::vector<int32_t> ParseInts(const std::string& s) {
   return out;
 }
 
-absl::Status RunShape(const std::string& shape, const Ceilings& ceil,
+// `quant`: "" (dense) or a --quant method the random weights of `shape` are packed in.
+absl::Status RunShape(const std::string& shape, const std::string& quant, const Ceilings& ceil,
                       const std::vector<TraceLine>& trace, Report* report) {
   CudaBackendOptions o;
   o.max_step_tokens = 8192;
@@ -173,12 +180,21 @@ absl::Status RunShape(const std::string& shape, const Ceilings& ceil,
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::Load(model_dir, o));
   } else {
     PKV_ASSIGN_OR_RETURN(ModelConfig config, ModelShapeConfig(shape));
+    if (!quant.empty()) {
+      QuantFlags q;
+      q.method = quant;
+      PKV_ASSIGN_OR_RETURN(config.quant, QuantConfigFromFlags(q));
+    }
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::LoadRandom(config, 1, o));
   }
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
   PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants,
                        ParseVariants(absl::GetFlag(FLAGS_variants)));
-  const std::string model = model_dir.empty() ? shape : model_dir;
+  const std::string model = !model_dir.empty() ? model_dir
+                            : quant.empty()    ? shape
+                                               : absl::StrCat(shape, "+", quant);
+  std::printf("%s: weights a decode step reads %.3f GiB, KV pool %lld pages\n", model.c_str(),
+              b->weight_read_bytes() / 1073741824.0, static_cast<long long>(b->num_kv_pages()));
   const std::vector<std::string> lines =
       absl::StrSplit(absl::GetFlag(FLAGS_decode_lines), ',', absl::SkipEmpty());
   for (const std::string& name : lines) {
@@ -237,13 +253,22 @@ int E2eMain() {
                 absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',', absl::SkipEmpty()))
           : std::vector<std::string>{"checkpoint"};
   int rc = 0;
-  for (const std::string& shape : shapes) {
-    const absl::Status st = RunShape(shape, *ceil, *trace, &report);
-    if (!st.ok()) {
-      std::fprintf(stderr, "pkv-bench e2e %s: %s\n", shape.c_str(), st.ToString().c_str());
-      rc = 1;
+  std::vector<std::string> quants = {""};  // dense first, then each quantized twin
+  if (absl::GetFlag(FLAGS_model_dir).empty()) {
+    for (absl::string_view q : absl::StrSplit(absl::GetFlag(FLAGS_quant), ',', absl::SkipEmpty())) {
+      quants.emplace_back(q);
     }
-    std::fflush(stdout);
+  }
+  for (const std::string& shape : shapes) {
+    for (const std::string& quant : quants) {
+      const absl::Status st = RunShape(shape, quant, *ceil, *trace, &report);
+      if (!st.ok()) {
+        std::fprintf(stderr, "pkv-bench e2e %s%s: %s\n", shape.c_str(),
+                     quant.empty() ? "" : ("+" + quant).c_str(), st.ToString().c_str());
+        rc = 1;
+      }
+      std::fflush(stdout);
+    }
   }
   report.PrintSummary();
   return rc;

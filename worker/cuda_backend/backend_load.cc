@@ -94,21 +94,30 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   const ModelConfig& c = config_;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
                 << decode::DTypeName(weights_.dtype) << ", weights "
-                << weights_.arena_bytes / 1048576.0 << " MiB, " << kv_->num_pages()
-                << " KV pages of " << o.page_size << " tokens (" << kv_->pool_bytes() / 1048576.0
-                << " MiB), decode attention " << (kv_->decode_engine() ? "engine" : "generic")
-                << ", prefill attention " << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic")
-                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off");
+                << weights_.arena_bytes / 1048576.0 << " MiB"
+                << (c.quant.quantized()
+                        ? absl::StrCat(" (", std::string(QuantMethodName(c.quant.method)),
+                                       " packed; dequantize "
+                                       "scratch ",
+                                       weights_.dequant_scratch_bytes / 1048576.0, " MiB)")
+                        : std::string())
+                << ", " << kv_->num_pages() << " KV pages of " << o.page_size << " tokens ("
+                << kv_->pool_bytes() / 1048576.0 << " MiB), decode attention "
+                << (kv_->decode_engine() ? "engine" : "generic") << ", prefill attention "
+                << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic") << ", CUDA graphs "
+                << (o.cuda_graphs ? "on" : "off");
   return absl::OkStatus();
 }
 
 // Never fails the load on an unsupported device or shape: the backend runs its cuBLAS path.
 absl::Status CudaModelBackend::Impl::SetUpFused() {
   PKV_ASSIGN_OR_RETURN(fused_,
-                       cuda_backend::FusedPath::SetUp(config_, weights_.dtype, device(), stream()));
+                       cuda_backend::FusedPath::SetUp(config_, weights_, device(), stream()));
   const CudaBackendOptions& o = options_;
+  // Packed weights keep the fused path at every size: without it each projection of a decode
+  // step is dequantized to a dense matrix first, which reads more bytes than the dense model.
   if (fused_.available() && o.fused_max_hidden > 0 && config_.hidden_size > o.fused_max_hidden &&
-      o.fused_small_batch) {
+      o.fused_small_batch && weights_.dequant_scratch_bytes == 0) {
     options_.fused_small_batch = false;
     PKV_LOG(INFO) << "cuda backend: fused small-batch path off by default: hidden size "
                   << config_.hidden_size << " > fused_max_hidden " << o.fused_max_hidden

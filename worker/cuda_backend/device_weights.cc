@@ -12,23 +12,28 @@
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
 #include "kernels/model/model_kernels.h"
+#include "worker/cuda_backend/quant_pack.h"
+#include "worker/cuda_backend/weight_uploader.h"
 #include "worker/model/llama_weights.h"
 
 namespace pkv::cuda_backend {
 namespace {
 
 constexpr int64_t kArenaAlign = 256;
-constexpr int64_t kStagingBytes = int64_t{32} << 20;  // per pinned staging buffer
 
 // One destination region of the arena: the concatenation of `sources`, converted to float32
-// (`f32`, address into *dst_f32) or to the compute dtype (address into *dst).
+// (`f32`, address into *dst_f32) or to the compute dtype (address into *dst, or proj->w), or a
+// layer projection packed (`packed`: weights at offset, scales at scale_offset).
 struct Piece {
   std::vector<std::string> sources;
   bool f32 = false;
   const void** dst = nullptr;
   const float** dst_f32 = nullptr;
+  ProjectionWeights* proj = nullptr;
   int64_t offset = 0;
   int64_t bytes = 0;
+  PackedLayout packed;  // format kDense unless packed
+  int64_t scale_offset = 0;
 };
 Piece Matrix(std::vector<std::string> sources, const void** dst) {
   return Piece{std::move(sources), false, dst, nullptr};
@@ -36,110 +41,33 @@ Piece Matrix(std::vector<std::string> sources, const void** dst) {
 Piece Floats(std::vector<std::string> sources, const float** dst) {
   return Piece{std::move(sources), true, nullptr, dst};
 }
+Piece Projection(std::vector<std::string> sources, ProjectionWeights* proj) {
+  return Piece{std::move(sources), false, nullptr, nullptr, proj};
+}
+bool Packed(const Piece& p) { return p.packed.format != gpu::GemvWeightFormat::kDense; }
+std::string ModuleOf(const std::string& weight_name) {  // "...q_proj.weight" -> "...q_proj"
+  return weight_name.substr(0, weight_name.size() - std::string(".weight").size());
+}
 
 void AddLayerPieces(const ModelConfig& c, int i, LayerWeights* l, std::vector<Piece>* out) {
   const std::string p = absl::StrCat("model.layers.", i, ".");
   const std::string a = p + "self_attn.", m = p + "mlp.";
   out->push_back(Floats({p + "input_layernorm.weight"}, &l->input_norm));
-  out->push_back(Matrix({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, &l->qkv));
+  out->push_back(
+      Projection({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, &l->qkv));
   if (c.attention_bias) {
     out->push_back(Floats({a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"}, &l->qkv_bias));
   }
-  out->push_back(Matrix({a + "o_proj.weight"}, &l->o));
+  out->push_back(Projection({a + "o_proj.weight"}, &l->o));
   if (c.o_proj_bias) out->push_back(Floats({a + "o_proj.bias"}, &l->o_bias));
   if (c.qk_norm) {
     out->push_back(Floats({a + "q_norm.weight"}, &l->q_norm));
     out->push_back(Floats({a + "k_norm.weight"}, &l->k_norm));
   }
   out->push_back(Floats({p + "post_attention_layernorm.weight"}, &l->post_norm));
-  out->push_back(Matrix({m + "gate_proj.weight", m + "up_proj.weight"}, &l->gate_up));
-  out->push_back(Matrix({m + "down_proj.weight"}, &l->down));
+  out->push_back(Projection({m + "gate_proj.weight", m + "up_proj.weight"}, &l->gate_up));
+  out->push_back(Projection({m + "down_proj.weight"}, &l->down));
 }
-
-// Converts n elements from `src` (dtype `from`) into `dst` (float32, or the 16-bit `to`).
-void ConvertChunk(const uint8_t* src, DType from, int64_t n, bool to_f32, decode::DType to,
-                  uint8_t* dst) {
-  const bool to_bf16 = !to_f32 && to == decode::DType::kBFloat16;
-  const DType target = to_f32 ? DType::kF32 : (to_bf16 ? DType::kBF16 : DType::kF16);
-  if (from == target) {
-    std::memcpy(dst, src, n * DTypeSize(from));
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    float v;
-    if (from == DType::kF32) {
-      std::memcpy(&v, src + 4 * i, 4);
-    } else {
-      uint16_t bits;
-      std::memcpy(&bits, src + 2 * i, 2);
-      v = from == DType::kBF16 ? ToFloat(BFloat16{bits}) : ToFloat(Half{bits});
-    }
-    if (to_f32) {
-      std::memcpy(dst + 4 * i, &v, 4);
-    } else {
-      const uint16_t out = to_bf16 ? ToBFloat16(v).bits : ToHalf(v).bits;
-      std::memcpy(dst + 2 * i, &out, 2);
-    }
-  }
-}
-
-// Streams host tensors into the arena through two pinned buffers: while one chunk is copied to
-// the GPU, the next is converted into the other buffer.
-class Uploader {
- public:
-  Uploader() = default;
-  Uploader(const Uploader&) = delete;
-  Uploader& operator=(const Uploader&) = delete;
-  absl::Status Init(cudaStream_t stream) {
-    stream_ = stream;
-    for (int b = 0; b < 2; ++b) {
-      PKV_ASSIGN_OR_RETURN(staging_[b], PinnedBuffer::Allocate(kStagingBytes));
-      PKV_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done_[b], cudaEventDisableTiming));
-    }
-    return absl::OkStatus();
-  }
-  ~Uploader() {
-    for (cudaEvent_t e : done_) {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-  }
-
-  absl::Status Copy(const TensorView& view, bool to_f32, decode::DType to, uint8_t* dst) {
-    return CopyRuns(view, TensorRuns{0, 0, 1, view.numel()}, to_f32, to, dst);
-  }
-
-  // The elements `runs` selects from `view`, packed in order at dst.
-  absl::Status CopyRuns(const TensorView& view, const TensorRuns& runs, bool to_f32,
-                        decode::DType to, uint8_t* dst) {
-    const int64_t out_elem = to_f32 ? 4 : 2;
-    const int64_t in_elem = DTypeSize(view.dtype());
-    const int64_t per_chunk = kStagingBytes / std::max(out_elem, in_elem);
-    const int64_t total = runs.runs * runs.width;
-    for (int64_t first = 0; first < total; first += per_chunk) {
-      const int64_t n = std::min(per_chunk, total - first);
-      PKV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(done_[next_]));  // buffer free again
-      for (int64_t e = first; e < first + n;) {  // the pieces of the runs this chunk covers
-        const int64_t run = e / runs.width, offset = e % runs.width;
-        const int64_t len = std::min(runs.width - offset, first + n - e);
-        const int64_t src = runs.first + run * runs.stride + offset;
-        ConvertChunk(view.bytes.data() + src * in_elem, view.dtype(), len, to_f32, to,
-                     staging_[next_].bytes_ptr() + (e - first) * out_elem);
-        e += len;
-      }
-      PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst + first * out_elem, staging_[next_].get(),
-                                               n * out_elem, cudaMemcpyHostToDevice, stream_));
-      PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(done_[next_], stream_));
-      next_ ^= 1;
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  cudaStream_t stream_ = nullptr;
-  PinnedBuffer staging_[2];
-  cudaEvent_t done_[2] = {nullptr, nullptr};
-  int next_ = 0;
-};
 
 }  // namespace
 
@@ -157,11 +85,41 @@ absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
 
 namespace {
 
+using SpecMap = absl::flat_hash_map<std::string, TensorSpec>;
+
+SpecMap SpecsByName(const ModelConfig& config) {
+  SpecMap specs;
+  for (TensorSpec& t : LlamaTensorSpecs(config)) specs.emplace(t.name, std::move(t));
+  return specs;
+}
+
+// Whether every source of projection piece `p` is quantized by config.quant: then it is packed
+// (PackedLayoutOf); a mix stays dense (the quantized members dequantized on the host).
+absl::Status ChoosePacking(const ModelConfig& config, const SpecMap& specs, Piece* p) {
+  int64_t n = 0, k = 0;
+  bool all_quantized = config.quant.quantized();
+  for (const std::string& name : p->sources) {
+    const TensorSpec& spec = specs.at(name);
+    n += spec.shape[0];
+    k = spec.shape[1];
+    all_quantized = all_quantized && !QuantizedModuleOf(config, spec).empty();
+  }
+  p->proj->n = n;
+  p->proj->k = k;
+  if (!all_quantized) return absl::OkStatus();
+  PKV_ASSIGN_OR_RETURN(p->packed, PackedLayoutOf(config.quant, ModuleOf(p->sources[0]),
+                                                 static_cast<int>(p->sources.size()), n, k));
+  p->proj->format = p->packed.format;
+  p->proj->scale_count = p->packed.scale_count;
+  return absl::OkStatus();
+}
+
+int64_t Align(int64_t at) { return (at + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
 // The pieces of `config` with their arena offsets; sizes from the tensor specs (a checkpoint was
-// validated against them first).
-std::vector<Piece> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
-  absl::flat_hash_map<std::string, int64_t> numel;
-  for (const TensorSpec& t : LlamaTensorSpecs(config)) numel[t.name] = t.numel();
+// validated against them first) and, for packed projections, their packed layouts.
+absl::StatusOr<std::vector<Piece>> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
+  const SpecMap specs = SpecsByName(config);
   w->layers.resize(config.num_layers);
   std::vector<Piece> pieces;
   pieces.push_back(Matrix({"model.embed_tokens.weight"}, &w->embed));
@@ -170,11 +128,18 @@ std::vector<Piece> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
   if (!config.tie_word_embeddings) pieces.push_back(Matrix({"lm_head.weight"}, &w->lm_head));
   int64_t cursor = 0;
   for (Piece& p : pieces) {
+    if (p.proj != nullptr) PKV_RETURN_IF_ERROR(ChoosePacking(config, specs, &p));
     int64_t n = 0;
-    for (const std::string& name : p.sources) n += numel.at(name);
-    p.bytes = n * (p.f32 ? 4 : 2);
-    p.offset = (cursor + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    for (const std::string& name : p.sources) n += specs.at(name).numel();
+    p.bytes = Packed(p) ? p.packed.q_bytes : n * (p.f32 ? 4 : 2);
+    p.offset = Align(cursor);
     cursor = p.offset + p.bytes;
+    if (Packed(p)) {
+      p.scale_offset = Align(cursor);
+      cursor = p.scale_offset + p.packed.scale_bytes;
+      w->step_read_bytes += p.packed.scale_bytes;
+      w->dequant_scratch_bytes = std::max(w->dequant_scratch_bytes, n * 2);
+    }
     if (p.dst != &w->embed) w->step_read_bytes += p.bytes;
   }
   if (config.tie_word_embeddings) {
@@ -187,10 +152,16 @@ std::vector<Piece> LayOutPieces(const ModelConfig& config, DeviceWeights* w) {
 absl::Status AllocateArena(const std::vector<Piece>& pieces, const ModelConfig& config,
                            DeviceWeights* w) {
   PKV_ASSIGN_OR_RETURN(w->arena, DeviceBuffer::Allocate(w->arena_bytes));
+  if (w->dequant_scratch_bytes > 0) {
+    PKV_ASSIGN_OR_RETURN(w->dequant_scratch, DeviceBuffer::Allocate(w->dequant_scratch_bytes));
+  }
   for (const Piece& p : pieces) {
     uint8_t* at = w->arena.bytes_ptr() + p.offset;
     if (p.f32) {
       *p.dst_f32 = reinterpret_cast<const float*>(at);
+    } else if (p.proj != nullptr) {
+      p.proj->w = at;
+      if (Packed(p)) p.proj->scales = w->arena.bytes_ptr() + p.scale_offset;
     } else {
       *p.dst = at;
     }
@@ -201,22 +172,76 @@ absl::Status AllocateArena(const std::vector<Piece>& pieces, const ModelConfig& 
 
 }  // namespace
 
+namespace {
+
+// Packs projection piece `p` from the checkpoint and copies it (synchronously) into the arena.
+absl::Status UploadPacked(const ModelConfig& config, const Checkpoint& checkpoint,
+                          const SpecMap& specs, const Piece& p, decode::DType dtype,
+                          cudaStream_t stream) {
+  std::vector<std::string> modules;
+  std::vector<int64_t> rows;
+  for (const std::string& name : p.sources) {
+    modules.push_back(ModuleOf(name));
+    rows.push_back(specs.at(name).shape[0]);
+  }
+  PKV_ASSIGN_OR_RETURN(PackedHost host,
+                       PackProjection(config.quant, checkpoint, modules, rows, p.proj->k, dtype));
+  if (static_cast<int64_t>(host.q.size()) != p.bytes ||
+      static_cast<int64_t>(host.scales.size()) != p.packed.scale_bytes) {
+    return absl::InternalError(absl::StrCat(modules[0], ": packed size differs from its layout"));
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(const_cast<void*>(p.proj->w), host.q.data(),
+                                           host.q.size(), cudaMemcpyHostToDevice, stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(const_cast<void*>(p.proj->scales), host.scales.data(),
+                                           host.scales.size(), cudaMemcpyHostToDevice, stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // before `host` goes
+  return absl::OkStatus();
+}
+
+// A quantized tensor of a dense piece (a fused projection mixing formats, an FP8 lm_head):
+// dequantized on the host to the compute dtype and copied synchronously to dst.
+absl::Status UploadDequantized(const ModelConfig& config, const Checkpoint& checkpoint,
+                               const TensorSpec& spec, const std::string& module,
+                               decode::DType dtype, uint8_t* dst, cudaStream_t stream) {
+  PKV_ASSIGN_OR_RETURN(
+      std::vector<uint16_t> dense,
+      DequantizeModule(config.quant, checkpoint, module, spec.shape[0], spec.shape[1], dtype));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dst, dense.data(), dense.size() * 2, cudaMemcpyHostToDevice, stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
                                             decode::DType dtype, cudaStream_t stream) {
   PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, checkpoint));
   DeviceWeights w;
   w.dtype = dtype;
-  const std::vector<Piece> pieces = LayOutPieces(config, &w);
+  PKV_ASSIGN_OR_RETURN(const std::vector<Piece> pieces, LayOutPieces(config, &w));
   PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
+  const SpecMap specs = SpecsByName(config);
   Uploader up;
   PKV_RETURN_IF_ERROR(up.Init(stream));
   for (const Piece& p : pieces) {
+    if (Packed(p)) {
+      PKV_RETURN_IF_ERROR(UploadPacked(config, checkpoint, specs, p, dtype, stream));
+      continue;
+    }
     uint8_t* dst = w.arena.bytes_ptr() + p.offset;
     int64_t done = 0;
     for (const std::string& name : p.sources) {
-      PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
-      PKV_RETURN_IF_ERROR(up.Copy(v, p.f32, dtype, dst + done));
-      done += v.numel() * (p.f32 ? 4 : 2);
+      const TensorSpec& spec = specs.at(name);
+      const std::string module = QuantizedModuleOf(config, spec);
+      if (!module.empty()) {
+        PKV_RETURN_IF_ERROR(
+            UploadDequantized(config, checkpoint, spec, module, dtype, dst + done, stream));
+      } else {
+        PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
+        PKV_RETURN_IF_ERROR(up.Copy(v, p.f32, dtype, dst + done));
+      }
+      done += spec.numel() * (p.f32 ? 4 : 2);
     }
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
@@ -227,9 +252,15 @@ absl::StatusOr<DeviceWeights> UploadWeightRuns(
     const ModelConfig& config, const Checkpoint& checkpoint,
     const std::function<TensorRuns(const std::string& name)>& runs_of, decode::DType dtype,
     cudaStream_t stream) {
+  if (config.quant.quantized()) {  // packed projections are not sliced yet
+    return absl::UnimplementedError(
+        absl::StrCat("tensor parallelism on the CUDA backend does not shard quantized weights yet "
+                     "(quantization_config.quant_method = ",
+                     std::string(QuantMethodName(config.quant.method)), "); run it on one GPU"));
+  }
   DeviceWeights w;
   w.dtype = dtype;
-  const std::vector<Piece> pieces = LayOutPieces(config, &w);
+  PKV_ASSIGN_OR_RETURN(const std::vector<Piece> pieces, LayOutPieces(config, &w));
   PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
   Uploader up;
   PKV_RETURN_IF_ERROR(up.Init(stream));
@@ -262,10 +293,17 @@ absl::StatusOr<DeviceWeights> RandomDeviceWeights(const ModelConfig& config, dec
                                                   uint64_t seed, cudaStream_t stream) {
   DeviceWeights w;
   w.dtype = dtype;
-  const std::vector<Piece> pieces = LayOutPieces(config, &w);
+  PKV_ASSIGN_OR_RETURN(const std::vector<Piece> pieces, LayOutPieces(config, &w));
   PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
   uint64_t key = seed;
   for (const Piece& p : pieces) {
+    if (Packed(p)) {
+      key = key * 6364136223846793005ull + 1442695040888963407ull;
+      PKV_RETURN_IF_ERROR(FillRandomPacked(p.packed, p.proj->n, p.proj->k, dtype, key,
+                                           const_cast<void*>(p.proj->w),
+                                           const_cast<void*>(p.proj->scales), stream));
+      continue;
+    }
     // Matrices ~ U(+-0.035) (std 0.02, the usual initializer range); norms 1 +- 0.02; biases
     // +-0.02: activations stay finite through every layer, as with a freshly initialised model.
     const bool norm = p.f32 && p.sources[0].find("norm") != std::string::npos;

@@ -6,6 +6,16 @@
 //   gate_up [2 I][hidden]                 = gate_proj ; up_proj
 // so one GEMM produces q, k and v (and one produces gate and up) per layer.
 //
+// Quantized checkpoints (config.quant, worker/model/quant_weights.h): a fused projection whose
+// members are all quantized is stored packed for the fused GEMV (kernels/model/gemv_quant.h:
+// 4-bit groups or fp8 e4m3, rows concatenated like the dense form; per-tensor fp8 scales of fused
+// members become per-row scales), so device memory and the decode byte floor are the packed size.
+// Paths other than the fused GEMV dequantize one projection at a time into `dequant_scratch`
+// (sized for the largest packed projection, allocated with the weights, before the KV pool takes
+// the free memory) and run the dense GEMM on it. A fused projection mixing dense and quantized
+// members, and a quantized lm_head (FP8 checkpoints), are dequantized on the host to the compute
+// dtype at load (dense, full size).
+//
 // Upload streams each tensor through two pinned staging buffers (host conversion and the copy of
 // the previous chunk overlap), so an 8B checkpoint never needs a second host copy.
 // Thread-safety: immutable after UploadWeights.
@@ -20,19 +30,30 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/decode/decode_params.h"
+#include "kernels/model/gemv_plan.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
 
 namespace pkv::cuda_backend {
 
+// One (fused) projection's [n][k] weights: dense in the compute dtype, or packed for the GEMV.
+struct ProjectionWeights {
+  const void* w = nullptr;  // kDense: [n][k] dtype; else the packed weights (gemv_quant.h)
+  gpu::GemvWeightFormat format = gpu::GemvWeightFormat::kDense;
+  const void* scales = nullptr;  // kInt4: uint32 [n][k / 128]; kFp8: float [scale_count]
+  int32_t scale_count = 0;       // kFp8: n or 1
+  int64_t n = 0, k = 0;
+  bool packed() const { return format != gpu::GemvWeightFormat::kDense; }
+};
+
 struct LayerWeights {
-  const void* qkv = nullptr;          // [(H_q + 2 H_kv) * D][hidden] dtype
+  ProjectionWeights qkv;              // [(H_q + 2 H_kv) * D][hidden]
   const float* qkv_bias = nullptr;    // [(H_q + 2 H_kv) * D] or nullptr
-  const void* o = nullptr;            // [hidden][H_q * D] dtype
+  ProjectionWeights o;                // [hidden][H_q * D]
   const float* o_bias = nullptr;      // [hidden] or nullptr
-  const void* gate_up = nullptr;      // [2 I][hidden] dtype
-  const void* down = nullptr;         // [hidden][I] dtype
+  ProjectionWeights gate_up;          // [2 I][hidden]
+  ProjectionWeights down;             // [hidden][I]
   const float* input_norm = nullptr;  // [hidden]
   const float* post_norm = nullptr;   // [hidden]
   const float* q_norm = nullptr;      // [D] or nullptr (Qwen3)
@@ -47,6 +68,11 @@ struct DeviceWeights {
   const float* final_norm = nullptr;  // [hidden]
   std::vector<LayerWeights> layers;
   int64_t arena_bytes = 0;
+  // [largest packed projection's n * k] dtype: where the non-GEMV paths dequantize one packed
+  // projection before its GEMM (written by the kernels on the backend's stream); empty when
+  // nothing is packed.
+  DeviceBuffer dequant_scratch;
+  int64_t dequant_scratch_bytes = 0;
   // Bytes one decode step must read: every layer's tensors, the final norm and the LM head
   // (the embedding table only contributes the fed rows, so it is not counted).
   int64_t step_read_bytes = 0;
@@ -57,8 +83,11 @@ struct DeviceWeights {
 absl::StatusOr<decode::DType> ChooseComputeDType(const std::string& requested,
                                                  const Checkpoint& checkpoint);
 
-// Validates the checkpoint against the config (ValidateLlamaCheckpoint) and uploads it.
-// RESOURCE_EXHAUSTED when the weights do not fit the GPU.
+// Validates the checkpoint against the config (ValidateLlamaCheckpoint) and uploads it, packing
+// quantized projections (see above). RESOURCE_EXHAUSTED when the weights do not fit the GPU;
+// INVALID_ARGUMENT naming the quantization_config field when the kernels cannot run the format
+// (4-bit group_size not a multiple of 128, an input size not a multiple of 128 (4-bit) or 64
+// (fp8)).
 absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
                                             decode::DType dtype, cudaStream_t stream);
 
@@ -76,14 +105,17 @@ struct TensorRuns {
 // ShardConfig in worker/model/tp_shard.h), whose tensor specs size the arena; runs_of(name) says
 // which elements of checkpoint tensor `name` the shard holds. Only those bytes are read. The
 // caller validated the checkpoint against the whole model. INVALID_ARGUMENT when a slice does not
-// fit its tensor or does not fill the shard's shape.
+// fit its tensor or does not fill the shard's shape; UNIMPLEMENTED for a quantized checkpoint.
 absl::StatusOr<DeviceWeights> UploadWeightRuns(
     const ModelConfig& config, const Checkpoint& checkpoint,
     const std::function<TensorRuns(const std::string& name)>& runs_of, decode::DType dtype,
     cudaStream_t stream);
 
 // Random weights with the config's shapes, generated on the GPU from `seed` (benchmarks of real
-// model shapes without writing or reading a checkpoint).
+// model shapes without writing or reading a checkpoint). With config.quant set, the projections it
+// quantizes are packed as a checkpoint's would be (4-bit: random nibbles, one scale 0.0047 and
+// zero point 8, so weights have std ~0.02; fp8: random finite e4m3 codes of |w| <= ~0.06 with
+// scale 1/4096): the bytes a step reads are those of the real format.
 absl::StatusOr<DeviceWeights> RandomDeviceWeights(const ModelConfig& config, decode::DType dtype,
                                                   uint64_t seed, cudaStream_t stream);
 

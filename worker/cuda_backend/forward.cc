@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/status_macros.h"
+#include "kernels/model/gemv.h"
 #include "kernels/model/model_kernels.h"
 #include "kernels/model/sampling.h"
 
@@ -33,6 +34,25 @@ absl::Status ForwardPass::EnqueueQkvRope(int layer, const DeviceStep& s) const {
   r.v_cache = p_.kv.v_cache(layer);
   r.pdl = f_.pdl;
   return gpu::LaunchQkvRopeKvWrite(r, p_.stream);
+}
+
+absl::Status ForwardPass::Linear(const void* x, int64_t tokens, const ProjectionWeights& w, void* y,
+                                 bool y_f32) const {
+  const void* dense = w.w;
+  if (w.packed()) {
+    gpu::GemvDequantArgs d;
+    d.dtype = p_.weights.dtype;
+    d.format = w.format;
+    d.n = w.n;
+    d.k = w.k;
+    d.w = w.w;
+    d.w_scales = w.scales;
+    d.w_scale_count = w.scale_count;
+    d.out = p_.weights.dequant_scratch.get();
+    PKV_RETURN_IF_ERROR(gpu::LaunchDequantizeGemvWeights(d, p_.stream));
+    dense = d.out;
+  }
+  return p_.gemm.Linear(p_.weights.dtype, x, tokens, w.k, dense, w.n, y, y_f32, p_.stream);
 }
 
 absl::Status ForwardPass::EnqueueForward(const DeviceStep& s) const {
@@ -70,17 +90,14 @@ absl::Status ForwardPass::EnqueueLayer(int l, const DeviceStep& s) const {
   const ModelConfig& c = p_.config;
   const StepBuffers& b = p_.buffers;
   const cudaStream_t stream = p_.stream;
-  Gemm& gemm = p_.gemm;
   const gpu::DType dt = p_.weights.dtype;
-  const int64_t t = s.tokens, h = c.hidden_size, d = c.head_dim;
-  const int64_t qkv_dim = int64_t{c.num_q_heads + 2 * c.num_kv_heads} * d;
-  const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
+  const int64_t t = s.tokens, h = c.hidden_size;
   const bool pdl = f_.pdl;
   const LayerWeights& w = p_.weights.layers[l];
-  PKV_RETURN_IF_ERROR(gemm.Linear(dt, b.xn(), t, h, w.qkv, qkv_dim, b.qkv(), true, stream));
+  PKV_RETURN_IF_ERROR(Linear(b.xn(), t, w.qkv, b.qkv(), true));
   PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   PKV_RETURN_IF_ERROR(p_.kv.EnqueueAttention(l, s, b.q(), b.attn(), stream));
-  PKV_RETURN_IF_ERROR(gemm.Linear(dt, b.attn(), t, q_dim, w.o, h, b.delta(), false, stream));
+  PKV_RETURN_IF_ERROR(Linear(b.attn(), t, w.o, b.delta(), false));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.
   if (p_.tp != nullptr) PKV_RETURN_IF_ERROR(p_.tp->AllReduce(b.delta(), t * h, dt, stream));
 
@@ -96,11 +113,10 @@ absl::Status ForwardPass::EnqueueLayer(int l, const DeviceStep& s) const {
   n.xn = b.xn();
   n.pdl = pdl;
   PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
-  PKV_RETURN_IF_ERROR(
-      gemm.Linear(dt, b.xn(), t, h, w.gate_up, 2 * inter, b.gate_up(), false, stream));
+  PKV_RETURN_IF_ERROR(Linear(b.xn(), t, w.gate_up, b.gate_up(), false));
   PKV_RETURN_IF_ERROR(
       gpu::LaunchSiluMul(dt, b.gate_up(), t, c.intermediate_size, b.act(), stream, pdl));
-  PKV_RETURN_IF_ERROR(gemm.Linear(dt, b.act(), t, inter, w.down, h, b.delta(), false, stream));
+  PKV_RETURN_IF_ERROR(Linear(b.act(), t, w.down, b.delta(), false));
   // Row-parallel down projection, like o_proj.
   if (p_.tp != nullptr) PKV_RETURN_IF_ERROR(p_.tp->AllReduce(b.delta(), t * h, dt, stream));
 

@@ -59,6 +59,10 @@ class ForwardPass {
   // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
   absl::Status EnqueueQkvRope(int layer, const DeviceStep& s) const;
   absl::Status EnqueueLayer(int layer, const DeviceStep& s) const;
+  // y = x . w^T on cuBLAS; a packed projection is first dequantized into the weights' scratch
+  // (one projection at a time: the GEMMs run in order on the stream).
+  absl::Status Linear(const void* x, int64_t tokens, const ProjectionWeights& w, void* y,
+                      bool y_f32) const;
   // fused_forward.cc
   absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s) const;
   absl::Status EnqueueFusedHead(const DeviceStep& s) const;

@@ -13,12 +13,14 @@ namespace {
 
 // The parts of GemvArgs every fused projection shares.
 gpu::GemvArgs GemvBase(const ForwardParts& p, const ForwardFlags& f, const gpu::GemvPlan& plan,
-                       const void* w, int32_t tokens) {
+                       const ProjectionWeights& w, int32_t tokens) {
   gpu::GemvArgs a;
   a.dtype = p.weights.dtype;
   a.plan = plan;
   a.tokens = tokens;
-  a.w = w;
+  a.w = w.w;
+  a.w_scales = w.scales;
+  a.w_scale_count = w.scale_count;
   a.eps = p.config.rms_norm_eps;
   a.partials = p.fused.partials();
   a.tickets = p.fused.tickets();
@@ -117,7 +119,9 @@ absl::Status ForwardPass::EnqueueFusedHead(const DeviceStep& s) const {
   n.pdl = f_.pdl;
   PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, p_.stream));
   if (s.logit_rows == 0) return absl::OkStatus();
-  gpu::GemvArgs a = GemvBase(p_, f_, p_.fused.plans().lm_head, p_.weights.lm_head, s.logit_rows);
+  ProjectionWeights head;  // dense (an FP8 checkpoint's lm_head is dequantized at load)
+  head.w = p_.weights.lm_head;
+  gpu::GemvArgs a = GemvBase(p_, f_, p_.fused.plans().lm_head, head, s.logit_rows);
   a.x = b.final_xn();
   a.y = b.logits();
   a.y_f32 = true;

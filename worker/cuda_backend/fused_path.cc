@@ -7,20 +7,56 @@
 #include "kernels/model/gemv.h"
 
 namespace pkv::cuda_backend {
+namespace {
 
-absl::StatusOr<FusedPath> FusedPath::SetUp(const ModelConfig& c, decode::DType dtype, int device,
-                                           cudaStream_t stream) {
+// The format of each fused projection when every layer stores it alike; INVALID_ARGUMENT (the
+// fused path is then unavailable) when layers differ.
+absl::Status UniformFormats(const DeviceWeights& w, FusedFormats* f) {
+  if (w.layers.empty()) return absl::OkStatus();
+  const LayerWeights& first = w.layers[0];
+  f->qkv = first.qkv.format;
+  f->o = first.o.format;
+  f->gate_up = first.gate_up.format;
+  f->down = first.down.format;
+  for (const LayerWeights& l : w.layers) {
+    if (l.qkv.format != f->qkv || l.o.format != f->o || l.gate_up.format != f->gate_up ||
+        l.down.format != f->down) {
+      return absl::InvalidArgumentError("layers store a projection in different formats");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<FusedPath> FusedPath::SetUp(const ModelConfig& c, const DeviceWeights& weights,
+                                           int device, cudaStream_t stream) {
   FusedPath f;
+  const decode::DType dtype = weights.dtype;
+  FusedFormats formats;
+  absl::Status uniform = UniformFormats(weights, &formats);
   absl::StatusOr<bool> pdl = gpu::PdlUsable(device);
   absl::StatusOr<gpu::GemvDevice> gemv_device = gpu::QueryGemvDevice(device, dtype);
-  if (!pdl.ok() || !gemv_device.ok()) {
+  absl::StatusOr<gpu::GemvDevice> int4 =
+      gpu::QueryGemvDevice(device, dtype, gpu::GemvWeightFormat::kInt4);
+  absl::StatusOr<gpu::GemvDevice> fp8 =
+      gpu::QueryGemvDevice(device, dtype, gpu::GemvWeightFormat::kFp8);
+  if (!pdl.ok() || !gemv_device.ok() || !int4.ok() || !fp8.ok()) {
     cudaGetLastError();  // a failed query must not surface at the next launch check
     PKV_LOG(WARNING) << "cuda backend: fused path / PDL unavailable: "
-                     << (pdl.ok() ? gemv_device.status() : pdl.status()).message();
+                     << (!pdl.ok()           ? pdl.status()
+                         : !gemv_device.ok() ? gemv_device.status()
+                         : !int4.ok()        ? int4.status()
+                                             : fp8.status())
+                            .message();
     return f;
   }
   f.pdl_usable_ = *pdl;
-  absl::StatusOr<FusedPlans> plans = PlanFusedLayers(c, *gemv_device);
+  formats.dense = *gemv_device;
+  formats.int4 = *int4;
+  formats.fp8 = *fp8;
+  absl::StatusOr<FusedPlans> plans =
+      uniform.ok() ? PlanFusedLayers(c, formats) : absl::StatusOr<FusedPlans>(uniform);
   if (!plans.ok()) {
     PKV_LOG(INFO) << "cuda backend: fused small-batch path unavailable: "
                   << plans.status().message();

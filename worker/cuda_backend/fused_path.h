@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/decode/decode_params.h"
 #include "worker/cuda_backend/device_buffer.h"
+#include "worker/cuda_backend/device_weights.h"
 #include "worker/cuda_backend/fused_plan.h"
 #include "worker/model/model_config.h"
 
@@ -23,11 +24,12 @@ class FusedPath {
  public:
   FusedPath() = default;
 
-  // Queries `device`, plans `c`'s projections and allocates the workspace, zeroed on `stream`.
-  // An unsupported device or shape is not an error (the path is unavailable, the backend runs its
-  // cuBLAS path; logged); only a failed allocation is.
-  static absl::StatusOr<FusedPath> SetUp(const ModelConfig& c, decode::DType dtype, int device,
-                                         cudaStream_t stream);
+  // Queries `device`, plans `c`'s projections in the formats `weights` stores them in and
+  // allocates the workspace, zeroed on `stream`. An unsupported device or shape is not an error
+  // (the path is unavailable, the backend runs its cuBLAS path; logged), nor are layers storing
+  // one projection in different formats; only a failed allocation is.
+  static absl::StatusOr<FusedPath> SetUp(const ModelConfig& c, const DeviceWeights& weights,
+                                         int device, cudaStream_t stream);
 
   bool available() const { return plans_ != nullptr; }
   // Programmatic dependent launch between the per-layer kernels (sm_90+ running sm_90 code).

@@ -27,6 +27,12 @@ int32_t FusedPlans::num_tickets() const {
 }
 
 absl::StatusOr<FusedPlans> PlanFusedLayers(const ModelConfig& c, const gpu::GemvDevice& device) {
+  FusedFormats dense;
+  dense.dense = device;
+  return PlanFusedLayers(c, dense);
+}
+
+absl::StatusOr<FusedPlans> PlanFusedLayers(const ModelConfig& c, const FusedFormats& f) {
   const int64_t q_dim = int64_t{c.num_q_heads} * c.head_dim;
   const int64_t qkv_rows = int64_t{c.num_q_heads + 2 * c.num_kv_heads} * c.head_dim;
   PKV_RETURN_IF_ERROR(NeedMultiple("hidden_size", c.hidden_size, gpu::kGemvStepK));
@@ -40,14 +46,16 @@ absl::StatusOr<FusedPlans> PlanFusedLayers(const ModelConfig& c, const gpu::Gemv
   FusedPlans p;
   p.rope_in_gemv = !c.qk_norm;
   const int32_t h = c.hidden_size, inter = c.intermediate_size;
-  PKV_ASSIGN_OR_RETURN(p.qkv,
-                       gpu::PlanGemv(static_cast<int32_t>(qkv_rows), h,
-                                     p.rope_in_gemv ? c.head_dim : gpu::kGemvTileRows, device));
-  PKV_ASSIGN_OR_RETURN(p.o,
-                       gpu::PlanGemv(h, static_cast<int32_t>(q_dim), gpu::kGemvTileRows, device));
-  PKV_ASSIGN_OR_RETURN(p.gate_up, gpu::PlanGemv(2 * inter, h, 2 * inter, device));
-  PKV_ASSIGN_OR_RETURN(p.down, gpu::PlanGemv(h, inter, gpu::kGemvTileRows, device));
-  PKV_ASSIGN_OR_RETURN(p.lm_head, gpu::PlanGemv(c.vocab_size, h, gpu::kGemvTileRows, device));
+  PKV_ASSIGN_OR_RETURN(p.qkv, gpu::PlanGemv(static_cast<int32_t>(qkv_rows), h,
+                                            p.rope_in_gemv ? c.head_dim : gpu::kGemvTileRows,
+                                            f.device(f.qkv), f.qkv));
+  PKV_ASSIGN_OR_RETURN(
+      p.o, gpu::PlanGemv(h, static_cast<int32_t>(q_dim), gpu::kGemvTileRows, f.device(f.o), f.o));
+  PKV_ASSIGN_OR_RETURN(p.gate_up,
+                       gpu::PlanGemv(2 * inter, h, 2 * inter, f.device(f.gate_up), f.gate_up));
+  PKV_ASSIGN_OR_RETURN(p.down,
+                       gpu::PlanGemv(h, inter, gpu::kGemvTileRows, f.device(f.down), f.down));
+  PKV_ASSIGN_OR_RETURN(p.lm_head, gpu::PlanGemv(c.vocab_size, h, gpu::kGemvTileRows, f.dense));
   p.residual_parts = h / gpu::kGemvTileRows;
   return p;
 }

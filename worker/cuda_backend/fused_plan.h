@@ -35,8 +35,26 @@ struct FusedPlans {
   int32_t num_tickets() const;
 };
 
+// How each fused projection's weights are stored (every layer alike; the LM head is always dense)
+// and the device as each format's GEMV kernels see it (their occupancies differ).
+struct FusedFormats {
+  gpu::GemvWeightFormat qkv = gpu::GemvWeightFormat::kDense;
+  gpu::GemvWeightFormat o = gpu::GemvWeightFormat::kDense;
+  gpu::GemvWeightFormat gate_up = gpu::GemvWeightFormat::kDense;
+  gpu::GemvWeightFormat down = gpu::GemvWeightFormat::kDense;
+  gpu::GemvDevice dense, int4, fp8;  // only those of the formats used are read
+  const gpu::GemvDevice& device(gpu::GemvWeightFormat f) const {
+    return f == gpu::GemvWeightFormat::kInt4  ? int4
+           : f == gpu::GemvWeightFormat::kFp8 ? fp8
+                                              : dense;
+  }
+};
+
 // INVALID_ARGUMENT naming the first unsupported dimension: hidden, H_q * D and the intermediate
-// size must be multiples of 32 (whole K steps), and D a multiple of 16 (whole RoPE pair tiles).
+// size must be multiples of 32 (whole K steps), and D a multiple of 16 (whole RoPE pair tiles);
+// packed formats need more (PlanGemv: 128 for 4-bit, 64 for fp8).
+absl::StatusOr<FusedPlans> PlanFusedLayers(const ModelConfig& c, const FusedFormats& formats);
+// Every projection dense.
 absl::StatusOr<FusedPlans> PlanFusedLayers(const ModelConfig& c, const gpu::GemvDevice& device);
 
 }  // namespace pkv::cuda_backend

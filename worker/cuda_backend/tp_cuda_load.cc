@@ -81,6 +81,16 @@ absl::StatusOr<bool> ChooseSharedDevice(const TpCudaOptions& o) {
   return shared;
 }
 
+// Quantized projections are packed whole (device_weights.h); slicing them on group boundaries
+// for the ranks is not built yet, so tensor parallelism refuses them clearly.
+absl::Status RefuseQuantized(const ModelConfig& config, int tp) {
+  if (!config.quant.quantized() || tp == 1) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "quantization_config.quant_method = ", std::string(QuantMethodName(config.quant.method)),
+      ": the CUDA backend does not shard quantized weights over tensor-parallel ranks yet (tp ", tp,
+      "); run a quantized model on one GPU"));
+}
+
 // The elements of a checkpoint tensor a shard spec selects (device_weights.h).
 cuda_backend::TensorRuns RunsOf(const TensorShardSpec& s) {
   int64_t numel = 1;
@@ -158,6 +168,7 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::Load(const std::st
   PKV_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(model_dir));
   const int tp = static_cast<int>(options.devices.size());
   PKV_RETURN_IF_ERROR(ValidateTensorParallel(config, tp));
+  PKV_RETURN_IF_ERROR(RefuseQuantized(config, tp));
   PKV_ASSIGN_OR_RETURN(const bool shared, ChooseSharedDevice(options));
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, *checkpoint));
@@ -193,6 +204,7 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::LoadRandom(
     const ModelConfig& config, uint64_t seed, const TpCudaOptions& options) {
   const int tp = static_cast<int>(options.devices.size());
   PKV_RETURN_IF_ERROR(ValidateTensorParallel(config, tp));
+  PKV_RETURN_IF_ERROR(RefuseQuantized(config, tp));
   PKV_ASSIGN_OR_RETURN(const bool shared, ChooseSharedDevice(options));
   const decode::DType dtype =
       options.backend.dtype == "float16" ? decode::DType::kFloat16 : decode::DType::kBFloat16;

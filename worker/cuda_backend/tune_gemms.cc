@@ -33,11 +33,15 @@ absl::Status TuneGemms(const ModelConfig& config, const DeviceWeights& weights,
   shapes[1] = {q_dim, h, false, {}};
   shapes[2] = {h, 2 * inter, false, {}};
   shapes[3] = {inter, h, false, {}};
+  // A packed projection's GEMM reads the dequantize scratch (forward.cc), so that is what runs.
+  auto dense = [&weights](const ProjectionWeights& p) {
+    return p.packed() ? static_cast<const void*>(weights.dequant_scratch.get()) : p.w;
+  };
   for (const LayerWeights& w : weights.layers) {
-    shapes[0].w.push_back(w.qkv);
-    shapes[1].w.push_back(w.o);
-    shapes[2].w.push_back(w.gate_up);
-    shapes[3].w.push_back(w.down);
+    shapes[0].w.push_back(dense(w.qkv));
+    shapes[1].w.push_back(dense(w.o));
+    shapes[2].w.push_back(dense(w.gate_up));
+    shapes[3].w.push_back(dense(w.down));
   }
   for (int32_t t : buckets) {
     for (const Shape& s : shapes) {

@@ -36,6 +36,25 @@ TEST(FusedPlanTest, Llama3_8bOnH200) {
   }
 }
 
+// Packed 4-bit projections plan in their format (a unit is 128 k, so 4x fewer units a row), the
+// LM head stays dense; the tiny model's 64-wide hidden size cannot hold a 128-k group.
+TEST(FusedPlanTest, Llama3_8bInt4PlansEachProjectionInItsFormat) {
+  FusedFormats f;
+  f.qkv = f.o = f.gate_up = f.down = gpu::GemvWeightFormat::kInt4;
+  f.dense = kH200;
+  f.int4 = gpu::GemvDevice{132, 2};
+  absl::StatusOr<FusedPlans> p = PlanFusedLayers(*ModelShapeConfig("llama3-8b"), f);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->qkv.format, gpu::GemvWeightFormat::kInt4);
+  EXPECT_EQ(p->qkv.units, 4096 / 128);
+  EXPECT_EQ(p->o.parts, 2);  // gemv_plan.h's worked example: 8B o_proj 4-bit
+  EXPECT_EQ(p->down.parts, 2);
+  EXPECT_LE(p->gate_up.grid, 132 * 2);
+  EXPECT_EQ(p->lm_head.format, gpu::GemvWeightFormat::kDense);
+  EXPECT_LE(p->lm_head.grid, 132 * 3);
+  EXPECT_FALSE(PlanFusedLayers(*ModelShapeConfig("tiny"), f).ok());
+}
+
 TEST(FusedPlanTest, Llama3_1bAndTinyAreSupported) {
   absl::StatusOr<FusedPlans> p = PlanFusedLayers(*ModelShapeConfig("llama3-1b"), kH200);
   ASSERT_TRUE(p.ok()) << p.status();
