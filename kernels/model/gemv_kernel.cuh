@@ -30,7 +30,7 @@ namespace pkv::gpu::gemv {
 
 constexpr int kThreads = kGemvWarps * 32;
 constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
-constexpr int kMinCtasPerSm = 3;
+constexpr int kMinCtasPerSm = 2;
 
 // One item as a lane sees it.
 struct Item {
@@ -46,7 +46,7 @@ struct Item {
 // A batch of loads in flight: units [s, s + kBatch) of rows g and g + 8.
 struct Batch {
   uint4 va[kBatch], vb[kBatch];
-  uint32_t sa[kBatch], sb[kBatch];  // W::kScaleWords only
+  uint32_t sa[kBatch] = {}, sb[kBatch] = {};  // W::kScaleWords only
 };
 
 template <typename W>
@@ -68,19 +68,24 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
   return it;
 }
 
-// Weight loads of units [s, s + kBatch) ∩ the warp's run: lane c reads 16 bytes of each unit.
+// Weight loads of unit `unit` of the warp's run into slot `slot` of the batch: lane c reads 16
+// bytes of each of its two rows. REQUIRES: unit < it.steps.end.
+template <typename W>
+__device__ __forceinline__ void LoadUnit(const Item& it, int32_t unit, int c, Batch& b, int slot) {
+  b.va[slot] = __ldcs(it.wa + int64_t{unit} * 4 + c);
+  b.vb[slot] = __ldcs(it.wb + int64_t{unit} * 4 + c);
+  if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
+    b.sa[slot] = __ldcs(it.sa + unit);
+    b.sb[slot] = __ldcs(it.sb + unit);
+  }
+}
+
+// Units [s, s + kBatch) ∩ the warp's run into slots 0 ..
 template <typename W>
 __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
 #pragma unroll
   for (int u = 0; u < kBatch; ++u) {
-    if (s + u < it.steps.end) {
-      b.va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
-      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
-      if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
-        b.sa[u] = __ldcs(it.sa + s + u);
-        b.sb[u] = __ldcs(it.sb + s + u);
-      }
-    }
+    if (s + u < it.steps.end) LoadUnit<W>(it, s + u, c, b, u);
   }
 }
 
@@ -114,9 +119,10 @@ __device__ __forceinline__ uint4 LoadX(const GemvArgs& a, int g, int32_t k, floa
   }
 }
 
-// The two MMAs of one step (gemv_plan.h: GemvFragA / GemvFragB).
+// The two MMAs of one step (gemv_plan.h: GemvFragA / GemvFragB), one into each accumulator
+// chain, so a unit's MMAs form two dependency chains of half the depth.
 template <typename T>
-__device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const uint4& wb,
+__device__ __forceinline__ void MmaStep(float (&acc)[2][4], const uint4& wa, const uint4& wb,
                                         const uint4& xv) {
   const uint32_t a4[4] = {wa.x, wa.y, wa.z, wa.w};
   const uint32_t b4[4] = {wb.x, wb.y, wb.z, wb.w};
@@ -126,7 +132,32 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
     uint32_t fa[4], fb[2];
     GemvFragA(a4, b4, h, fa);
     GemvFragB(x4, h, fb);
-    decode::dev::Mma16816<T>(acc, fa, fb[0], fb[1]);
+    decode::dev::Mma16816<T>(acc[h], fa, fb[0], fb[1]);
+  }
+}
+
+// The kSteps steps of unit `unit` (slot u of the batch) into acc. W::kUnitScale: the unit's MMAs
+// sum into their own accumulators, which one fp32 multiply-add per output scales into acc
+// (C fragment: c0, c1 are row g, c2, c3 row g + 8).
+template <typename T, typename W, GemvInput kIn>
+__device__ __forceinline__ void ComputeUnit(const GemvArgs& a, int32_t unit, const uint4& va,
+                                            const uint4& vb, uint32_t sa, uint32_t sb, int gx,
+                                            bool live, int c, float inv, float (&acc)[2][4]) {
+  float unit_acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  float(&target)[2][4] = W::kUnitScale ? unit_acc : acc;
+#pragma unroll
+  for (int q = 0; q < W::kSteps; ++q) {
+    const int32_t step = unit * W::kSteps + q;
+    uint4 xv = LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
+    if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
+    MmaStep<T>(target, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q), xv);
+  }
+  if constexpr (W::kUnitScale) {
+    const float scale_a = W::template UnitScale<T>(sa), scale_b = W::template UnitScale<T>(sb);
+    acc[0][0] += scale_a * (unit_acc[0][0] + unit_acc[1][0]);
+    acc[0][1] += scale_a * (unit_acc[0][1] + unit_acc[1][1]);
+    acc[0][2] += scale_b * (unit_acc[0][2] + unit_acc[1][2]);
+    acc[0][3] += scale_b * (unit_acc[0][3] + unit_acc[1][3]);
   }
 }
 
@@ -225,13 +256,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
   // Before the dependency wait: weights never depend on earlier kernels, so the first batch of
   // the first item is in flight while the previous kernel drains.
-  bool preloaded = false;
   {
     const Item it = MakeItem<W>(a, item, warp, g);
-    if (it.steps.begin < it.steps.end) {
-      LoadBatch<W>(it, it.steps.begin, c, b);
-      preloaded = true;
-    }
+    if (it.steps.begin < it.steps.end) LoadBatch<W>(it, it.steps.begin, c, b);
     if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
   }
   PdlWait();
@@ -246,36 +273,36 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
     ComputeInv(a, sm);
     inv = sm.inv[gx];
   }
+  // At the top of each item the batch holds the item's first kBatch units. Each slot is refilled
+  // as soon as it is consumed, with the unit kBatch further on in the warp's run or, in the
+  // item's last round, with the next item's unit of that slot: the warp keeps up to kBatch units
+  // in flight through its compute and across item boundaries (a 4-bit row of 4096 k is only 4
+  // units per warp, so without the carry-over the loads would stop for every item's compute).
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    const int32_t next_item = item + static_cast<int32_t>(gridDim.x);
+    const bool has_next = next_item < a.plan.items;
+    const Item next = has_next ? MakeItem<W>(a, next_item, warp, g) : Item{};
+    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    if (it.steps.begin >= it.steps.end && has_next) LoadBatch<W>(next, next.steps.begin, c, b);
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
-      if (!preloaded) LoadBatch<W>(it, s, c, b);
-      preloaded = false;
+      const bool last_round = s + kBatch >= it.steps.end;
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         if (s + u < it.steps.end) {
-#pragma unroll
-          for (int q = 0; q < W::kSteps; ++q) {
-            const int32_t step = (s + u) * W::kSteps + q;
-            uint4 xv = LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
-            if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
-            MmaStep<T>(acc, W::template Expand<T>(b.va[u], b.sa[u], q),
-                       W::template Expand<T>(b.vb[u], b.sb[u], q), xv);
-          }
+          ComputeUnit<T, W, kIn>(a, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], gx, live, c, inv,
+                                 acc);
+        }
+        if (!last_round) {
+          if (s + u + kBatch < it.steps.end) LoadUnit<W>(it, s + u + kBatch, c, b, u);
+        } else if (has_next && next.steps.begin + u < next.steps.end) {
+          LoadUnit<W>(next, next.steps.begin + u, c, b, u);
         }
       }
     }
-    // The next item's first batch goes out before this item's reduction barrier and epilogue,
-    // so the SM's loads do not drain at every item boundary.
-    if (item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
-      const Item next = MakeItem<W>(a, item + gridDim.x, warp, g);
-      if (next.steps.begin < next.steps.end) {
-        LoadBatch<W>(next, next.steps.begin, c, b);
-        preloaded = true;
-      }
-    }
-    FinishItem<T, W, kEp>(a, sm, it, acc);
+    const float sum[4] = {acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2],
+                          acc[0][3] + acc[1][3]};
+    FinishItem<T, W, kEp>(a, sm, it, sum);
   }
 }
 
