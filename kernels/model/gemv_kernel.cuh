@@ -2,7 +2,8 @@
 // format) instantiation files (gemv_bf16.cu, gemv_int4_fp16.cu, ...). Decomposition and operand
 // layout: gemv_plan.h; the weight formats' load stage: gemv_weights.cuh.
 //
-// Per item a warp streams its run of K units kBatch units at a time: the 2 * kBatch 16-byte
+// Per item a warp streams its run of K units through a shared-memory ring (cp.async, kStages units
+// in flight per warp; see the kernel). The older register-batch design: the 2 * kBatch 16-byte
 // weight loads of a batch (and, for 4-bit weights, their scale words) are issued before the
 // first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
 // weights in flight in every format; with 3 CTAs per SM that is ~3x what the
@@ -29,8 +30,12 @@
 namespace pkv::gpu::gemv {
 
 constexpr int kThreads = kGemvWarps * 32;
-constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
-constexpr int kMinCtasPerSm = 2;
+constexpr int kMinCtasPerSm = 3;
+// K units a warp keeps in flight in its shared-memory ring (cp.async): 4-bit rides 8 bytes of
+// scale words per lane and unit with its 32 bytes, so it fits one stage fewer in the 48 KB of
+// static shared memory a CTA may use (8 warps x 5 x 1 KB + 5 KB of Smem).
+template <typename W>
+constexpr int kStages = W::kScaleWords ? 4 : 5;
 
 // One item as a lane sees it.
 struct Item {
@@ -41,12 +46,6 @@ struct Item {
   const uint4* wb = nullptr;     // load row n - 1 and are never stored); slot g + 8
   const uint32_t* sa = nullptr;  // W::kScaleWords: the rows' scale words, one per unit
   const uint32_t* sb = nullptr;
-};
-
-// A batch of loads in flight: units [s, s + kBatch) of rows g and g + 8.
-struct Batch {
-  uint4 va[kBatch], vb[kBatch];
-  uint32_t sa[kBatch] = {}, sb[kBatch] = {};  // W::kScaleWords only
 };
 
 template <typename W>
@@ -68,25 +67,66 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
   return it;
 }
 
-// Weight loads of unit `unit` of the warp's run into slot `slot` of the batch: lane c reads 16
-// bytes of each of its two rows. REQUIRES: unit < it.steps.end.
+// The warp's shared-memory ring: stage p holds lane l's 16 bytes of rows g and g + 8 of one unit
+// (and, for 4-bit, the rows' scale words). Each lane copies and reads only its own slots, so a
+// lane's cp.async.wait_group is all the synchronisation the ring needs.
 template <typename W>
-__device__ __forceinline__ void LoadUnit(const Item& it, int32_t unit, int c, Batch& b, int slot) {
-  b.va[slot] = __ldcs(it.wa + int64_t{unit} * 4 + c);
-  b.vb[slot] = __ldcs(it.wb + int64_t{unit} * 4 + c);
-  if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
-    b.sa[slot] = __ldcs(it.sa + unit);
-    b.sb[slot] = __ldcs(it.sb + unit);
+struct Ring {
+  uint4 w[kGemvWarps][kStages<W>][32][2];
+  uint32_t s[kGemvWarps][W::kScaleWords ? kStages<W> : 1][32][2];
+};
+
+// Where the load side of a warp's ring stands in its stream of units: unit `unit` of item `item`
+// (it = MakeItem(item)); item >= a.plan.items once the stream is exhausted.
+struct LoadCursor {
+  int32_t item = 0;
+  int32_t unit = 0;
+  Item it;
+};
+
+// Moves c to the next unit of the warp's stream, skipping items whose run is empty for the warp.
+template <typename W>
+__device__ __forceinline__ void Seek(const GemvArgs& a, int warp, int g, LoadCursor& l) {
+  while (l.item < a.plan.items && l.unit >= l.it.steps.end) {
+    l.item += gridDim.x;
+    if (l.item >= a.plan.items) return;
+    l.it = MakeItem<W>(a, l.item, warp, g);
+    l.unit = l.it.steps.begin;
   }
 }
 
-// Units [s, s + kBatch) ∩ the warp's run into slots 0 ..
+__device__ __forceinline__ void CpAsync16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+               "l"(src));
+}
+__device__ __forceinline__ void CpAsync4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+               "l"(src));
+}
+
+// Copies the cursor's unit (if any) into stage `stage` and advances; always commits one group, so
+// the group count stays the unit count on every lane.
 template <typename W>
-__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
-#pragma unroll
-  for (int u = 0; u < kBatch; ++u) {
-    if (s + u < it.steps.end) LoadUnit<W>(it, s + u, c, b, u);
+__device__ __forceinline__ void IssueUnit(const GemvArgs& a, int warp, int g, int lane, int c,
+                                          Ring<W>& ring, int stage, LoadCursor& l) {
+  if (l.item < a.plan.items) {
+    CpAsync16(&ring.w[warp][stage][lane][0], l.it.wa + int64_t{l.unit} * 4 + c);
+    CpAsync16(&ring.w[warp][stage][lane][1], l.it.wb + int64_t{l.unit} * 4 + c);
+    if constexpr (W::kScaleWords) {
+      CpAsync4(&ring.s[warp][stage][lane][0], l.it.sa + l.unit);
+      CpAsync4(&ring.s[warp][stage][lane][1], l.it.sb + l.unit);
+    }
+    ++l.unit;
+    Seek<W>(a, warp, g, l);
   }
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int kPending>
+__device__ __forceinline__ void WaitGroups() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
@@ -252,15 +292,18 @@ template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  Batch b;
-  int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
-  // Before the dependency wait: weights never depend on earlier kernels, so the first batch of
-  // the first item is in flight while the previous kernel drains.
-  {
-    const Item it = MakeItem<W>(a, item, warp, g);
-    if (it.steps.begin < it.steps.end) LoadBatch<W>(it, it.steps.begin, c, b);
-    if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
-  }
+  __shared__ Ring<W> ring;
+  constexpr int kP = kStages<W>;
+  // Before the dependency wait: weights never depend on earlier kernels, so the ring fills while
+  // the previous kernel drains.
+  LoadCursor l;
+  l.item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
+  l.it = MakeItem<W>(a, l.item, warp, g);
+  l.unit = l.it.steps.begin;
+  Seek<W>(a, warp, g, l);
+  if (a.prefetch_steps > 0) PrefetchL2(l.it, l.unit + kP, a.prefetch_steps, c);
+#pragma unroll
+  for (int p = 0; p < kP; ++p) IssueUnit<W>(a, warp, g, lane, c, ring, p, l);
   PdlWait();
   PdlTrigger();
   // Lanes of tokens >= a.tokens load token tokens - 1's inputs (same addresses as other lanes:
@@ -273,32 +316,24 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
     ComputeInv(a, sm);
     inv = sm.inv[gx];
   }
-  // At the top of each item the batch holds the item's first kBatch units. Each slot is refilled
-  // as soon as it is consumed, with the unit kBatch further on in the warp's run or, in the
-  // item's last round, with the next item's unit of that slot: the warp keeps up to kBatch units
-  // in flight through its compute and across item boundaries (a 4-bit row of 4096 k is only 4
-  // units per warp, so without the carry-over the loads would stop for every item's compute).
-  for (; item < a.plan.items; item += gridDim.x) {
+  // The warp consumes its stream of units in the order the cursor loads them; each consumed
+  // stage is refilled at once with the unit kP further on, across item boundaries, so kP units
+  // per warp stay in flight through compute, reductions and epilogues.
+  int stage = 0;
+  for (int32_t item = blockIdx.x; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
-    const int32_t next_item = item + static_cast<int32_t>(gridDim.x);
-    const bool has_next = next_item < a.plan.items;
-    const Item next = has_next ? MakeItem<W>(a, next_item, warp, g) : Item{};
     float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    if (it.steps.begin >= it.steps.end && has_next) LoadBatch<W>(next, next.steps.begin, c, b);
-    for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
-      const bool last_round = s + kBatch >= it.steps.end;
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        if (s + u < it.steps.end) {
-          ComputeUnit<T, W, kIn>(a, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], gx, live, c, inv,
-                                 acc);
-        }
-        if (!last_round) {
-          if (s + u + kBatch < it.steps.end) LoadUnit<W>(it, s + u + kBatch, c, b, u);
-        } else if (has_next && next.steps.begin + u < next.steps.end) {
-          LoadUnit<W>(next, next.steps.begin + u, c, b, u);
-        }
+    for (int32_t unit = it.steps.begin; unit < it.steps.end; ++unit) {
+      WaitGroups<kP - 1>();  // this unit's group (kP groups ago) has landed
+      const uint4 va = ring.w[warp][stage][lane][0], vb = ring.w[warp][stage][lane][1];
+      uint32_t sa = 0, sb = 0;
+      if constexpr (W::kScaleWords) {
+        sa = ring.s[warp][stage][lane][0];
+        sb = ring.s[warp][stage][lane][1];
       }
+      ComputeUnit<T, W, kIn>(a, unit, va, vb, sa, sb, gx, live, c, inv, acc);
+      IssueUnit<W>(a, warp, g, lane, c, ring, stage, l);  // after the stage's values are used
+      stage = stage + 1 == kP ? 0 : stage + 1;
     }
     const float sum[4] = {acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2],
                           acc[0][3] + acc[1][3]};
