@@ -2,8 +2,7 @@
 // format) instantiation files (gemv_bf16.cu, gemv_int4_fp16.cu, ...). Decomposition and operand
 // layout: gemv_plan.h; the weight formats' load stage: gemv_weights.cuh.
 //
-// Per item a warp streams its run of K units through a shared-memory ring (cp.async, kStages units
-// in flight per warp; see the kernel). The older register-batch design: the 2 * kBatch 16-byte
+// Per item a warp streams its run of K units kBatch units at a time: the 2 * kBatch 16-byte
 // weight loads of a batch (and, for 4-bit weights, their scale words) are issued before the
 // first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
 // weights in flight in every format; with 3 CTAs per SM that is ~3x what the
@@ -30,12 +29,8 @@
 namespace pkv::gpu::gemv {
 
 constexpr int kThreads = kGemvWarps * 32;
+constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
 constexpr int kMinCtasPerSm = 3;
-// K units a warp keeps in flight in its shared-memory ring (cp.async): 4-bit rides 8 bytes of
-// scale words per lane and unit with its 32 bytes, so it fits one stage fewer in the 48 KB of
-// static shared memory a CTA may use (8 warps x 5 x 1 KB + 5 KB of Smem).
-template <typename W>
-constexpr int kStages = W::kScaleWords ? 4 : 5;
 
 // One item as a lane sees it.
 struct Item {
@@ -46,6 +41,12 @@ struct Item {
   const uint4* wb = nullptr;     // load row n - 1 and are never stored); slot g + 8
   const uint32_t* sa = nullptr;  // W::kScaleWords: the rows' scale words, one per unit
   const uint32_t* sb = nullptr;
+};
+
+// A batch of loads in flight: units [s, s + kBatch) of rows g and g + 8.
+struct Batch {
+  uint4 va[kBatch], vb[kBatch];
+  uint32_t sa[kBatch], sb[kBatch];  // W::kScaleWords only
 };
 
 template <typename W>
@@ -67,66 +68,20 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
   return it;
 }
 
-// The warp's shared-memory ring: stage p holds lane l's 16 bytes of rows g and g + 8 of one unit
-// (and, for 4-bit, the rows' scale words). Each lane copies and reads only its own slots, so a
-// lane's cp.async.wait_group is all the synchronisation the ring needs.
+// Weight loads of units [s, s + kBatch) ∩ the warp's run: lane c reads 16 bytes of each unit.
 template <typename W>
-struct Ring {
-  uint4 w[kGemvWarps][kStages<W>][32][2];
-  uint32_t s[kGemvWarps][W::kScaleWords ? kStages<W> : 1][32][2];
-};
-
-// Where the load side of a warp's ring stands in its stream of units: unit `unit` of item `item`
-// (it = MakeItem(item)); item >= a.plan.items once the stream is exhausted.
-struct LoadCursor {
-  int32_t item = 0;
-  int32_t unit = 0;
-  Item it;
-};
-
-// Moves c to the next unit of the warp's stream, skipping items whose run is empty for the warp.
-template <typename W>
-__device__ __forceinline__ void Seek(const GemvArgs& a, int warp, int g, LoadCursor& l) {
-  while (l.item < a.plan.items && l.unit >= l.it.steps.end) {
-    l.item += gridDim.x;
-    if (l.item >= a.plan.items) return;
-    l.it = MakeItem<W>(a, l.item, warp, g);
-    l.unit = l.it.steps.begin;
-  }
-}
-
-__device__ __forceinline__ void CpAsync16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                   static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-               "l"(src));
-}
-__device__ __forceinline__ void CpAsync4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
-                   static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-               "l"(src));
-}
-
-// Copies the cursor's unit (if any) into stage `stage` and advances; always commits one group, so
-// the group count stays the unit count on every lane.
-template <typename W>
-__device__ __forceinline__ void IssueUnit(const GemvArgs& a, int warp, int g, int lane, int c,
-                                          Ring<W>& ring, int stage, LoadCursor& l) {
-  if (l.item < a.plan.items) {
-    CpAsync16(&ring.w[warp][stage][lane][0], l.it.wa + int64_t{l.unit} * 4 + c);
-    CpAsync16(&ring.w[warp][stage][lane][1], l.it.wb + int64_t{l.unit} * 4 + c);
-    if constexpr (W::kScaleWords) {
-      CpAsync4(&ring.s[warp][stage][lane][0], l.it.sa + l.unit);
-      CpAsync4(&ring.s[warp][stage][lane][1], l.it.sb + l.unit);
+__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
+#pragma unroll
+  for (int u = 0; u < kBatch; ++u) {
+    if (s + u < it.steps.end) {
+      b.va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
+      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
+      if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
+        b.sa[u] = __ldcs(it.sa + s + u);
+        b.sb[u] = __ldcs(it.sb + s + u);
+      }
     }
-    ++l.unit;
-    Seek<W>(a, warp, g, l);
   }
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int kPending>
-__device__ __forceinline__ void WaitGroups() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
@@ -159,10 +114,9 @@ __device__ __forceinline__ uint4 LoadX(const GemvArgs& a, int g, int32_t k, floa
   }
 }
 
-// The two MMAs of one step (gemv_plan.h: GemvFragA / GemvFragB), one into each accumulator
-// chain, so a unit's MMAs form two dependency chains of half the depth.
+// The two MMAs of one step (gemv_plan.h: GemvFragA / GemvFragB).
 template <typename T>
-__device__ __forceinline__ void MmaStep(float (&acc)[2][4], const uint4& wa, const uint4& wb,
+__device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const uint4& wb,
                                         const uint4& xv) {
   const uint32_t a4[4] = {wa.x, wa.y, wa.z, wa.w};
   const uint32_t b4[4] = {wb.x, wb.y, wb.z, wb.w};
@@ -172,32 +126,7 @@ __device__ __forceinline__ void MmaStep(float (&acc)[2][4], const uint4& wa, con
     uint32_t fa[4], fb[2];
     GemvFragA(a4, b4, h, fa);
     GemvFragB(x4, h, fb);
-    decode::dev::Mma16816<T>(acc[h], fa, fb[0], fb[1]);
-  }
-}
-
-// The kSteps steps of unit `unit` (slot u of the batch) into acc. W::kUnitScale: the unit's MMAs
-// sum into their own accumulators, which one fp32 multiply-add per output scales into acc
-// (C fragment: c0, c1 are row g, c2, c3 row g + 8).
-template <typename T, typename W, GemvInput kIn>
-__device__ __forceinline__ void ComputeUnit(const GemvArgs& a, int32_t unit, const uint4& va,
-                                            const uint4& vb, uint32_t sa, uint32_t sb, int gx,
-                                            bool live, int c, float inv, float (&acc)[2][4]) {
-  float unit_acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-  float(&target)[2][4] = W::kUnitScale ? unit_acc : acc;
-#pragma unroll
-  for (int q = 0; q < W::kSteps; ++q) {
-    const int32_t step = unit * W::kSteps + q;
-    uint4 xv = LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
-    if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
-    MmaStep<T>(target, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q), xv);
-  }
-  if constexpr (W::kUnitScale) {
-    const float scale_a = W::template UnitScale<T>(sa), scale_b = W::template UnitScale<T>(sb);
-    acc[0][0] += scale_a * (unit_acc[0][0] + unit_acc[1][0]);
-    acc[0][1] += scale_a * (unit_acc[0][1] + unit_acc[1][1]);
-    acc[0][2] += scale_b * (unit_acc[0][2] + unit_acc[1][2]);
-    acc[0][3] += scale_b * (unit_acc[0][3] + unit_acc[1][3]);
+    decode::dev::Mma16816<T>(acc, fa, fb[0], fb[1]);
   }
 }
 
@@ -292,18 +221,19 @@ template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  __shared__ Ring<W> ring;
-  constexpr int kP = kStages<W>;
-  // Before the dependency wait: weights never depend on earlier kernels, so the ring fills while
-  // the previous kernel drains.
-  LoadCursor l;
-  l.item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
-  l.it = MakeItem<W>(a, l.item, warp, g);
-  l.unit = l.it.steps.begin;
-  Seek<W>(a, warp, g, l);
-  if (a.prefetch_steps > 0) PrefetchL2(l.it, l.unit + kP, a.prefetch_steps, c);
-#pragma unroll
-  for (int p = 0; p < kP; ++p) IssueUnit<W>(a, warp, g, lane, c, ring, p, l);
+  Batch b;
+  int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
+  // Before the dependency wait: weights never depend on earlier kernels, so the first batch of
+  // the first item is in flight while the previous kernel drains.
+  bool preloaded = false;
+  {
+    const Item it = MakeItem<W>(a, item, warp, g);
+    if (it.steps.begin < it.steps.end) {
+      LoadBatch<W>(it, it.steps.begin, c, b);
+      preloaded = true;
+    }
+    if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
+  }
   PdlWait();
   PdlTrigger();
   // Lanes of tokens >= a.tokens load token tokens - 1's inputs (same addresses as other lanes:
@@ -316,28 +246,36 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
     ComputeInv(a, sm);
     inv = sm.inv[gx];
   }
-  // The warp consumes its stream of units in the order the cursor loads them; each consumed
-  // stage is refilled at once with the unit kP further on, across item boundaries, so kP units
-  // per warp stay in flight through compute, reductions and epilogues.
-  int stage = 0;
-  for (int32_t item = blockIdx.x; item < a.plan.items; item += gridDim.x) {
+  for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
-    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    for (int32_t unit = it.steps.begin; unit < it.steps.end; ++unit) {
-      WaitGroups<kP - 1>();  // this unit's group (kP groups ago) has landed
-      const uint4 va = ring.w[warp][stage][lane][0], vb = ring.w[warp][stage][lane][1];
-      uint32_t sa = 0, sb = 0;
-      if constexpr (W::kScaleWords) {
-        sa = ring.s[warp][stage][lane][0];
-        sb = ring.s[warp][stage][lane][1];
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
+      if (!preloaded) LoadBatch<W>(it, s, c, b);
+      preloaded = false;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (s + u < it.steps.end) {
+#pragma unroll
+          for (int q = 0; q < W::kSteps; ++q) {
+            const int32_t step = (s + u) * W::kSteps + q;
+            uint4 xv = LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
+            if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
+            MmaStep<T>(acc, W::template Expand<T>(b.va[u], b.sa[u], q),
+                       W::template Expand<T>(b.vb[u], b.sb[u], q), xv);
+          }
+        }
       }
-      ComputeUnit<T, W, kIn>(a, unit, va, vb, sa, sb, gx, live, c, inv, acc);
-      IssueUnit<W>(a, warp, g, lane, c, ring, stage, l);  // after the stage's values are used
-      stage = stage + 1 == kP ? 0 : stage + 1;
     }
-    const float sum[4] = {acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2],
-                          acc[0][3] + acc[1][3]};
-    FinishItem<T, W, kEp>(a, sm, it, sum);
+    // The next item's first batch goes out before this item's reduction barrier and epilogue,
+    // so the SM's loads do not drain at every item boundary.
+    if (item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
+      const Item next = MakeItem<W>(a, item + gridDim.x, warp, g);
+      if (next.steps.begin < next.steps.end) {
+        LoadBatch<W>(next, next.steps.begin, c, b);
+        preloaded = true;
+      }
+    }
+    FinishItem<T, W, kEp>(a, sm, it, acc);
   }
 }
 
