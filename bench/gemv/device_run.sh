@@ -2,7 +2,8 @@
 # One device call of the quantized-GEMV speed work (issue 13): the GEMV device tests, then
 # `pkv-bench gemv` (bf16 tokens 1, 2, 4, 8; fp16 1, 8) with this revision's kernels, the same bench
 # with the baseline binary (pkv-bench-old, when bundled) and one ncu profile of the 8B qkv 4-bit
-# kernel of each. The bundle carries this script:
+# kernel of each (PKV_NCU=0 skips it; ncu prints at process exit, so keep its timeout generous).
+# The bundle carries this script:
 #   /work/shared/tools/device-bundle .device/w4speed build/bin/gemv_device_test build/bin/pkv-bench
 #   cp OLD_BUILD/bin/pkv-bench .device/w4speed/bin/pkv-bench-old   # optional baseline
 #   cp bench/gemv/device_run.sh .device/w4speed/; git rev-parse HEAD > .device/w4speed/REVISION
@@ -36,7 +37,8 @@ fi
 if [ "${PKV_NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
   for b in pkv-bench pkv-bench-old; do
     [ -x "$B/bin/$b" ] || continue
-    timeout 60 ncu --clock-control none -k regex:Int4Weights --launch-skip 3 --launch-count 1 \
+    timeout 90 ncu --clock-control none --kernel-name-base demangled -k regex:Int4Weights \
+      --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis \
       "$R" "$b" gemv --dtype bf16 --tokens 1 --iters 3 > "$OUT/ncu_$b.txt" 2>&1
