@@ -12,7 +12,7 @@
 // With --tokenize, prints the prompt ids the worker would feed for each conversation, as a JSON
 // array per line (or {"error": "..."}): the model folder's template (bos_token/eos_token from its
 // tokenizer_config.json) and tokenizer, through the worker's own ChatPromptRenderer
-// (worker/service/chat_prompt.h): Tokenize(pkv.v1.ChatPrompt) for conversations that a ChatPrompt
+// (worker/engine/chat_prompt.h): Tokenize(pkv.v1.ChatPrompt) for conversations that a ChatPrompt
 // can carry (messages of string role and content only, no variables besides
 // add_generation_prompt), TokenizeJson otherwise. Templates reading strftime_now see the clock.
 // Used by the chat tokenization agreement test against transformers.js.
@@ -30,7 +30,7 @@
 #include "chat_template/model_chat_template.h"
 #include "chat_template/template.h"
 #include "common/json.h"
-#include "worker/service/chat_prompt.h"
+#include "worker/engine/chat_prompt.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace {

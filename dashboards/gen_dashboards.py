@@ -6,7 +6,7 @@ The JSON files are committed; this script is their source. Run it after editing 
     python3 dashboards/gen_dashboards.py --check    # exit 1 when a JSON file differs (CI)
 Every query names its datasource through the ${datasource} variable, so the dashboards import into
 any Grafana whatever its Prometheus datasource is called. Metric names: shared/DESIGN.md and
-worker/service/worker_metrics.cc, router/router_metrics.cc. Only metrics the binaries export are
+worker/engine/worker_metrics.cc, router/router_metrics.cc. Only metrics the binaries export are
 used; tests/deploy checks every query against a real Prometheus scraping a live cluster.
 """
 

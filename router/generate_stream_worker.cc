@@ -102,10 +102,14 @@ bool GenerateStream::IsLostWorker(const WorkerCall* call, const grpc::Status& st
       return !completed_;  // ended without a Complete
     case grpc::StatusCode::UNAVAILABLE:
       return true;
+    case grpc::StatusCode::CANCELLED:
+      // Before Accepted, no worker code says CANCELLED: gRPC does, for a call its server cut
+      // while shutting down (a worker exiting after a fatal error), so the request never ran
+      // and goes elsewhere. After Accepted, a CANCELLED the router did not cause was said by a
+      // live worker (an Abort sent to it directly): passed through, the worker is not at fault.
+      return !call->got_message();
     default:
-      // CANCELLED that the router did not cause was said by a live worker (an Abort sent to it
-      // directly): passed through, the worker is not at fault. Other codes are answers too.
-      return false;
+      return false;  // other codes are the worker's answers
   }
 }
 
@@ -202,9 +206,8 @@ void GenerateStream::RetryMigrationLocked() {
 }
 
 bool GenerateStream::ScheduleBackoffLocked(int attempt) {
-  const absl::Duration delay =
-      RetryBackoff(attempt, absl::Milliseconds(rc_.options->retry_backoff_ms),
-                   absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
+  const absl::Duration delay = RetryBackoff(attempt, rc_.options->retry_backoff,
+                                            rc_.options->retry_backoff_max, rc_.ids->NextRandom());
   if (deadline_ <= absl::Now() + delay) {
     return false;  // no retry can finish in time (RELIABILITY: no retry after the deadline)
   }
@@ -247,7 +250,7 @@ void GenerateStream::OnStallTimer() {
     absl::MutexLock lock(&mu_);
     stall_timer_ = 0;
     if (call_ != nullptr && !completed_ && !out_.has_final() && probing_ != call_) {
-      const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
+      const absl::Duration stall = rc_.options->stall_timeout;
       const absl::Time now = absl::Now();
       if (now < last_worker_message_ + stall) {
         ArmStallTimerLocked(last_worker_message_ + stall);
@@ -304,7 +307,7 @@ void GenerateStream::OnProgressAnswer(const ProgressProbe* probe, const grpc::St
 
 GenerateStream::StallJudgement GenerateStream::JudgeSilenceLocked(const ProgressProbe& probe,
                                                                   const grpc::Status& status) {
-  const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
+  const absl::Duration stall = rc_.options->stall_timeout;
   const absl::Time now = absl::Now();
   using Verdict = RouterMetrics::StallVerdict;
   StallJudgement verdict;
@@ -322,7 +325,7 @@ GenerateStream::StallJudgement GenerateStream::JudgeSilenceLocked(const Progress
                                   "check: ", status.error_message());
     return verdict;  // unreachable, not proven: the registry verifies before ejecting
   }
-  if (p.engine_stalled_ms() >= static_cast<uint64_t>(rc_.options->stall_timeout_ms)) {
+  if (absl::Milliseconds(p.engine_stalled_ms()) >= rc_.options->stall_timeout) {
     verdict.verdict = Verdict::kConvicted;
     verdict.proven = true;
     verdict.reason =

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Chat tokenization agreement test: the prompt ids the worker feeds for a chat (pkv-chat-render
-# --tokenize: worker/service/chat_prompt.h's ChatPromptRenderer, i.e. our Jinja renderer, then our
+# --tokenize: worker/engine/chat_prompt.h's ChatPromptRenderer, i.e. our Jinja renderer, then our
 # tokenizer with special tokens recognized and none added) against transformers.js'
 # apply_chat_template (tokenize_agree.mjs: as shipped in @lenml/tokenizers 3.7.2, and its steps on
 # @huggingface/jinja 0.5.11), token for token, over conversations.jsonl, for every model package

@@ -1,7 +1,22 @@
-// CudaModelBackend's state and step machinery (internal to worker/cuda_backend): the buffers, the
-// per-step device view of the staging image (DeviceStep), and the enqueue functions shared by the
-// eager path and CUDA-graph capture. cuda_backend.cc builds it and runs steps; forward.cc
-// enqueues the forward pass and sampling.
+// CudaModelBackend's state (internal to worker/cuda_backend): a short composition of owned parts,
+// each with its own header and contract:
+//   DeviceStream   the device and the one stream every launch and copy goes on
+//   DeviceWeights  the weights (or a tensor-parallel rank's shard), immutable after upload
+//   Gemm           cuBLAS / cuBLASLt projections (and their tuning)
+//   KvAttention    the KV pool, the RoPE table and the attention over the pool
+//   StepBuffers    a step's device scratch: activations, logits, sampling results
+//   FusedPath      the fused small-batch path's plans and workspace, and PDL
+//   StepStaging    the step builder and the staging image (host -> device)
+//   GraphCache     the decode steps' CUDA graphs and when to capture them
+// The Impl holds the options, decides per step what runs (the graph bucket, the fused path, PDL)
+// and times the step; ForwardPass (forward.h) enqueues the step's kernels over the parts.
+//
+// Lifecycle: Start (options, device, stream) -> SetModel (config and weights, uploaded on
+// stream()) -> Finish (every other part, in the order that sizes the KV pool) -> steps. A
+// tensor-parallel backend (tp_cuda_backend.h) runs one Impl per rank through the same interface,
+// with its hooks attached between SetModel and the first step.
+// Thread-safety: not thread-safe; one thread runs the steps (a rank's thread under tensor
+// parallelism), with the device made current by the caller.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,139 +26,117 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "kernels/model/sampling_types.h"
-#include "kernels/prefill/prefill_plan.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "worker/cuda_backend/cuda_backend.h"
-#include "worker/cuda_backend/decode_attention.h"
-#include "worker/cuda_backend/device_buffer.h"
+#include "worker/cuda_backend/device_step.h"
+#include "worker/cuda_backend/device_stream.h"
 #include "worker/cuda_backend/device_weights.h"
-#include "worker/cuda_backend/fused_plan.h"
+#include "worker/cuda_backend/forward.h"
+#include "worker/cuda_backend/fused_path.h"
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
+#include "worker/cuda_backend/kv_attention.h"
+#include "worker/cuda_backend/step_buffers.h"
 #include "worker/cuda_backend/step_builder.h"
+#include "worker/cuda_backend/step_staging.h"
 #include "worker/cuda_backend/tp_hooks.h"
+#include "worker/model/model_backend.h"
 #include "worker/model/model_config.h"
 
 namespace pkv {
 
-// Device pointers into the staging buffer for one step, and the step's launch dimensions.
-struct DeviceStep {
-  int32_t tokens = 0;               // T rows of every activation (padded to the bucket for graphs)
-  int32_t decode_tokens = 0;        // tokens [0, decode_tokens) belong to decode rows
-  int32_t logit_rows = 0;           // rows of the final norm, LM head and sampling grid
-  int32_t num_tiles = 0;            // prefill-kernel tiles
-  const int32_t* header = nullptr;  // [kHeaderInts]; header[2] = rows to sample
-  const int32_t* token_ids = nullptr;
-  const int32_t* positions = nullptr;
-  const int32_t* kv_slots = nullptr;
-  const int32_t* token_page_base = nullptr;
-  const int32_t* sample_token = nullptr;
-  const gpu::SampleRowParams* sample_params = nullptr;
-  const prefill::PrefillTile* tiles = nullptr;
-  const int32_t* page_ids = nullptr;
-};
-
 class CudaModelBackend::Impl {
  public:
+  // backend_load.cc: validates `options`, makes options.device current, creates the stream.
+  static absl::StatusOr<std::unique_ptr<Impl>> Start(const CudaBackendOptions& options);
   ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
-  // forward.cc: everything from the embedding to the logits of the step's logit rows.
-  absl::Status EnqueueForward(const DeviceStep& s);
-  absl::Status EnqueueSample(const DeviceStep& s);
-  // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
-  absl::Status EnqueueQkvRope(int layer, const DeviceStep& s);
-  absl::Status EnqueueAttention(int layer, const DeviceStep& s);
-  absl::Status EnqueueGenericAttention(int layer, const DeviceStep& s, int32_t first,
-                                       int32_t count);
-  absl::Status EnqueueLayer(int layer, const DeviceStep& s);
+  // The model (a tensor-parallel rank: its shard's config) and its weights, uploaded on stream().
+  void SetModel(const ModelConfig& config, cuda_backend::DeviceWeights weights);
+  // REQUIRES: before Finish. Overrides options.num_kv_pages (a tensor-parallel rank r > 0 takes
+  // rank 0's count, so a page id names the same tokens on every rank).
+  void SetKvPages(int64_t num_pages) { options_.num_kv_pages = num_pages; }
+  // REQUIRES: before Finish. Divides the KV pool's share of the free memory (ranks sharing a GPU).
+  void ShareKvMemory(int ranks) { options_.kv_memory_fraction /= ranks; }
+  // Everything after the weights: cuBLAS, attention, activations, the KV pool, the step staging,
+  // the fused path, GEMM tuning when asked. Synchronous; `source` names the weights in the log.
+  absl::Status Finish(const std::string& source);
+  // Tensor parallel, after Finish: this rank's collectives (not owned; outlive the Impl's steps)
+  // and the LM-head output widened to the all-gather's logits_floats. Synchronous.
+  absl::Status AttachTensorParallel(cuda_backend::TpHooks* hooks, int64_t logits_floats);
+  // A builder validating steps for this backend's limits and KV pool against `vocab_of`'s
+  // vocabulary (tensor parallel: the whole model's, not the rank's slice).
+  std::unique_ptr<cuda_backend::StepBuilder> NewStepBuilder(const ModelConfig& vocab_of) const;
 
-  // fused_forward.cc: the fused small-batch path (fused_plan.h) and PDL.
-  absl::Status SetUpFused();
-  bool UseFused(const DeviceStep& s) const;
-  bool UsePdl() const { return options.pdl && pdl_usable; }
-  absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s);
-  absl::Status EnqueueFusedHead(const DeviceStep& s);
-  // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
-  uint64_t FusedSignature(const DeviceStep& s) const;
-  // tune_gemms.cc: cuBLASLt autotuning of every projection at every graph bucket (synchronous).
-  absl::Status TuneGemms();
-
-  // cuda_backend.cc: host half of a step.
-  absl::Status Prepare(absl::Span<const BatchRow> rows, bool need_params, bool allow_graph,
-                       DeviceStep* s);
-  // The part of Prepare after the batch is built into `host` (padding, staging upload, decode
-  // plan): a tensor-parallel rank stages the batch its backend built and validated once.
-  absl::Status Stage(bool allow_graph, DeviceStep* s);
+  // step_runner.cc: CudaModelBackend::Step and Forward.
+  absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
+                    StepStats* stats);
+  absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits);
+  // A step in parts, for a tensor-parallel rank, which stages the batch the group built once.
+  // Resets the step's timing, takes `host` (built and validated elsewhere) and stages it.
+  absl::Status PrepareBuilt(const cuda_backend::StepHost& host, bool allow_graph, DeviceStep* s);
+  // Enqueues the forward pass (and sampling): a bucket's graph, its capture, or eagerly.
   absl::Status Run(const DeviceStep& s, bool sample);
+  // Copies the sampled ids back (synchronises the stream) and unpacks them.
   absl::Status CollectSamples(std::vector<SampleResult>* samples);
   void FillStats(absl::Span<const BatchRow> rows, StepStats* stats) const;
+  const StepTiming& timing() const { return timing_; }
 
-  ModelConfig config;
-  CudaBackendOptions options;
-  int64_t num_kv_pages = 0;
-  int device = 0;
-  cudaStream_t stream = nullptr;
-  cuda_backend::DeviceWeights weights;
-  std::unique_ptr<cuda_backend::Gemm> gemm;
-  std::unique_ptr<cuda_backend::DecodeAttention>
-      decode;                         // null: decode rows use the generic kernel
-  bool prefill_tensor_cores = false;  // prefill rows use the mma.sync kernel
-  float softmax_scale = 1.f;
+  // Overwrites every KV page with random values (benchmarks). Synchronous.
+  absl::Status FillKvCacheRandom(uint64_t seed);
+  // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous) or off.
+  absl::Status SetGemmAutotune(bool enabled);
+  void SetCudaGraphs(bool enabled) { options_.cuda_graphs = enabled; }
+  void SetSkinnyGemm(bool enabled);
+  void SetFusedSmallBatch(bool enabled) { options_.fused_small_batch = enabled; }
+  void SetPdl(bool enabled) { options_.pdl = enabled; }
+  void SetFusedPrefetchSteps(int32_t steps);
 
-  cuda_backend::DeviceBuffer kv_pool;   // [L][K|V][num_pages][H_kv][page_size][D] dtype
-  std::vector<void*> k_cache, v_cache;  // [L] per-layer bases into kv_pool
-  cuda_backend::DeviceBuffer inv_freq;  // double [D / 2]
+  const ModelConfig& config() const { return config_; }
+  const CudaBackendOptions& options() const { return options_; }
+  int device() const { return stream_.device(); }
+  cudaStream_t stream() const { return stream_.get(); }
+  const cuda_backend::DeviceWeights& weights() const { return weights_; }
+  const cuda_backend::KvAttention& kv() const { return *kv_; }  // REQUIRES: Finish
+  const cuda_backend::FusedPath& fused() const { return fused_; }
 
-  // Activations for max_step_tokens tokens (T) and max_rows rows (R).
-  cuda_backend::DeviceBuffer x;         // float [T][hidden] residual stream
-  cuda_backend::DeviceBuffer xn;        // dtype [T][hidden] normed block input
-  cuda_backend::DeviceBuffer qkv;       // float [T][(H_q + 2 H_kv) D]
-  cuda_backend::DeviceBuffer q;         // dtype [T][H_q][D] rotated queries
-  cuda_backend::DeviceBuffer attn;      // dtype [T][H_q][D]
-  cuda_backend::DeviceBuffer delta;     // dtype [T][hidden] o / down projection output
-  cuda_backend::DeviceBuffer gate_up;   // dtype [T][2 I]
-  cuda_backend::DeviceBuffer act;       // dtype [T][I]
-  cuda_backend::DeviceBuffer final_xn;  // dtype [R][hidden]
-  cuda_backend::DeviceBuffer logits;    // float [R][V]
-  cuda_backend::DeviceBuffer results;   // SampleRowResult [R]
-  cuda_backend::DeviceBuffer top;       // TopLogprob [R][kMaxTopLogprobs]
-  cuda_backend::DeviceBuffer staging;   // the staging image on the device
-  cuda_backend::PinnedBuffer staging_host, results_host, top_host;
+ private:
+  explicit Impl(const CudaBackendOptions& options) : options_(options) {}
+  // backend_load.cc
+  absl::Status SetUpFused();
+  absl::Status TuneGemms();
+  // step_runner.cc: builds `rows` and stages them.
+  absl::Status Prepare(absl::Span<const BatchRow> rows, bool need_params, bool allow_graph,
+                       DeviceStep* s);
+  // The staging upload and the decode plan for the built host step.
+  absl::Status Stage(bool allow_graph, DeviceStep* s);
+  // The forward pass of `s` over this backend's parts, with the fused path and PDL as the
+  // options and the device allow.
+  cuda_backend::ForwardPass Pass(const DeviceStep& s);
+  bool UseFused(const DeviceStep& s) const;
+  bool UsePdl() const { return options_.pdl && fused_.pdl_usable(); }
+  // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
+  uint64_t FusedSignature(const DeviceStep& s) const;
 
-  // Fused small-batch path: null plans when the model shape is unsupported.
-  std::unique_ptr<cuda_backend::FusedPlans> fused_plans;
-  cuda_backend::DeviceBuffer gemv_partials;  // float [fused_plans->partial_floats()]
-  cuda_backend::DeviceBuffer gemv_tickets;   // int32 [fused_plans->num_tickets()], zero at rest
-  cuda_backend::DeviceBuffer sum_sq_attn;    // float [hidden / 16][8]: x^2 sums after o
-  cuda_backend::DeviceBuffer sum_sq_mlp;     // float [hidden / 16][8]: after down (embed: [1][8])
-  bool pdl_usable = false;
-  bool gemms_tuned = false;
-
-  std::unique_ptr<cuda_backend::StepBuilder> builder;
-  cuda_backend::StepHost host;
-  std::vector<int32_t> buckets;
-  cuda_backend::GraphCache graphs;
-  absl::flat_hash_set<uint64_t> warm;  // graph keys run eagerly once (capture on the next use)
-  absl::flat_hash_set<uint64_t> uncapturable;  // keys whose capture failed: stay eager
-  StepTiming timing;
-  int32_t current_bucket = 0;
-
-  // Tensor parallelism (tp_hooks.h): this rank's collectives; null on one GPU. Not owned.
-  cuda_backend::TpHooks* tp = nullptr;
+  cuda_backend::DeviceStream stream_;  // first member: destroyed last, after every buffer
+  ModelConfig config_;
+  CudaBackendOptions options_;  // the setters above change the per-step choices
+  cuda_backend::DeviceWeights weights_;
+  std::unique_ptr<cuda_backend::Gemm> gemm_;
+  std::unique_ptr<cuda_backend::KvAttention> kv_;
+  cuda_backend::StepBuffers buffers_;
+  cuda_backend::FusedPath fused_;
+  cuda_backend::StepStaging staging_;
+  cuda_backend::GraphCache graphs_;
+  std::vector<int32_t> buckets_;  // the graph batch buckets (GraphBuckets(max_rows))
+  bool gemms_tuned_ = false;
+  StepTiming timing_;                    // of the last step
+  int32_t current_bucket_ = 0;           // the staged step's graph bucket (0: eager)
+  cuda_backend::TpHooks* tp_ = nullptr;  // this rank's collectives; null on one GPU. Not owned.
 };
-
-namespace cuda_backend {
-
-// cuda_backend.cc: the two halves of a load around the weights upload (a tensor-parallel backend
-// uploads each rank's shard in between). StartLoad validates the options, makes options.device
-// current and creates the stream; FinishLoad sets up cuBLAS, attention, activations, the KV pool
-// and the step machinery.
-absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> StartLoad(
-    const CudaBackendOptions& options);
-absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source);
-
-}  // namespace cuda_backend
 
 }  // namespace pkv

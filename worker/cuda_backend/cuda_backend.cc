@@ -1,328 +1,85 @@
+// CudaModelBackend: loads its Impl (backend_load.cc) and forwards the ModelBackend calls to it.
 #include "worker/cuda_backend/cuda_backend.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <limits>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/cuda_status.h"
-#include "common/log.h"
 #include "common/status_macros.h"
-#include "kernels/model/model_kernels.h"
-#include "kernels/prefill/prefill_launch.h"
 #include "worker/cuda_backend/backend_impl.h"
 #include "worker/model/checkpoint.h"
-#include "worker/model/rope.h"
 
 namespace pkv {
-namespace {
-
-using cuda_backend::DeviceBuffer;
-using cuda_backend::PinnedBuffer;
-constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
-
-absl::Status ValidateOptions(const CudaBackendOptions& o) {
-  if (o.page_size < 1 || o.page_size > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size ", o.page_size, " is not in [1, 1024]"));
-  }
-  if (!(o.kv_memory_fraction > 0.0 && o.kv_memory_fraction <= 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kv_memory_fraction ", o.kv_memory_fraction, " is not in (0, 1]"));
-  }
-  if (o.max_step_tokens < 1 || o.max_rows < 1 || o.num_kv_pages < 0) {
-    return absl::InvalidArgumentError("max_step_tokens and max_rows must be positive");
-  }
-  if (o.fused_max_hidden < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fused_max_hidden ", o.fused_max_hidden, " is negative (0: no limit)"));
-  }
-  if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_prefetch_steps < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("fused_max_tokens ", o.fused_max_tokens,
-                                                   " is not in [1, 8] or fused_prefetch_steps ",
-                                                   o.fused_prefetch_steps, " is negative"));
-  }
-  if (o.attention != "auto" && o.attention != "generic") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attention '", o.attention, "' is not supported; use auto or generic"));
-  }
-  return absl::OkStatus();
-}
-
-// Device buffers of `bytes`, zeroed so padding rows of graph steps start from finite values.
-absl::Status AllocZeroed(int64_t bytes, cudaStream_t stream, DeviceBuffer* out) {
-  PKV_ASSIGN_OR_RETURN(*out, DeviceBuffer::Allocate(bytes));
-  if (bytes > 0) PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out->get(), 0, bytes, stream));
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-CudaModelBackend::Impl::~Impl() {
-  if (stream != nullptr) {
-    cudaStreamSynchronize(stream);
-    cudaStreamDestroy(stream);
-  }
-}
-
-namespace {
-
-absl::Status AllocateActivations(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const int64_t t = m->options.max_step_tokens, r = m->options.max_rows;
-  const int64_t h = c.hidden_size, d = c.head_dim, e = 2;  // fp16 / bf16 element bytes
-  const int64_t qd = int64_t{c.num_q_heads} * d, kvd = int64_t{c.num_kv_heads} * d;
-  const int64_t inter = c.intermediate_size;
-  const cudaStream_t s = m->stream;
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * h * 4, s, &m->x));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * h * e, s, &m->xn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * (qd + 2 * kvd) * 4, s, &m->qkv));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * qd * e, s, &m->q));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * qd * e, s, &m->attn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * h * e, s, &m->delta));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * 2 * inter * e, s, &m->gate_up));
-  PKV_RETURN_IF_ERROR(AllocZeroed(t * inter * e, s, &m->act));
-  PKV_RETURN_IF_ERROR(AllocZeroed(r * h * e, s, &m->final_xn));
-  PKV_RETURN_IF_ERROR(AllocZeroed(r * c.vocab_size * 4, s, &m->logits));
-  PKV_RETURN_IF_ERROR(AllocZeroed(r * int64_t{sizeof(gpu::SampleRowResult)}, s, &m->results));
-  const int64_t top_bytes = r * gpu::kMaxTopLogprobs * int64_t{sizeof(gpu::TopLogprob)};
-  PKV_RETURN_IF_ERROR(AllocZeroed(top_bytes, s, &m->top));
-  PKV_ASSIGN_OR_RETURN(m->results_host,
-                       PinnedBuffer::Allocate(r * int64_t{sizeof(gpu::SampleRowResult)}));
-  PKV_ASSIGN_OR_RETURN(m->top_host, PinnedBuffer::Allocate(top_bytes));
-  return absl::OkStatus();
-}
-
-absl::Status SetUpStepMachinery(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const CudaBackendOptions& o = m->options;
-  cuda_backend::StepLimits limits;
-  limits.max_tokens = o.max_step_tokens;
-  limits.max_rows = o.max_rows;
-  limits.max_page_ids =
-      int64_t{o.max_rows} * ((int64_t{c.max_position_embeddings} + o.page_size - 1) / o.page_size);
-  cuda_backend::StepShape shape;
-  shape.vocab_size = c.vocab_size;
-  shape.max_position = c.max_position_embeddings;
-  shape.page_size = o.page_size;
-  shape.num_kv_pages = m->num_kv_pages;
-  shape.plan_prefill_tiles = m->prefill_tensor_cores;
-  m->builder = std::make_unique<cuda_backend::StepBuilder>(shape, limits);
-  cuda_backend::StagingCaps caps;
-  caps.tokens = o.max_step_tokens;
-  caps.sampled = o.max_rows;
-  caps.tiles = o.max_step_tokens / prefill::kPrefillBlockM + o.max_rows;
-  caps.page_ids = limits.max_page_ids;
-  const int64_t bytes = cuda_backend::LayoutStaging(caps).total_bytes;
-  PKV_RETURN_IF_ERROR(AllocZeroed(bytes, m->stream, &m->staging));
-  PKV_ASSIGN_OR_RETURN(m->staging_host, PinnedBuffer::Allocate(bytes));
-  return absl::OkStatus();
-}
-
-absl::Status AllocateKvPool(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const int64_t page_bytes = int64_t{c.num_kv_heads} * m->options.page_size * c.head_dim * 2;
-  const int64_t per_page = 2 * int64_t{c.num_layers} * page_bytes;  // K and V of every layer
-  int64_t pages = m->options.num_kv_pages;
-  if (pages == 0) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
-    pages = static_cast<int64_t>(static_cast<double>(free_bytes) * m->options.kv_memory_fraction) /
-            per_page;
-  }
-  // Slots (page * page_size + offset) are int32 on the device.
-  pages = std::min<int64_t>(pages, std::numeric_limits<int32_t>::max() / m->options.page_size);
-  if (pages < 1) {
-    return absl::ResourceExhaustedError("no GPU memory left for a single KV page");
-  }
-  m->num_kv_pages = pages;
-  const int64_t layer_bytes = pages * page_bytes;
-  PKV_ASSIGN_OR_RETURN(m->kv_pool, DeviceBuffer::Allocate(2 * c.num_layers * layer_bytes));
-  // Zeroed so tokens past a row's length inside its last page never hold NaN bit patterns.
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m->kv_pool.get(), 0, m->kv_pool.bytes(), m->stream));
-  for (int l = 0; l < c.num_layers; ++l) {
-    m->k_cache.push_back(m->kv_pool.bytes_ptr() + (2 * l) * layer_bytes);
-    m->v_cache.push_back(m->kv_pool.bytes_ptr() + (2 * l + 1) * layer_bytes);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SetUpAttention(CudaModelBackend::Impl* m) {
-  const ModelConfig& c = m->config;
-  const KvShape shape{c.num_q_heads, c.num_kv_heads, c.head_dim, m->options.page_size};
-  const bool tensor_cores = m->options.attention == "auto";
-  if (tensor_cores && cuda_backend::DecodeAttention::Supports(shape)) {
-    cuda_backend::DecodePolicyOptions policy;
-    policy.policy_file = m->options.policy_file;
-    policy.policy_dir = m->options.policy_dir;
-    policy.kind = m->options.decode_policy;
-    PKV_ASSIGN_OR_RETURN(m->decode, cuda_backend::DecodeAttention::Create(
-                                        shape, m->weights.dtype, m->buckets, m->device, policy));
-  }
-  m->prefill_tensor_cores = tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
-  if (m->prefill_tensor_cores) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());
-  m->softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  const std::vector<double> inv_freq = RopeInvFrequencies(c);
-  PKV_ASSIGN_OR_RETURN(m->inv_freq, DeviceBuffer::Allocate(inv_freq.size() * sizeof(double)));
-  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpy(m->inv_freq.get(), inv_freq.data(),
-                                      inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-namespace cuda_backend {
-
-// Everything after the weights: cuBLAS, attention, activations, the KV pool, the step machinery.
-absl::Status FinishLoad(CudaModelBackend::Impl* m, const std::string& source) {
-  PKV_ASSIGN_OR_RETURN(m->gemm, cuda_backend::Gemm::Create(kGemmWorkspaceBytes));
-  m->gemm->set_skinny(m->options.skinny_gemm);
-  m->buckets = cuda_backend::GraphBuckets(m->options.max_rows);
-  PKV_RETURN_IF_ERROR(SetUpAttention(m));
-  PKV_RETURN_IF_ERROR(AllocateActivations(m));
-  PKV_RETURN_IF_ERROR(AllocateKvPool(m));
-  PKV_RETURN_IF_ERROR(SetUpStepMachinery(m));
-  PKV_RETURN_IF_ERROR(m->SetUpFused());
-  if (m->options.gemm_autotune) {
-    PKV_RETURN_IF_ERROR(m->TuneGemms());
-    m->gemm->set_tuned(true);
-  }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m->stream));
-  const ModelConfig& c = m->config;
-  PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
-                << decode::DTypeName(m->weights.dtype) << ", weights "
-                << m->weights.arena_bytes / 1048576.0 << " MiB, " << m->num_kv_pages
-                << " KV pages of " << m->options.page_size << " tokens ("
-                << m->kv_pool.bytes() / 1048576.0 << " MiB), decode attention "
-                << (m->decode ? "engine" : "generic") << ", prefill attention "
-                << (m->prefill_tensor_cores ? "mma.sync" : "generic") << ", CUDA graphs "
-                << (m->options.cuda_graphs ? "on" : "off");
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> StartLoad(
-    const CudaBackendOptions& options) {
-  PKV_RETURN_IF_ERROR(ValidateOptions(options));
-  auto m = std::make_unique<CudaModelBackend::Impl>();
-  m->options = options;
-  m->options.max_rows = std::min(options.max_rows, options.max_step_tokens);
-  m->device = options.device;
-  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(m->device));
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
-  return m;
-}
-
-}  // namespace cuda_backend
 
 absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
     const std::string& model_dir, const CudaBackendOptions& options) {
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, cuda_backend::StartLoad(options));
-  PKV_ASSIGN_OR_RETURN(m->config, LoadModelConfig(model_dir));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, Impl::Start(options));
+  PKV_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(model_dir));
   {
     PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
     PKV_ASSIGN_OR_RETURN(decode::DType dtype,
                          cuda_backend::ChooseComputeDType(options.dtype, *checkpoint));
-    PKV_ASSIGN_OR_RETURN(m->weights,
-                         cuda_backend::UploadWeights(m->config, *checkpoint, dtype, m->stream));
+    PKV_ASSIGN_OR_RETURN(cuda_backend::DeviceWeights weights,
+                         cuda_backend::UploadWeights(config, *checkpoint, dtype, m->stream()));
+    m->SetModel(config, std::move(weights));
   }  // unmaps the checkpoint files
-  PKV_RETURN_IF_ERROR(cuda_backend::FinishLoad(m.get(), model_dir));
+  PKV_RETURN_IF_ERROR(m->Finish(model_dir));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
 }
 
 absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::LoadRandom(
     const ModelConfig& config, uint64_t seed, const CudaBackendOptions& options) {
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, cuda_backend::StartLoad(options));
-  m->config = config;
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> m, Impl::Start(options));
   const decode::DType dtype =
       options.dtype == "float16" ? decode::DType::kFloat16 : decode::DType::kBFloat16;
-  PKV_ASSIGN_OR_RETURN(m->weights,
-                       cuda_backend::RandomDeviceWeights(config, dtype, seed, m->stream));
-  PKV_RETURN_IF_ERROR(
-      cuda_backend::FinishLoad(m.get(), absl::StrCat("random weights (seed ", seed, ")")));
+  PKV_ASSIGN_OR_RETURN(cuda_backend::DeviceWeights weights,
+                       cuda_backend::RandomDeviceWeights(config, dtype, seed, m->stream()));
+  m->SetModel(config, std::move(weights));
+  PKV_RETURN_IF_ERROR(m->Finish(absl::StrCat("random weights (seed ", seed, ")")));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
-}
-
-absl::Status CudaModelBackend::FillKvCacheRandom(uint64_t seed) {
-  Impl& m = *impl_;
-  PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
-                                            m.weights.dtype, seed, 0.f, 1.f, m.stream));
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
-  return absl::OkStatus();
 }
 
 CudaModelBackend::CudaModelBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaModelBackend::~CudaModelBackend() = default;
 
-const ModelConfig& CudaModelBackend::config() const { return impl_->config; }
-int32_t CudaModelBackend::page_size() const { return impl_->options.page_size; }
-int64_t CudaModelBackend::num_kv_pages() const { return impl_->num_kv_pages; }
+const ModelConfig& CudaModelBackend::config() const { return impl_->config(); }
+int32_t CudaModelBackend::page_size() const { return impl_->options().page_size; }
+int64_t CudaModelBackend::num_kv_pages() const { return impl_->kv().num_pages(); }
 std::string CudaModelBackend::dtype_name() const {
-  return impl_->weights.dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
+  return impl_->weights().dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
 }
-void CudaModelBackend::SetCudaGraphs(bool enabled) { impl_->options.cuda_graphs = enabled; }
-void CudaModelBackend::SetSkinnyGemm(bool enabled) {
-  impl_->options.skinny_gemm = enabled;
-  impl_->gemm->set_skinny(enabled);
-}
-void CudaModelBackend::SetFusedSmallBatch(bool enabled) {
-  impl_->options.fused_small_batch = enabled;
-}
-void CudaModelBackend::SetPdl(bool enabled) { impl_->options.pdl = enabled; }
-void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) {
-  impl_->options.fused_prefetch_steps = std::max(0, steps);
-}
-absl::Status CudaModelBackend::SetGemmAutotune(bool enabled) {
-  if (enabled) PKV_RETURN_IF_ERROR(impl_->TuneGemms());
-  impl_->options.gemm_autotune = enabled;
-  impl_->gemm->set_tuned(enabled);
-  return absl::OkStatus();
-}
-bool CudaModelBackend::fused_available() const { return impl_->fused_plans != nullptr; }
-bool CudaModelBackend::pdl_available() const { return impl_->pdl_usable; }
-const StepTiming& CudaModelBackend::last_timing() const { return impl_->timing; }
-int64_t CudaModelBackend::weight_read_bytes() const { return impl_->weights.step_read_bytes; }
-int64_t CudaModelBackend::kv_bytes_per_token() const {
-  const ModelConfig& c = impl_->config;
-  return 2 * int64_t{c.num_layers} * c.num_kv_heads * c.head_dim * 2;
-}
-cudaStream_t CudaModelBackend::stream() const { return impl_->stream; }
 
 absl::Status CudaModelBackend::Step(absl::Span<const BatchRow> rows,
                                     std::vector<SampleResult>* samples, StepStats* stats) {
-  impl_->timing = StepTiming{};
-  if (rows.empty()) {
-    if (stats != nullptr) *stats = StepStats{};
-    return absl::OkStatus();
-  }
-  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(impl_->device));
-  DeviceStep s;
-  PKV_RETURN_IF_ERROR(impl_->Prepare(rows, /*need_params=*/true, /*allow_graph=*/true, &s));
-  PKV_RETURN_IF_ERROR(impl_->Run(s, /*sample=*/true));
-  PKV_RETURN_IF_ERROR(impl_->CollectSamples(samples));
-  if (stats != nullptr) impl_->FillStats(rows, stats);
-  return absl::OkStatus();
+  return impl_->Step(rows, samples, stats);
 }
 
 absl::Status CudaModelBackend::Forward(absl::Span<const BatchRow> rows,
                                        std::vector<float>* logits) {
-  impl_->timing = StepTiming{};
-  logits->clear();
-  if (rows.empty()) return absl::OkStatus();
-  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(impl_->device));
-  DeviceStep s;
-  PKV_RETURN_IF_ERROR(impl_->Prepare(rows, /*need_params=*/false, /*allow_graph=*/false, &s));
-  PKV_RETURN_IF_ERROR(impl_->Run(s, /*sample=*/false));
-  const int64_t n = int64_t{s.logit_rows} * impl_->config.vocab_size;
-  logits->resize(n);
-  if (n > 0) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), impl_->logits.get(), n * 4,
-                                             cudaMemcpyDeviceToHost, impl_->stream));
-  }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(impl_->stream));
-  return absl::OkStatus();
+  return impl_->Forward(rows, logits);
 }
+
+absl::Status CudaModelBackend::FillKvCacheRandom(uint64_t seed) {
+  return impl_->FillKvCacheRandom(seed);
+}
+
+void CudaModelBackend::SetCudaGraphs(bool enabled) { impl_->SetCudaGraphs(enabled); }
+void CudaModelBackend::SetSkinnyGemm(bool enabled) { impl_->SetSkinnyGemm(enabled); }
+void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBatch(enabled); }
+void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
+void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) { impl_->SetFusedPrefetchSteps(steps); }
+absl::Status CudaModelBackend::SetGemmAutotune(bool enabled) {
+  return impl_->SetGemmAutotune(enabled);
+}
+bool CudaModelBackend::fused_available() const { return impl_->fused().available(); }
+bool CudaModelBackend::pdl_available() const { return impl_->fused().pdl_usable(); }
+const StepTiming& CudaModelBackend::last_timing() const { return impl_->timing(); }
+int64_t CudaModelBackend::weight_read_bytes() const { return impl_->weights().step_read_bytes; }
+int64_t CudaModelBackend::kv_bytes_per_token() const {
+  const ModelConfig& c = impl_->config();
+  return 2 * int64_t{c.num_layers} * c.num_kv_heads * c.head_dim * 2;
+}
+cudaStream_t CudaModelBackend::stream() const { return impl_->stream(); }
 
 bool CudaDeviceUsable() {
   int n = 0;

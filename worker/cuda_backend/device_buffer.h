@@ -44,6 +44,17 @@ class CudaMemory {
     return m;
   }
 
+  // Device memory only: Allocate, then zeroed on `stream` (enqueued, not waited for).
+  static absl::StatusOr<CudaMemory> AllocateZeroed(int64_t bytes, cudaStream_t stream) {
+    static_assert(!kPinned, "pinned memory is zeroed on the host");
+    absl::StatusOr<CudaMemory> m = Allocate(bytes);
+    if (m.ok() && bytes > 0) {
+      const cudaError_t err = cudaMemsetAsync(m->get(), 0, static_cast<size_t>(bytes), stream);
+      if (err != cudaSuccess) return CudaStatus(err, "cudaMemsetAsync");
+    }
+    return m;
+  }
+
   void* get() const { return ptr_; }
   uint8_t* bytes_ptr() const { return static_cast<uint8_t*>(ptr_); }
   int64_t bytes() const { return bytes_; }

@@ -1,102 +1,44 @@
-// The forward pass and sampling as a sequence of launches on the backend's stream. Used as is for
-// eager steps and under stream capture for CUDA graphs, so it only enqueues: no allocation, no
-// synchronisation, no host reads of device data.
+// ForwardPass (forward.h): the cuBLAS path of every layer, the embedding, the LM head and sampling.
+#include "worker/cuda_backend/forward.h"
+
 #include <cstdint>
 
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
 #include "kernels/model/sampling.h"
-#include "kernels/prefill/prefill_launch.h"
-#include "worker/cuda_backend/backend_impl.h"
 
-namespace pkv {
-namespace {
+namespace pkv::cuda_backend {
 
-constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element
-
-const uint8_t* Bytes(const cuda_backend::DeviceBuffer& b) { return b.bytes_ptr(); }
-
-}  // namespace
-
-absl::Status CudaModelBackend::Impl::EnqueueGenericAttention(int layer, const DeviceStep& s,
-                                                             int32_t first, int32_t count) {
-  if (count <= 0) return absl::OkStatus();
-  const int64_t row = int64_t{config.num_q_heads} * config.head_dim * kElem;
-  gpu::GenericAttentionArgs a;
-  a.dtype = weights.dtype;
-  a.q = Bytes(q) + first * row;
-  a.k_cache = k_cache[layer];
-  a.v_cache = v_cache[layer];
-  a.page_ids = s.page_ids;
-  a.positions = s.positions + first;
-  a.page_base = s.token_page_base + first;
-  a.num_tokens = count;
-  a.num_q_heads = config.num_q_heads;
-  a.num_kv_heads = config.num_kv_heads;
-  a.head_dim = config.head_dim;
-  a.page_size = options.page_size;
-  a.scale = softmax_scale;
-  a.out = attn.bytes_ptr() + first * row;
-  return gpu::LaunchGenericAttention(a, stream);
-}
-
-absl::Status CudaModelBackend::Impl::EnqueueQkvRope(int layer, const DeviceStep& s) {
-  const ModelConfig& c = config;
-  const cuda_backend::LayerWeights& w = weights.layers[layer];
+absl::Status ForwardPass::EnqueueQkvRope(int layer, const DeviceStep& s) const {
+  const ModelConfig& c = p_.config;
+  const StepBuffers& b = p_.buffers;
+  const LayerWeights& w = p_.weights.layers[layer];
   gpu::QkvRopeArgs r;
-  r.dtype = weights.dtype;
-  r.qkv = static_cast<const float*>(qkv.get());
+  r.dtype = p_.weights.dtype;
+  r.qkv = b.qkv();
   r.bias = w.qkv_bias;
   r.q_norm = w.q_norm;
   r.k_norm = w.k_norm;
   r.eps = c.rms_norm_eps;
   r.positions = s.positions;
   r.kv_slots = s.kv_slots;
-  r.inv_freq = static_cast<const double*>(inv_freq.get());
+  r.inv_freq = p_.kv.rope_inv_freq();
   r.num_tokens = s.tokens;
   r.num_q_heads = c.num_q_heads;
   r.num_kv_heads = c.num_kv_heads;
   r.head_dim = c.head_dim;
-  r.page_size = options.page_size;
-  r.q_out = q.get();
-  r.k_cache = k_cache[layer];
-  r.v_cache = v_cache[layer];
-  r.pdl = UsePdl();
-  return gpu::LaunchQkvRopeKvWrite(r, stream);
+  r.page_size = p_.kv.page_size();
+  r.q_out = b.q();
+  r.k_cache = p_.kv.k_cache(layer);
+  r.v_cache = p_.kv.v_cache(layer);
+  r.pdl = f_.pdl;
+  return gpu::LaunchQkvRopeKvWrite(r, p_.stream);
 }
 
-absl::Status CudaModelBackend::Impl::EnqueueAttention(int layer, const DeviceStep& s) {
-  if (decode != nullptr && s.decode_tokens > 0) {
-    PKV_RETURN_IF_ERROR(decode->Launch(q.get(), k_cache[layer], v_cache[layer], s.page_ids,
-                                       attn.get(), softmax_scale, stream));
-  } else {
-    PKV_RETURN_IF_ERROR(EnqueueGenericAttention(layer, s, 0, s.decode_tokens));
-  }
-  const int32_t prefill_tokens = s.tokens - s.decode_tokens;
-  if (prefill_tokens <= 0) return absl::OkStatus();
-  if (!prefill_tensor_cores) {
-    return EnqueueGenericAttention(layer, s, s.decode_tokens, prefill_tokens);
-  }
-  prefill::PrefillArgs a;
-  a.dtype = weights.dtype;
-  a.q = q.get();
-  a.k_cache = k_cache[layer];
-  a.v_cache = v_cache[layer];
-  a.page_ids = s.page_ids;
-  a.tiles = s.tiles;
-  a.num_tiles = s.num_tiles;
-  a.num_q_heads = config.num_q_heads;
-  a.num_kv_heads = config.num_kv_heads;
-  a.head_dim = config.head_dim;
-  a.page_size = options.page_size;
-  a.scale = softmax_scale;
-  a.out = attn.get();
-  return prefill::LaunchPrefillAttention(a, stream);
-}
-
-absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
-  const ModelConfig& c = config;
-  const bool fused = UseFused(s);
+absl::Status ForwardPass::EnqueueForward(const DeviceStep& s) const {
+  const ModelConfig& c = p_.config;
+  const DeviceWeights& weights = p_.weights;
+  const StepBuffers& b = p_.buffers;
   gpu::EmbedNormArgs e;
   e.dtype = weights.dtype;
   e.embed = weights.embed;
@@ -105,87 +47,91 @@ absl::Status CudaModelBackend::Impl::EnqueueForward(const DeviceStep& s) {
   e.hidden = c.hidden_size;
   e.norm_weight = weights.layers[0].input_norm;
   e.eps = c.rms_norm_eps;
-  e.x = static_cast<float*>(x.get());
-  e.xn = xn.get();
+  e.x = b.x();
+  e.xn = b.xn();
   // The fused q/k/v GEMV of layer 0 norms x itself from the embedding's sums of squares.
-  e.sum_sq = fused ? static_cast<float*>(sum_sq_mlp.get()) : nullptr;
+  e.sum_sq = f_.fused ? p_.fused.sum_sq_mlp() : nullptr;
   // Tensor parallel: a vocabulary-parallel embedding, all-reduced (tp_hooks.h).
-  PKV_RETURN_IF_ERROR(tp != nullptr ? tp->EnqueueEmbed(*this, s)
-                                    : gpu::LaunchEmbedRmsNorm(e, stream));
+  PKV_RETURN_IF_ERROR(p_.tp != nullptr ? p_.tp->EnqueueEmbed(c, weights, b, s, p_.stream)
+                                       : gpu::LaunchEmbedRmsNorm(e, p_.stream));
   for (int l = 0; l < c.num_layers; ++l) {
-    PKV_RETURN_IF_ERROR(fused ? EnqueueFusedLayer(l, s) : EnqueueLayer(l, s));
+    PKV_RETURN_IF_ERROR(f_.fused ? EnqueueFusedLayer(l, s) : EnqueueLayer(l, s));
   }
-  if (fused) return EnqueueFusedHead(s);
+  if (f_.fused) return EnqueueFusedHead(s);
   if (s.logit_rows == 0) return absl::OkStatus();
-  PKV_RETURN_IF_ERROR(gemm->Linear(weights.dtype, final_xn.get(), s.logit_rows, c.hidden_size,
-                                   weights.lm_head, c.vocab_size, logits.get(), true, stream));
-  return tp != nullptr ? tp->EnqueueLogits(*this, s) : absl::OkStatus();
+  PKV_RETURN_IF_ERROR(p_.gemm.Linear(weights.dtype, b.final_xn(), s.logit_rows, c.hidden_size,
+                                     weights.lm_head, c.vocab_size, b.logits(), true, p_.stream));
+  return p_.tp != nullptr ? p_.tp->EnqueueLogits(b.logits(), s, p_.stream) : absl::OkStatus();
 }
 
 // One layer on cuBLAS and the unfused kernels; its closing add + norm feeds the next layer (the
 // last layer's: the final norm of the sampled tokens).
-absl::Status CudaModelBackend::Impl::EnqueueLayer(int l, const DeviceStep& s) {
-  const ModelConfig& c = config;
-  const gpu::DType dt = weights.dtype;
+absl::Status ForwardPass::EnqueueLayer(int l, const DeviceStep& s) const {
+  const ModelConfig& c = p_.config;
+  const StepBuffers& b = p_.buffers;
+  const cudaStream_t stream = p_.stream;
+  Gemm& gemm = p_.gemm;
+  const gpu::DType dt = p_.weights.dtype;
   const int64_t t = s.tokens, h = c.hidden_size, d = c.head_dim;
   const int64_t qkv_dim = int64_t{c.num_q_heads + 2 * c.num_kv_heads} * d;
   const int64_t q_dim = int64_t{c.num_q_heads} * d, inter = c.intermediate_size;
-  const bool pdl = UsePdl();
-  const cuda_backend::LayerWeights& w = weights.layers[l];
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, xn.get(), t, h, w.qkv, qkv_dim, qkv.get(), true, stream));
+  const bool pdl = f_.pdl;
+  const LayerWeights& w = p_.weights.layers[l];
+  PKV_RETURN_IF_ERROR(gemm.Linear(dt, b.xn(), t, h, w.qkv, qkv_dim, b.qkv(), true, stream));
   PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
-  PKV_RETURN_IF_ERROR(EnqueueAttention(l, s));
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, attn.get(), t, q_dim, w.o, h, delta.get(), false, stream));
+  PKV_RETURN_IF_ERROR(p_.kv.EnqueueAttention(l, s, b.q(), b.attn(), stream));
+  PKV_RETURN_IF_ERROR(gemm.Linear(dt, b.attn(), t, q_dim, w.o, h, b.delta(), false, stream));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.
-  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));
+  if (p_.tp != nullptr) PKV_RETURN_IF_ERROR(p_.tp->AllReduce(b.delta(), t * h, dt, stream));
 
   gpu::AddNormArgs n;
   n.dtype = dt;
-  n.x = static_cast<float*>(x.get());
-  n.delta = delta.get();
+  n.x = b.x();
+  n.delta = b.delta();
   n.bias = w.o_bias;
   n.num_out = s.tokens;
   n.hidden = c.hidden_size;
   n.norm_weight = w.post_norm;
   n.eps = c.rms_norm_eps;
-  n.xn = xn.get();
+  n.xn = b.xn();
   n.pdl = pdl;
   PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, stream));
   PKV_RETURN_IF_ERROR(
-      gemm->Linear(dt, xn.get(), t, h, w.gate_up, 2 * inter, gate_up.get(), false, stream));
+      gemm.Linear(dt, b.xn(), t, h, w.gate_up, 2 * inter, b.gate_up(), false, stream));
   PKV_RETURN_IF_ERROR(
-      gpu::LaunchSiluMul(dt, gate_up.get(), t, c.intermediate_size, act.get(), stream, pdl));
-  PKV_RETURN_IF_ERROR(gemm->Linear(dt, act.get(), t, inter, w.down, h, delta.get(), false, stream));
-  if (tp != nullptr) PKV_RETURN_IF_ERROR(tp->AllReduce(*this, delta.get(), t * h));  // row-parallel
+      gpu::LaunchSiluMul(dt, b.gate_up(), t, c.intermediate_size, b.act(), stream, pdl));
+  PKV_RETURN_IF_ERROR(gemm.Linear(dt, b.act(), t, inter, w.down, h, b.delta(), false, stream));
+  // Row-parallel down projection, like o_proj.
+  if (p_.tp != nullptr) PKV_RETURN_IF_ERROR(p_.tp->AllReduce(b.delta(), t * h, dt, stream));
 
   n.bias = nullptr;
   if (l + 1 < c.num_layers) {
-    n.norm_weight = weights.layers[l + 1].input_norm;
+    n.norm_weight = p_.weights.layers[l + 1].input_norm;
   } else {  // the final norm, for the sampled tokens only
-    n.norm_weight = weights.final_norm;
+    n.norm_weight = p_.weights.final_norm;
     n.rows = s.sample_token;
     n.num_out = s.logit_rows;
     n.write_x = false;
-    n.xn = final_xn.get();
+    n.xn = b.final_xn();
   }
   return gpu::LaunchAddRmsNorm(n, stream);
 }
 
-absl::Status CudaModelBackend::Impl::EnqueueSample(const DeviceStep& s) {
+absl::Status ForwardPass::EnqueueSample(const DeviceStep& s) const {
   gpu::SampleArgs a;
-  a.logits = static_cast<const float*>(logits.get());
-  a.vocab = config.vocab_size;
-  if (tp != nullptr) {  // tensor parallel: the gathered logits, sampled on one rank only
-    if (tp->sample_logits() == nullptr) return absl::OkStatus();
-    a.logits = tp->sample_logits();
-    a.vocab = tp->full_vocab();
+  a.logits = p_.buffers.logits();
+  a.vocab = p_.config.vocab_size;
+  if (p_.tp != nullptr) {  // tensor parallel: the gathered logits, sampled on one rank only
+    if (p_.tp->sample_logits() == nullptr) return absl::OkStatus();
+    a.logits = p_.tp->sample_logits();
+    a.vocab = p_.tp->full_vocab();
   }
   a.params = s.sample_params;
   a.num_rows = s.header + 2;
   a.max_rows = s.logit_rows;
-  a.results = static_cast<gpu::SampleRowResult*>(results.get());
-  a.top = static_cast<gpu::TopLogprob*>(top.get());
-  return gpu::LaunchSample(a, stream);
+  a.results = p_.buffers.results();
+  a.top = p_.buffers.top();
+  return gpu::LaunchSample(a, p_.stream);
 }
 
-}  // namespace pkv
+}  // namespace pkv::cuda_backend

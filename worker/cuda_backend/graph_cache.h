@@ -1,7 +1,12 @@
-// Instantiated CUDA graphs of decode steps, keyed by (batch bucket, decode-plan launch signature).
-// Capture records the enqueue function's work on the stream without running it; Launch replays it.
-// Kernels inside read their per-step data (token ids, positions, block tables, plan, sampling
-// parameters) from fixed device buffers the host refills before each replay.
+// Instantiated CUDA graphs of decode steps, keyed by (batch bucket, signature of everything a
+// capture bakes in), and the policy of when to capture. Capture records the enqueue function's
+// work on the stream without running it; a replay launches it. Kernels inside read their per-step
+// data (token ids, positions, block tables, plan, sampling parameters) from fixed device buffers
+// the host refills before each replay.
+//
+// Policy (Run): a key runs eagerly once first, so lazy module loading and cuBLAS's first-call
+// set-up happen outside capture; its next use captures and replays; a key whose capture failed
+// stays eager for the life of the cache.
 // Thread-safety: not thread-safe (owned by the backend).
 #pragma once
 
@@ -10,6 +15,7 @@
 #include <cstdint>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 
@@ -26,6 +32,12 @@ class GraphCache {
     return signature * 1099511628211ull ^ static_cast<uint64_t>(bucket);
   }
 
+  // Puts `enqueue`'s work for (bucket, signature) on `stream` by the policy above: replays the
+  // captured graph, captures it (a failed capture is logged and the work runs eagerly), or runs
+  // it eagerly. Returns whether a graph was launched.
+  absl::StatusOr<bool> Run(int32_t bucket, uint64_t signature, cudaStream_t stream,
+                           absl::FunctionRef<absl::Status()> enqueue);
+
   // nullptr when no graph was captured under `key`.
   cudaGraphExec_t Find(uint64_t key) const;
 
@@ -39,6 +51,8 @@ class GraphCache {
 
  private:
   absl::flat_hash_map<uint64_t, cudaGraphExec_t> execs_;
+  absl::flat_hash_set<uint64_t> warm_;          // keys run eagerly once (capture on the next use)
+  absl::flat_hash_set<uint64_t> uncapturable_;  // keys whose capture failed: stay eager
 };
 
 }  // namespace pkv::cuda_backend

@@ -125,6 +125,8 @@ class StepBuilder {
   // REQUIRES: the step fits the layout's caps.
   static int64_t FillStaging(const StepHost& host, const StagingLayout& layout, uint8_t* image);
 
+  const StepLimits& limits() const { return limits_; }
+
  private:
   absl::Status ValidateRow(const BatchRow& row, size_t r, bool need_params) const;
 

@@ -1,6 +1,6 @@
-// The host half of a step (CudaModelBackend::Impl::Prepare / Run / CollectSamples / FillStats):
-// build the staging image, upload it and the decode plan, run the forward pass eagerly or by
-// replaying the bucket's CUDA graph, and bring the sampled ids back.
+// The host half of a step (CudaModelBackend::Impl's Step / Forward and their parts): build and
+// stage the batch (StepStaging) and the decode plan (KvAttention), run the forward pass eagerly or
+// by replaying the bucket's CUDA graph (GraphCache), and bring the sampled ids back.
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -20,119 +20,137 @@ double Micros(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
+absl::Status CudaModelBackend::Impl::Step(absl::Span<const BatchRow> rows,
+                                          std::vector<SampleResult>* samples, StepStats* stats) {
+  timing_ = StepTiming{};
+  if (rows.empty()) {
+    if (stats != nullptr) *stats = StepStats{};
+    return absl::OkStatus();
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+  DeviceStep s;
+  PKV_RETURN_IF_ERROR(Prepare(rows, /*need_params=*/true, /*allow_graph=*/true, &s));
+  PKV_RETURN_IF_ERROR(Run(s, /*sample=*/true));
+  PKV_RETURN_IF_ERROR(CollectSamples(samples));
+  if (stats != nullptr) FillStats(rows, stats);
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::Forward(absl::Span<const BatchRow> rows,
+                                             std::vector<float>* logits) {
+  timing_ = StepTiming{};
+  logits->clear();
+  if (rows.empty()) return absl::OkStatus();
+  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+  DeviceStep s;
+  PKV_RETURN_IF_ERROR(Prepare(rows, /*need_params=*/false, /*allow_graph=*/false, &s));
+  PKV_RETURN_IF_ERROR(Run(s, /*sample=*/false));
+  const int64_t n = int64_t{s.logit_rows} * config_.vocab_size;
+  logits->resize(n);
+  if (n > 0) {
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), buffers_.logits(), n * 4,
+                                             cudaMemcpyDeviceToHost, stream()));
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+  return absl::OkStatus();
+}
+
 absl::Status CudaModelBackend::Impl::Prepare(absl::Span<const BatchRow> rows, bool need_params,
                                              bool allow_graph, DeviceStep* s) {
   const auto t0 = Clock::now();
-  PKV_RETURN_IF_ERROR(builder->Build(rows, need_params, &host));
+  PKV_RETURN_IF_ERROR(staging_.Build(rows, need_params));
   PKV_RETURN_IF_ERROR(Stage(allow_graph, s));
-  timing.prep_us = Micros(t0, Clock::now());
+  timing_.prep_us = Micros(t0, Clock::now());
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::PrepareBuilt(const cuda_backend::StepHost& host,
+                                                  bool allow_graph, DeviceStep* s) {
+  const auto t0 = Clock::now();
+  timing_ = StepTiming{};
+  staging_.SetHost(host);
+  PKV_RETURN_IF_ERROR(Stage(allow_graph, s));
+  timing_.prep_us = Micros(t0, Clock::now());
   return absl::OkStatus();
 }
 
 absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
+  const cuda_backend::StepHost& host = staging_.host();
   int32_t bucket = 0;
-  if (allow_graph && options.cuda_graphs && host.decode_only) {
-    bucket = cuda_backend::GraphBucketFor(host.num_tokens, options.max_rows);
+  if (allow_graph && options_.cuda_graphs && host.decode_only) {
+    bucket = cuda_backend::GraphBucketFor(host.num_tokens, options_.max_rows);
   }
-  cuda_backend::StagingLayout layout;
-  if (bucket > 0) {
-    // The bucket's fixed layout: the captured graph's pointers stay valid for every replay.
-    cuda_backend::StepBuilder::PadForGraph(bucket, &host);
-    cuda_backend::StagingCaps caps;
-    caps.tokens = bucket;
-    caps.sampled = bucket;
-    caps.page_ids = 1;  // page_ids is the last region: its capacity does not move any offset
-    layout = cuda_backend::LayoutStaging(caps);
-  } else {
-    layout = cuda_backend::LayoutStaging(host.Caps());
-  }
-  const int64_t used =
-      cuda_backend::StepBuilder::FillStaging(host, layout, staging_host.bytes_ptr());
-  PKV_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(staging.get(), staging_host.get(), used, cudaMemcpyHostToDevice, stream));
-  if (decode != nullptr && host.num_decode_rows > 0) {
-    const int32_t decode_bucket =
-        bucket > 0 ? bucket : cuda_backend::GraphBucketFor(host.num_decode_rows, options.max_rows);
-    PKV_RETURN_IF_ERROR(decode->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
-                                        host.num_decode_rows, decode_bucket, stream));
-  }
-  const uint8_t* base = staging.bytes_ptr();
-  s->tokens = host.padded_tokens;
-  s->decode_tokens = host.decode_only ? host.padded_tokens : host.num_decode_rows;
-  s->logit_rows = bucket > 0 ? bucket : host.num_sampled;
-  s->num_tiles = static_cast<int32_t>(host.tiles.size());
-  s->header = reinterpret_cast<const int32_t*>(base + layout.header);
-  s->token_ids = reinterpret_cast<const int32_t*>(base + layout.token_ids);
-  s->positions = reinterpret_cast<const int32_t*>(base + layout.positions);
-  s->kv_slots = reinterpret_cast<const int32_t*>(base + layout.kv_slots);
-  s->token_page_base = reinterpret_cast<const int32_t*>(base + layout.token_page_base);
-  s->sample_token = reinterpret_cast<const int32_t*>(base + layout.sample_token);
-  s->sample_params = reinterpret_cast<const gpu::SampleRowParams*>(base + layout.sample_params);
-  s->tiles = reinterpret_cast<const prefill::PrefillTile*>(base + layout.prefill_tiles);
-  s->page_ids = reinterpret_cast<const int32_t*>(base + layout.page_ids);
-  current_bucket = bucket;
-  timing.bucket = bucket;
+  PKV_RETURN_IF_ERROR(staging_.Upload(bucket, stream(), s));
+  PKV_RETURN_IF_ERROR(kv_->PrepareDecode(host, bucket, options_.max_rows, stream()));
+  current_bucket_ = bucket;
+  timing_.bucket = bucket;
   return absl::OkStatus();
+}
+
+cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
+  const cuda_backend::ForwardParts parts{config_,  weights_, *gemm_, *kv_,
+                                         buffers_, fused_,   tp_,    stream()};
+  cuda_backend::ForwardFlags flags;
+  flags.fused = UseFused(s);
+  flags.pdl = UsePdl();
+  flags.prefetch_steps = options_.fused_prefetch_steps;
+  return cuda_backend::ForwardPass(parts, flags);
+}
+
+bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
+  return fused_.available() && options_.fused_small_batch && s.tokens >= 1 &&
+         s.tokens <= options_.fused_max_tokens;
+}
+
+uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
+  uint64_t sig = 0;
+  if (UseFused(s)) sig ^= 0xC2B2AE3D27D4EB4Full;
+  if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
+  if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
+  return sig;
 }
 
 absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
   const auto t0 = Clock::now();
+  const cuda_backend::ForwardPass pass = Pass(s);
   auto enqueue = [&]() -> absl::Status {
-    PKV_RETURN_IF_ERROR(EnqueueForward(s));
-    if (sample && s.logit_rows > 0) PKV_RETURN_IF_ERROR(EnqueueSample(s));
+    PKV_RETURN_IF_ERROR(pass.EnqueueForward(s));
+    if (sample && s.logit_rows > 0) PKV_RETURN_IF_ERROR(pass.EnqueueSample(s));
     return absl::OkStatus();
   };
-  cudaGraphExec_t exec = nullptr;
-  uint64_t key = 0;
-  if (current_bucket > 0 && sample) {
-    // The key names everything a capture bakes in: the bucket, the decode launches, which GEMM
-    // path the projections took, the fused path and PDL.
-    const uint64_t signature = (decode ? decode->LaunchSignature() : 0) ^
-                               (gemm->skinny() ? 0x9E3779B97F4A7C15ull : 0) ^ FusedSignature(s);
-    key = cuda_backend::GraphCache::Key(current_bucket, signature);
-    exec = graphs.Find(key);
-    // A bucket runs eagerly once first, so lazy module loading and cuBLAS's first-call set-up
-    // happen outside capture; its next use captures.
-    if (exec == nullptr && warm.contains(key) && !uncapturable.contains(key)) {
-      absl::StatusOr<cudaGraphExec_t> captured = graphs.Capture(key, stream, enqueue);
-      if (captured.ok()) {
-        exec = *captured;
-      } else {
-        PKV_LOG(WARNING) << "CUDA graph capture failed for bucket " << current_bucket
-                         << ", running it eagerly: " << captured.status().message();
-        uncapturable.insert(key);
-      }
-    }
-  }
-  if (exec != nullptr) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
-    timing.graph = true;
+  if (current_bucket_ > 0 && sample) {
+    // The signature names everything a capture bakes in besides the bucket: the decode launches,
+    // which GEMM path the projections took, the fused path and PDL.
+    const uint64_t signature =
+        kv_->LaunchSignature() ^ (gemm_->skinny() ? 0x9E3779B97F4A7C15ull : 0) ^ FusedSignature(s);
+    PKV_ASSIGN_OR_RETURN(timing_.graph, graphs_.Run(current_bucket_, signature, stream(), enqueue));
   } else {
     PKV_RETURN_IF_ERROR(enqueue());
-    if (current_bucket > 0) warm.insert(key);
   }
-  timing.launch_us = Micros(t0, Clock::now());
+  timing_.launch_us = Micros(t0, Clock::now());
   return absl::OkStatus();
 }
 
 absl::Status CudaModelBackend::Impl::CollectSamples(std::vector<SampleResult>* samples) {
   const auto t0 = Clock::now();
+  const cuda_backend::StepHost& host = staging_.host();
   const int32_t n = host.num_sampled;
   if (n > 0) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(results_host.get(), results.get(),
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffers_.results_host(), buffers_.results(),
                                              int64_t{n} * sizeof(gpu::SampleRowResult),
-                                             cudaMemcpyDeviceToHost, stream));
+                                             cudaMemcpyDeviceToHost, stream()));
     if (host.any_logprobs) {
-      PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-          top_host.get(), top.get(), int64_t{n} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob),
-          cudaMemcpyDeviceToHost, stream));
+      PKV_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(buffers_.top_host(), buffers_.top(),
+                          int64_t{n} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob),
+                          cudaMemcpyDeviceToHost, stream()));
     }
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   const auto t1 = Clock::now();
-  timing.wait_us = Micros(t0, t1);
-  const auto* res = static_cast<const gpu::SampleRowResult*>(results_host.get());
-  const auto* tops = static_cast<const gpu::TopLogprob*>(top_host.get());
+  timing_.wait_us = Micros(t0, t1);
+  const auto* res = static_cast<const gpu::SampleRowResult*>(buffers_.results_host());
+  const auto* tops = static_cast<const gpu::TopLogprob*>(buffers_.top_host());
   for (int32_t i = 0; i < n; ++i) {
     if (res[i].status != gpu::kSampleOk) {
       return absl::InvalidArgumentError("sampling: logits are all -inf or NaN");
@@ -148,7 +166,7 @@ absl::Status CudaModelBackend::Impl::CollectSamples(std::vector<SampleResult>* s
     }
     samples->push_back(std::move(out));
   }
-  timing.post_us = Micros(t1, Clock::now());
+  timing_.post_us = Micros(t1, Clock::now());
   return absl::OkStatus();
 }
 
@@ -161,16 +179,7 @@ void CudaModelBackend::Impl::FillStats(absl::Span<const BatchRow> rows, StepStat
       stats->num_prefill_tokens += row.num_tokens;
     }
   }
-  if (decode != nullptr && host.num_decode_rows > 0) {
-    const decode::DecodePlan& plan = decode->plan();
-    stats->decode_route = std::string(decode::RouteName(plan.route));
-    stats->decode_launches = plan.counters.launches;
-    stats->decode_split_occupancy = plan.counters.occupancy();
-  } else {
-    stats->decode_route = "generic";
-    stats->decode_launches = host.num_decode_rows > 0 ? 1 : 0;
-    stats->decode_split_occupancy = 1.0;
-  }
+  kv_->FillDecodeStats(staging_.host().num_decode_rows, stats);
 }
 
 }  // namespace pkv

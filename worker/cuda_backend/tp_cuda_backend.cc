@@ -32,7 +32,7 @@ TpCudaBackend::Ranks::~Ranks() {
   for (int r = 0; r < tp(); ++r) {
     if (impls[r] == nullptr) continue;
     cudaSetDevice(devices[r]);
-    cudaStreamSynchronize(impls[r]->stream);
+    cudaStreamSynchronize(impls[r]->stream());
     hooks[r].reset();
     impls[r].reset();
   }
@@ -79,7 +79,7 @@ TpCudaBackend::~TpCudaBackend() = default;
 int32_t TpCudaBackend::page_size() const { return options_.backend.page_size; }
 
 std::string TpCudaBackend::dtype_name() const {
-  return ranks_->impls[0]->weights.dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
+  return ranks_->impls[0]->weights().dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
 }
 
 std::string TpCudaBackend::transport() const { return ranks_->comms[0]->transport(); }
@@ -89,34 +89,31 @@ bool TpCudaBackend::cuda_graphs() const { return ranks_->graphs && !ranks_->timi
 void TpCudaBackend::SetCudaGraphs(bool enabled) {
   Ranks& ranks = *ranks_;
   ranks.graphs = enabled && ranks.comms[0]->capturable();
-  for (auto& m : ranks.impls) m->options.cuda_graphs = cuda_graphs();
+  for (auto& m : ranks.impls) m->SetCudaGraphs(cuda_graphs());
 }
 
 void TpCudaBackend::SetTimeCollectives(bool enabled) {
   Ranks& ranks = *ranks_;
   ranks.timing = enabled;
   for (auto& h : ranks.hooks) h->set_time_collectives(enabled);
-  for (auto& m : ranks.impls) m->options.cuda_graphs = cuda_graphs();
+  for (auto& m : ranks.impls) m->SetCudaGraphs(cuda_graphs());
 }
 
 int32_t TpCudaBackend::last_num_collectives() const { return ranks_->hooks[0]->num_collectives(); }
 
-int64_t TpCudaBackend::rank_weight_bytes() const { return ranks_->impls[0]->weights.arena_bytes; }
+int64_t TpCudaBackend::rank_weight_bytes() const { return ranks_->impls[0]->weights().arena_bytes; }
 
 int64_t TpCudaBackend::rank_weight_read_bytes() const {
-  return ranks_->impls[0]->weights.step_read_bytes;
+  return ranks_->impls[0]->weights().step_read_bytes;
 }
 
-int64_t TpCudaBackend::rank_kv_bytes() const { return ranks_->impls[0]->kv_pool.bytes(); }
+int64_t TpCudaBackend::rank_kv_bytes() const { return ranks_->impls[0]->kv().pool_bytes(); }
 
 absl::Status TpCudaBackend::FillKvCacheRandom(uint64_t seed) {
   Ranks& ranks = *ranks_;
   for (int r = 0; r < tp(); ++r) {
-    CudaModelBackend::Impl& m = *ranks.impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[r]));
-    PKV_RETURN_IF_ERROR(gpu::LaunchFillRandom(m.kv_pool.get(), m.kv_pool.bytes() / 2, false,
-                                              m.weights.dtype, seed + r, 0.f, 1.f, m.stream));
-    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+    PKV_RETURN_IF_ERROR(ranks.impls[r]->FillKvCacheRandom(seed + r));
   }
   return absl::OkStatus();
 }
@@ -130,12 +127,8 @@ absl::Status TpCudaBackend::RunRanks(bool sample, std::vector<SampleResult>* sam
     int32_t logit_rows = 0;
     absl::Status enqueued = [&]() -> absl::Status {
       PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks.devices[r]));
-      const auto t0 = Clock::now();
-      m.timing = StepTiming{};
-      m.host = ranks.host;  // vectors keep their capacity: no allocation once warm
       DeviceStep s;
-      PKV_RETURN_IF_ERROR(m.Stage(/*allow_graph=*/sample, &s));
-      m.timing.prep_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      PKV_RETURN_IF_ERROR(m.PrepareBuilt(ranks.host, /*allow_graph=*/sample, &s));
       hooks.BeginStep();
       PKV_RETURN_IF_ERROR(m.Run(s, sample));
       logit_rows = s.logit_rows;
@@ -150,9 +143,9 @@ absl::Status TpCudaBackend::RunRanks(bool sample, std::vector<SampleResult>* sam
     if (r == 0 && logits != nullptr && logit_rows > 0) {
       PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits->data(), hooks.sample_logits(),
                                                int64_t{logit_rows} * config_.vocab_size * 4,
-                                               cudaMemcpyDeviceToHost, m.stream));
+                                               cudaMemcpyDeviceToHost, m.stream()));
     }
-    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream()));
     return absl::OkStatus();
   });
 }
@@ -171,7 +164,7 @@ absl::Status TpCudaBackend::Step(absl::Span<const BatchRow> rows,
   PKV_RETURN_IF_ERROR(ranks.builder->Build(rows, /*need_params=*/true, &ranks.host));
   const double build_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   PKV_RETURN_IF_ERROR(RunRanks(/*sample=*/true, samples, nullptr));
-  timing_ = ranks.impls[0]->timing;
+  timing_ = ranks.impls[0]->timing();
   timing_.prep_us += build_us;
   if (ranks.timing) {
     PKV_ASSIGN_OR_RETURN(last_collective_us_, ranks.hooks[0]->collective_us());

@@ -19,7 +19,6 @@
 namespace pkv {
 namespace {
 
-using cuda_backend::DeviceBuffer;
 using Impl = CudaModelBackend::Impl;
 
 // Whether the ranks share one device (SharedDeviceGroup) rather than one GPU each (NCCL); the
@@ -99,14 +98,14 @@ absl::Status StartRanks(const CudaBackendOptions& o, TpCudaBackend::Ranks* ranks
     CudaBackendOptions ro = o;
     ro.device = ranks->devices[r];
     ro.fused_small_batch = false;  // the fused GEMV path is not sharded (one-GPU only)
-    PKV_ASSIGN_OR_RETURN(ranks->impls[r], cuda_backend::StartLoad(ro));
+    PKV_ASSIGN_OR_RETURN(ranks->impls[r], Impl::Start(ro));
   }
   return absl::OkStatus();
 }
 
 absl::Status CreateCommunicators(bool shared, TpCudaBackend::Ranks* ranks) {
   std::vector<cudaStream_t> streams;
-  for (const auto& m : ranks->impls) streams.push_back(m->stream);
+  for (const auto& m : ranks->impls) streams.push_back(m->stream());
   if (shared) {
     PKV_ASSIGN_OR_RETURN(ranks->shared, SharedDeviceGroup::Create(ranks->devices[0], streams));
     for (int r = 0; r < ranks->tp(); ++r) ranks->comms[r] = ranks->shared->rank(r);
@@ -129,48 +128,27 @@ absl::Status FinishRanks(const ModelConfig& config, const std::string& source,
   for (int r = 0; r < tp; ++r) {  // before the KV pools take the free memory
     PKV_ASSIGN_OR_RETURN(ranks->hooks[r],
                          cuda_backend::TpRankHooks::Create(
-                             ranks->comms[r], config, ranks->impls[r]->options.max_rows, r == 0));
+                             ranks->comms[r], config, ranks->impls[r]->options().max_rows, r == 0));
   }
   const int sharing =
       static_cast<int>(std::count(ranks->devices.begin(), ranks->devices.end(), ranks->devices[0]));
-  ranks->impls[0]->options.kv_memory_fraction /= sharing;
+  ranks->impls[0]->ShareKvMemory(sharing);
   for (int r = 0; r < tp; ++r) {
     Impl& m = *ranks->impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks->devices[r]));
-    if (r > 0) m.options.num_kv_pages = ranks->impls[0]->num_kv_pages;
-    PKV_RETURN_IF_ERROR(
-        cuda_backend::FinishLoad(&m, absl::StrCat(source, ", tensor-parallel rank ", r, " of ", tp,
-                                                  " on GPU ", ranks->devices[r])));
-    if (m.num_kv_pages != ranks->impls[0]->num_kv_pages) {
-      return absl::ResourceExhaustedError(absl::StrCat("rank ", r, " fits ", m.num_kv_pages,
+    if (r > 0) m.SetKvPages(ranks->impls[0]->kv().num_pages());
+    PKV_RETURN_IF_ERROR(m.Finish(absl::StrCat(source, ", tensor-parallel rank ", r, " of ", tp,
+                                              " on GPU ", ranks->devices[r])));
+    if (m.kv().num_pages() != ranks->impls[0]->kv().num_pages()) {
+      return absl::ResourceExhaustedError(absl::StrCat("rank ", r, " fits ", m.kv().num_pages(),
                                                        " KV pages, rank 0 has ",
-                                                       ranks->impls[0]->num_kv_pages));
+                                                       ranks->impls[0]->kv().num_pages()));
     }
     // The all-gather sends [rows][chunk] from the LM head's output, chunk >= the local vocab.
-    const int64_t bytes = ranks->hooks[r]->logits_floats() * 4;
-    PKV_ASSIGN_OR_RETURN(m.logits, DeviceBuffer::Allocate(bytes));
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m.logits.get(), 0, bytes, m.stream));
-    PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
-    m.tp = ranks->hooks[r].get();
+    PKV_RETURN_IF_ERROR(
+        m.AttachTensorParallel(ranks->hooks[r].get(), ranks->hooks[r]->logits_floats()));
   }
   return absl::OkStatus();
-}
-
-void BuildStepBuilder(const ModelConfig& config, TpCudaBackend::Ranks* ranks) {
-  const Impl& m = *ranks->impls[0];
-  cuda_backend::StepLimits limits;
-  limits.max_tokens = m.options.max_step_tokens;
-  limits.max_rows = m.options.max_rows;
-  limits.max_page_ids =
-      int64_t{m.options.max_rows} *
-      ((int64_t{config.max_position_embeddings} + m.options.page_size - 1) / m.options.page_size);
-  cuda_backend::StepShape shape;
-  shape.vocab_size = config.vocab_size;  // the whole vocabulary, not rank 0's slice
-  shape.max_position = config.max_position_embeddings;
-  shape.page_size = m.options.page_size;
-  shape.num_kv_pages = m.num_kv_pages;
-  shape.plan_prefill_tiles = m.prefill_tensor_cores;
-  ranks->builder = std::make_unique<cuda_backend::StepBuilder>(shape, limits);
 }
 
 }  // namespace
@@ -192,7 +170,7 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::Load(const std::st
   PKV_RETURN_IF_ERROR(ranks.threads->Run([&](int r) -> absl::Status {
     Impl& m = *ranks.impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks.devices[r]));
-    m.config = ShardConfig(config, tp, r);
+    const ModelConfig shard = ShardConfig(config, tp, r);
     const std::vector<TensorShardSpec> specs = TensorShardSpecs(config, tp, r);
     auto runs_of = [&specs](const std::string& name) {
       for (const TensorShardSpec& s : specs) {
@@ -201,7 +179,9 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::Load(const std::st
       return cuda_backend::TensorRuns{0, 0, 0, 0};  // not part of the shard: fails the size check
     };
     PKV_ASSIGN_OR_RETURN(
-        m.weights, cuda_backend::UploadWeightRuns(m.config, *checkpoint, runs_of, dtype, m.stream));
+        cuda_backend::DeviceWeights weights,
+        cuda_backend::UploadWeightRuns(shard, *checkpoint, runs_of, dtype, m.stream()));
+    m.SetModel(shard, std::move(weights));
     return absl::OkStatus();
   }));
   checkpoint.reset();  // unmaps the files
@@ -222,9 +202,11 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::LoadRandom(
   for (int r = 0; r < tp; ++r) {
     Impl& m = *ranks.impls[r];
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks.devices[r]));
-    m.config = ShardConfig(config, tp, r);
-    PKV_ASSIGN_OR_RETURN(m.weights, cuda_backend::RandomDeviceWeights(
-                                        m.config, dtype, seed + 7919 * uint64_t(r), m.stream));
+    const ModelConfig shard = ShardConfig(config, tp, r);
+    PKV_ASSIGN_OR_RETURN(
+        cuda_backend::DeviceWeights weights,
+        cuda_backend::RandomDeviceWeights(shard, dtype, seed + 7919 * uint64_t(r), m.stream()));
+    m.SetModel(shard, std::move(weights));
   }
   PKV_RETURN_IF_ERROR(b->Finish(shared, absl::StrCat("random weights (seed ", seed, ")")));
   return b;
@@ -234,10 +216,11 @@ absl::Status TpCudaBackend::Finish(bool shared, const std::string& source) {
   Ranks& ranks = *ranks_;
   PKV_RETURN_IF_ERROR(CreateCommunicators(shared, &ranks));
   PKV_RETURN_IF_ERROR(FinishRanks(config_, source, &ranks));
-  BuildStepBuilder(config_, &ranks);
-  num_kv_pages_ = ranks.impls[0]->num_kv_pages;
+  // Validates against the whole vocabulary, not rank 0's slice.
+  ranks.builder = ranks.impls[0]->NewStepBuilder(config_);
+  num_kv_pages_ = ranks.impls[0]->kv().num_pages();
   SetCudaGraphs(options_.backend.cuda_graphs);
-  const ModelConfig& local = ranks.impls[0]->config;
+  const ModelConfig& local = ranks.impls[0]->config();
   PKV_LOG(INFO) << "cuda backend, tensor parallel " << tp() << " over GPU(s) "
                 << absl::StrJoin(devices_, ",") << " via " << transport() << ": per rank "
                 << local.num_q_heads << "/" << local.num_kv_heads << " q/KV heads, "

@@ -5,7 +5,6 @@
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
-#include "worker/cuda_backend/backend_impl.h"
 #include "worker/cuda_backend/tp_kernels.h"
 
 namespace pkv::cuda_backend {
@@ -67,47 +66,47 @@ absl::StatusOr<double> TpRankHooks::collective_us() const {
   return us;
 }
 
-absl::Status TpRankHooks::EnqueueEmbed(CudaModelBackend::Impl& m, const DeviceStep& s) {
-  const ModelConfig& c = m.config;
+absl::Status TpRankHooks::EnqueueEmbed(const ModelConfig& c, const DeviceWeights& w,
+                                       const StepBuffers& b, const DeviceStep& s,
+                                       cudaStream_t stream) {
   EmbedShardArgs e;
-  e.dtype = m.weights.dtype;
-  e.embed = m.weights.embed;
+  e.dtype = w.dtype;
+  e.embed = w.embed;
   e.token_ids = s.token_ids;
   e.num_tokens = s.tokens;
   e.hidden = c.hidden_size;
   e.vocab_begin = vocab_.begin;
   e.vocab_end = vocab_.end;
-  e.x = static_cast<float*>(m.x.get());
-  e.out = m.delta.get();
-  PKV_RETURN_IF_ERROR(LaunchEmbedShard(e, m.stream));
-  PKV_RETURN_IF_ERROR(AllReduce(m, m.delta.get(), int64_t{s.tokens} * c.hidden_size));
+  e.x = b.x();
+  e.out = b.delta();
+  PKV_RETURN_IF_ERROR(LaunchEmbedShard(e, stream));
+  PKV_RETURN_IF_ERROR(AllReduce(b.delta(), int64_t{s.tokens} * c.hidden_size, w.dtype, stream));
   // x = 0 + embedding (exact in float32), xn = layer 0's normed input, as LaunchEmbedRmsNorm.
   gpu::AddNormArgs n;
-  n.dtype = m.weights.dtype;
-  n.x = static_cast<float*>(m.x.get());
-  n.delta = m.delta.get();
+  n.dtype = w.dtype;
+  n.x = b.x();
+  n.delta = b.delta();
   n.num_out = s.tokens;
   n.hidden = c.hidden_size;
-  n.norm_weight = m.weights.layers[0].input_norm;
+  n.norm_weight = w.layers[0].input_norm;
   n.eps = c.rms_norm_eps;
-  n.xn = m.xn.get();
-  return gpu::LaunchAddRmsNorm(n, m.stream);
+  n.xn = b.xn();
+  return gpu::LaunchAddRmsNorm(n, stream);
 }
 
-absl::Status TpRankHooks::AllReduce(CudaModelBackend::Impl& m, void* data, int64_t count) {
-  return Timed(m.stream,
-               [&] { return comm_->AllReduceSum(data, count, ActivationType(m.weights.dtype)); });
+absl::Status TpRankHooks::AllReduce(void* data, int64_t count, decode::DType dtype,
+                                    cudaStream_t stream) {
+  return Timed(stream, [&] { return comm_->AllReduceSum(data, count, ActivationType(dtype)); });
 }
 
-absl::Status TpRankHooks::EnqueueLogits(CudaModelBackend::Impl& m, const DeviceStep& s) {
+absl::Status TpRankHooks::EnqueueLogits(const float* logits, const DeviceStep& s,
+                                        cudaStream_t stream) {
   const int64_t count = int64_t{s.logit_rows} * vocab_.chunk;
   float* gathered = static_cast<float*>(gathered_.get());
-  PKV_RETURN_IF_ERROR(Timed(m.stream, [&] {
-    return comm_->AllGather(static_cast<const float*>(m.logits.get()), count, gathered);
-  }));
+  PKV_RETURN_IF_ERROR(Timed(stream, [&] { return comm_->AllGather(logits, count, gathered); }));
   if (!sampling_) return absl::OkStatus();
   return LaunchGatherVocabShards(gathered, s.logit_rows, comm_->world_size(), vocab_.chunk,
-                                 vocab_size_, static_cast<float*>(full_logits_.get()), m.stream);
+                                 vocab_size_, static_cast<float*>(full_logits_.get()), stream);
 }
 
 const float* TpRankHooks::sample_logits() const {

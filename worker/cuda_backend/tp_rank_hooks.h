@@ -1,9 +1,9 @@
 // One tensor-parallel rank's TpHooks (tp_hooks.h): the rank's collectives over its
 // DeviceCommunicator and the buffers they need, the same placement as the CPU backend's TpRank
 // (worker/model/tp_rank.h):
-//   embedding   EmbedShard (the rank's vocabulary rows, zeros elsewhere) into m.delta ->
+//   embedding   EmbedShard (the rank's vocabulary rows, zeros elsewhere) into delta ->
 //               AllReduceSum (16-bit, exact) -> add-norm into x = embedding, xn = layer 0 input;
-//   o / down    AllReduceSum of m.delta (16-bit) after the row-parallel GEMM;
+//   o / down    AllReduceSum of delta (16-bit) after the row-parallel GEMM;
 //   logits      AllGather of every rank's [rows][chunk] padded slice -> on the sampling rank,
 //               GatherVocabShards into the full [rows][V] logits the sampler reads.
 // So 2 all-reduces a layer, one for the embedding and one all-gather a step, like the CPU ranks.
@@ -39,13 +39,16 @@ class TpRankHooks : public TpHooks {
                                                              int32_t max_rows, bool sampling);
   ~TpRankHooks() override;
 
-  absl::Status EnqueueEmbed(CudaModelBackend::Impl& m, const DeviceStep& s) override;
-  absl::Status AllReduce(CudaModelBackend::Impl& m, void* data, int64_t count) override;
-  absl::Status EnqueueLogits(CudaModelBackend::Impl& m, const DeviceStep& s) override;
+  absl::Status EnqueueEmbed(const ModelConfig& c, const DeviceWeights& w, const StepBuffers& b,
+                            const DeviceStep& s, cudaStream_t stream) override;
+  absl::Status AllReduce(void* data, int64_t count, decode::DType dtype,
+                         cudaStream_t stream) override;
+  absl::Status EnqueueLogits(const float* logits, const DeviceStep& s,
+                             cudaStream_t stream) override;
   const float* sample_logits() const override;
   int32_t full_vocab() const override { return vocab_size_; }
 
-  // Floats the rank's LM-head output buffer (Impl::logits) must hold: the all-gather sends
+  // Floats the rank's LM-head output buffer (StepBuffers::logits) must hold: the all-gather sends
   // [rows][chunk] from it, chunk >= the rank's vocabulary slice.
   int64_t logits_floats() const { return int64_t{max_rows_} * vocab_.chunk; }
   const VocabShard& vocab() const { return vocab_; }

@@ -31,6 +31,8 @@ struct BatchRow {
   const SamplingParams* params = nullptr;  // REQUIRES: set when sample
   int32_t sample_index = 0;                // index of the token being sampled within the generation
                                            // (0 = first generated token); keys the seeded RNG
+  uint64_t sequence_id = 0;  // the engine's id of the row's sequence, stable over its steps; for
+                             // wrappers that follow sequences (fault_injecting_backend.h)
 };
 
 struct TopLogprobEntry {

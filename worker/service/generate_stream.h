@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
-#include "worker/service/request_sink.h"
+#include "worker/engine/request_sink.h"
 #include "worker/service/stream_progress.h"
 
 namespace pkv {

@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "common/shutdown_signal.h"
 #include "grpcpp/server.h"
-#include "worker/service/engine.h"
+#include "worker/engine/engine.h"
 
 namespace pkv {
 

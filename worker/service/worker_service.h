@@ -10,7 +10,7 @@
 
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
-#include "worker/service/engine.h"
+#include "worker/engine/engine.h"
 #include "worker/service/stream_progress.h"
 #include "worker/service/worker_security.h"
 

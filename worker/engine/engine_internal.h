@@ -1,4 +1,5 @@
-// Types private to the engine's implementation files (engine.cc, engine_step.cc).
+// Types private to the engine's implementation files (engine.cc, engine_step.cc,
+// engine_output.cc).
 #pragma once
 
 #include <memory>
@@ -8,9 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "pkv/v1/worker.pb.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/request_sink.h"
 #include "worker/scheduler/sequence.h"
-#include "worker/service/engine.h"
-#include "worker/service/request_sink.h"
 #include "worker/tokenizer/text_stream.h"
 
 namespace pkv {
@@ -36,13 +37,5 @@ struct Engine::InboxItem {
   std::unique_ptr<Sequence> seq;          // kAdd
   std::unique_ptr<ActiveRequest> active;  // kAdd
 };
-
-// Checks a tokenized prompt (+ resumed tokens) against the model: ids in vocabulary, length within
-// the context together with max_tokens. INVALID_ARGUMENT with both numbers otherwise. Returns the
-// max_tokens to run with: the request's, lowered to what the context leaves when it asks for
-// clamp_max_tokens (a prompt that fills the context leaves 0, which is refused).
-absl::StatusOr<int32_t> ValidateResolvedPrompt(const std::vector<int32_t>& prompt,
-                                               const pkv::v1::WorkerGenerateRequest& request,
-                                               const pkv::v1::ModelInfo& info);
 
 }  // namespace pkv

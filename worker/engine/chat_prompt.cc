@@ -1,4 +1,4 @@
-#include "worker/service/chat_prompt.h"
+#include "worker/engine/chat_prompt.h"
 
 #include <utility>
 #include <vector>

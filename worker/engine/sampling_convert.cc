@@ -1,11 +1,10 @@
-#include "worker/service/sampling_convert.h"
+#include "worker/engine/sampling_convert.h"
 
 #include <algorithm>
 #include <string>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "worker/service/engine_internal.h"
 
 namespace pkv {
 

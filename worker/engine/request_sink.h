@@ -1,8 +1,9 @@
-// Where the engine sends one request's output. Implemented by the gRPC stream (generate_stream.h)
-// and by tests. The engine calls these from its scheduler thread, so implementations must not
-// block: they enqueue and return. After a terminal call (OnComplete or OnError) no further calls
-// are made. Implementations are shared (std::shared_ptr) between the engine and the transport and
-// must tolerate calls after the transport went away (they become no-ops).
+// Where the engine sends one request's output. Implemented by the gRPC stream
+// (worker/service/generate_stream.h) and by tests. The engine calls these from its scheduler
+// thread, so implementations must not block: they enqueue and return. After a terminal call
+// (OnComplete or OnError) no further calls are made. Implementations are shared (std::shared_ptr)
+// between the engine and the transport and must tolerate calls after the transport went away (they
+// become no-ops).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "pkv/v1/worker.pb.h"
-#include "worker/service/worker_metrics.h"
+#include "worker/engine/worker_metrics.h"
 
 namespace pkv {
 

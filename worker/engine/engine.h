@@ -1,7 +1,10 @@
 // The worker's engine: one scheduler thread that owns the scheduler, the page pool, the model
 // backend and every in-flight request, and runs the step loop
-//   inbox -> schedule -> run (backend forward + sample) -> postprocess (stop checks, detokenize,
-//   stream) -> publish load.
+//   inbox -> schedule -> prepare (the backend's rows) -> run (backend forward + sample) ->
+//   postprocess (stop checks, detokenize, stream, sweep broken streams, metrics) -> publish load.
+// It knows nothing of gRPC: the worker's service (worker/service) submits requests and receives
+// their output through RequestSink. Test faults are not its business either: they live in a
+// wrapper around the backend (fault_injecting_backend.h).
 // Other threads (gRPC reactors, the drain/shutdown path) talk to it only through the guarded inbox
 // and read the published load snapshot; nothing else is shared.
 //
@@ -35,12 +38,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "pkv/v1/worker.pb.h"
+#include "worker/engine/chat_prompt.h"
+#include "worker/engine/request_sink.h"
+#include "worker/engine/worker_metrics.h"
 #include "worker/model/model_backend.h"
 #include "worker/scheduler/scheduler.h"
-#include "worker/service/chat_prompt.h"
-#include "worker/service/request_sink.h"
-#include "worker/service/test_faults.h"
-#include "worker/service/worker_metrics.h"
 #include "worker/tokenizer/tokenizer.h"
 
 namespace pkv {
@@ -50,7 +52,6 @@ struct EngineOptions {
   std::string model_name = "model";
   int32_t max_context = 0;  // prompt + generated tokens per request
   SchedulerConfig scheduler;
-  TestFaults faults;  // test builds only; empty by default
   // The model's chat template for ChatPrompt requests; null: chat is refused.
   std::shared_ptr<const ChatPromptRenderer> chat;
   std::function<void(absl::Status)> on_fatal;  // called once from the scheduler thread
@@ -118,13 +119,31 @@ class Engine {
   struct ActiveRequest;
 
   void Loop();
-  // Scheduler-thread helpers (engine_step.cc).
+  // The inbox: adds, cancels, cancel-all (engine_step.cc).
   void ProcessInbox(std::vector<InboxItem>* items);
+  void Admit(InboxItem& item);
+  // One step, schedule -> prepare -> run -> postprocess (engine_step.cc).
   void RunStep();
+  // The scheduler's batch for this step; requests past their deadline fail here.
+  ScheduledBatch Schedule(absl::Time now);
+  // The batch as the backend's rows (into step_.rows); notes each request's first scheduling.
+  void Prepare(const ScheduledBatch& batch, absl::Time now);
+  // The backend's forward pass and sampling over step_.rows (into step_.samples).
+  absl::Status Run(StepStats* stats);
+  // Step metrics, the scheduler's commit, each sampled token to its request (stop checks,
+  // detokenize, stream), and the sweep of broken streams.
+  void Postprocess(const ScheduledBatch& batch, const StepStats& stats, absl::Time start);
+  void RecordStepMetrics(const ScheduledBatch& batch, const StepStats& stats, double seconds);
+  void AbortBrokenStreams();
+  // A request's output and its terminal paths (engine_output.cc).
   void HandleSample(Sequence* seq, const SampleResult& sample, absl::Time now);
+  void RecordEmittedToken(ActiveRequest* a, absl::Time now);
   // `last_token_withheld`: the sampled token ended the request (EOS / stop id) and was not emitted.
   void FinishRequest(Sequence* seq, pkv::v1::FinishReason reason, std::string matched_stop,
                      bool last_token_withheld);
+  pkv::v1::Complete CompleteMessage(const Sequence& seq, const ActiveRequest& a,
+                                    pkv::v1::FinishReason reason, std::string matched_stop,
+                                    bool last_token_withheld, absl::Time now) const;
   void FailRequest(uint64_t id, const absl::Status& status, AbortReason reason);
   // Like FailRequest for a request the scheduler refused (queue bounds): counted as an error,
   // not as an abort (it never became a running or waiting sequence).
@@ -146,8 +165,14 @@ class Engine {
 
   // Owned by the scheduler thread.
   absl::flat_hash_map<uint64_t, std::unique_ptr<ActiveRequest>> active_;
-  uint64_t steps_ = 0;
-  int64_t admitted_ = 0;  // requests accepted by the scheduler (fail_kv_alloc_after counts them)
+  // One step's buffers, kept across steps so that a step stops allocating once they have grown
+  // to the largest batch.
+  struct StepBuffers {
+    std::vector<BatchRow> rows;         // [batch items]
+    std::vector<SampleResult> samples;  // [items with sample set], in item order
+    std::vector<int32_t> sampled;       // [items with sample set] the samples' token ids
+  };
+  StepBuffers step_;
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;

@@ -1,9 +1,12 @@
-// Fault hooks for reliability tests (RELIABILITY.md 3.0). Refused unless the worker runs with
-// --enable_test_faults, so a production worker can never be told to fail.
+// Fault hooks for reliability tests (RELIABILITY.md 3.0), as parsed from --test_fault. Refused
+// unless the worker runs with --enable_test_faults, so a production worker can never be told to
+// fail. They act through FaultInjectingBackend (fault_injecting_backend.h), a wrapper the worker
+// puts around its model backend only when a fault is set: the engine itself checks none of them.
 //   fail_forward_after:N   the backend step after N successful steps fails (INTERNAL)
 //   hang_step_after:N      step N+1 blocks forever (a wedged GPU)
 //   slow_step_ms:X         every step sleeps X ms first
-//   fail_kv_alloc_after:N  admission fails like an allocator error after N admitted requests
+//   fail_kv_alloc_after:N  the first step that feeds the (N+1)-th distinct sequence fails like a
+//                          KV allocator error (RESOURCE_EXHAUSTED) before it runs
 #pragma once
 
 #include <cstdint>

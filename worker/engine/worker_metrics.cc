@@ -1,4 +1,4 @@
-#include "worker/service/worker_metrics.h"
+#include "worker/engine/worker_metrics.h"
 
 #include <string>
 

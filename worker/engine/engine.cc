@@ -1,6 +1,6 @@
-// Engine: threading, submission, cancellation, drain and load publishing. The step loop itself
-// (scheduler thread only) is in engine_step.cc.
-#include "worker/service/engine.h"
+// Engine: threading, submission, cancellation, drain and load publishing. The step (scheduler
+// thread only) is in engine_step.cc, a request's output and terminal paths in engine_output.cc.
+#include "worker/engine/engine.h"
 
 #include <algorithm>
 #include <utility>
@@ -9,9 +9,9 @@
 #include "api/request_validation.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "worker/engine/engine_internal.h"
+#include "worker/engine/sampling_convert.h"
 #include "worker/kv_cache/prefix_hash.h"
-#include "worker/service/engine_internal.h"
-#include "worker/service/sampling_convert.h"
 
 namespace pkv {
 namespace {

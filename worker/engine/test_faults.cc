@@ -1,4 +1,4 @@
-#include "worker/service/test_faults.h"
+#include "worker/engine/test_faults.h"
 
 #include <vector>
 

@@ -1,0 +1,192 @@
+// The engine over a scripted backend (fake_backend.h) and a byte-level tokenizer: one step's
+// schedule -> prepare -> run -> postprocess seen from a request's sink, and a backend failure
+// (through FaultInjectingBackend, the worker's own wrapper) failing every request.
+#include "worker/engine/engine.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "tests/unit/engine/fake_backend.h"
+#include "tests/unit/tokenizer/test_util.h"
+#include "worker/engine/fault_injecting_backend.h"
+
+namespace pkv {
+namespace {
+
+using testing::FakeBackend;
+
+constexpr int32_t kFirstToken = 'a';  // the fake backend samples 'a', 'b', 'c', ...
+constexpr int32_t kEos = '!';
+
+class RecordingSink : public RequestSink {
+ public:
+  void OnAccepted(const std::vector<int32_t>& prompt) override {
+    absl::MutexLock lock(&mu_);
+    accepted_ = prompt;
+  }
+  void OnChunk(pkv::v1::Chunk chunk) override {
+    absl::MutexLock lock(&mu_);
+    for (uint32_t id : chunk.token_ids()) tokens_.push_back(static_cast<int32_t>(id));
+    text_ += chunk.text();
+  }
+  void OnComplete(pkv::v1::Complete complete) override {
+    absl::MutexLock lock(&mu_);
+    complete_ = std::move(complete);
+    done_.Notify();
+  }
+  void OnError(const absl::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    error_ = status;
+    done_.Notify();
+  }
+  bool Healthy() const override { return true; }
+
+  bool WaitDone() { return done_.WaitForNotificationWithTimeout(absl::Seconds(30)); }
+  std::vector<int32_t> accepted() const { return Locked(accepted_); }
+  std::vector<int32_t> tokens() const { return Locked(tokens_); }
+  std::string text() const { return Locked(text_); }
+  pkv::v1::Complete complete() const { return Locked(complete_); }
+  absl::Status error() const { return Locked(error_); }
+
+ private:
+  template <typename T>
+  T Locked(const T& field) const {
+    absl::MutexLock lock(&mu_);
+    return field;
+  }
+  mutable absl::Mutex mu_;
+  absl::Notification done_;
+  std::vector<int32_t> accepted_;
+  std::vector<int32_t> tokens_;
+  std::string text_;
+  pkv::v1::Complete complete_;
+  absl::Status error_;
+};
+
+pkv::v1::WorkerGenerateRequest Request(const std::string& id, int32_t max_tokens) {
+  pkv::v1::WorkerGenerateRequest w;
+  pkv::v1::GenerateRequest* r = w.mutable_request();
+  r->set_request_id(id);
+  for (uint32_t t : {'h', 'e', 'l', 'l', 'o'}) r->mutable_token_ids()->add_ids(t);
+  r->mutable_sampling()->set_max_tokens(static_cast<uint32_t>(max_tokens));
+  r->mutable_sampling()->set_temperature(0);
+  return w;
+}
+
+struct EngineUnderTest {
+  // `faults`: wrap the fake backend as the worker does when --test_fault is set.
+  explicit EngineUnderTest(const TestFaults& faults = {}) {
+    auto fake = std::make_unique<FakeBackend>(kFirstToken, std::vector<int32_t>{kEos});
+    backend = fake.get();
+    std::unique_ptr<ModelBackend> installed = std::move(fake);
+    if (faults.any()) {
+      installed = std::make_unique<FaultInjectingBackend>(std::move(installed), faults);
+    }
+    EngineOptions o;
+    o.max_context = 64;
+    o.scheduler.page_size = 4;
+    o.on_fatal = [this](absl::Status st) { fatal.Notify(); };
+    engine = std::make_unique<Engine>(std::move(o), std::move(installed),
+                                      testing::MakeTokenizer(testing::TokenizerSpec{}), nullptr);
+    engine->Start();
+  }
+  std::shared_ptr<RecordingSink> Submit(const pkv::v1::WorkerGenerateRequest& request) {
+    auto sink = std::make_shared<RecordingSink>();
+    absl::StatusOr<uint64_t> id = engine->Submit(request, absl::InfiniteFuture(), sink);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return sink;
+  }
+  FakeBackend* backend;  // owned by the engine
+  absl::Notification fatal;
+  std::unique_ptr<Engine> engine;
+};
+
+TEST(EngineTest, StreamsEachSampledTokenAndFinishesAtMaxTokens) {
+  EngineUnderTest t;
+  std::shared_ptr<RecordingSink> sink = t.Submit(Request("r1", 4));
+  ASSERT_TRUE(sink->WaitDone());
+  ASSERT_TRUE(sink->error().ok()) << sink->error();
+  EXPECT_EQ(sink->accepted(), (std::vector<int32_t>{'h', 'e', 'l', 'l', 'o'}));
+  EXPECT_EQ(sink->tokens(), (std::vector<int32_t>{'a', 'b', 'c', 'd'}));
+  EXPECT_EQ(sink->text(), "abcd");
+  const pkv::v1::Complete c = sink->complete();
+  EXPECT_EQ(c.finish_reason(), pkv::v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(c.prompt_tokens(), 5u);
+  EXPECT_EQ(c.completion_tokens(), 4u);
+  EXPECT_EQ(c.request_id(), "r1");
+  EXPECT_TRUE(t.engine->WaitIdle(absl::Now() + absl::Seconds(10)));
+  // One prefill step, then one decode step per further token; each row names its sequence.
+  ASSERT_EQ(t.backend->steps.size(), 4u);
+  EXPECT_EQ(t.backend->steps[0][0].start_pos, 0);
+  EXPECT_EQ(t.backend->steps[0][0].num_tokens, 5);
+  EXPECT_EQ(t.backend->steps[3][0].start_pos, 7);
+  for (const auto& step : t.backend->steps) EXPECT_EQ(step[0].sequence_id, 1u);
+}
+
+TEST(EngineTest, AStopTokenIdEndsTheRequestWithoutBeingEmitted) {
+  EngineUnderTest t;
+  pkv::v1::WorkerGenerateRequest r = Request("r1", 10);
+  r.mutable_request()->mutable_sampling()->add_stop_token_ids('c');
+  std::shared_ptr<RecordingSink> sink = t.Submit(r);
+  ASSERT_TRUE(sink->WaitDone());
+  EXPECT_EQ(sink->tokens(), (std::vector<int32_t>{'a', 'b'}));
+  EXPECT_EQ(sink->complete().finish_reason(), pkv::v1::FINISH_REASON_STOP);
+  EXPECT_EQ(sink->complete().matched_stop(), "99");  // 'c'
+  EXPECT_EQ(sink->complete().completion_tokens(), 2u);
+}
+
+TEST(EngineTest, TwoRequestsShareStepsAsDistinctSequences) {
+  EngineUnderTest t;
+  std::shared_ptr<RecordingSink> a = t.Submit(Request("a", 3));
+  std::shared_ptr<RecordingSink> b = t.Submit(Request("b", 3));
+  ASSERT_TRUE(a->WaitDone());
+  ASSERT_TRUE(b->WaitDone());
+  EXPECT_EQ(a->text(), "abc");
+  EXPECT_EQ(b->text(), "abc");
+  EXPECT_TRUE(t.engine->WaitIdle(absl::Now() + absl::Seconds(10)));
+  std::vector<uint64_t> ids;
+  for (const auto& step : t.backend->steps) {
+    for (const FakeBackend::SeenRow& row : step) ids.push_back(row.sequence_id);
+  }
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1u), 3);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2u), 3);
+}
+
+// Runs one request under `faults` and expects the backend's failure to fail it and the engine.
+std::shared_ptr<RecordingSink> FailedRequest(EngineUnderTest& t, const std::string& cause) {
+  std::shared_ptr<RecordingSink> sink = t.Submit(Request("r1", 10));
+  EXPECT_TRUE(sink->WaitDone());
+  EXPECT_EQ(sink->error().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(sink->error().message().find("backend failure: test fault: " + cause),
+            std::string::npos)
+      << sink->error();
+  EXPECT_TRUE(t.fatal.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(t.engine->failed());
+  return sink;
+}
+
+TEST(EngineTest, AFailedForwardStepFailsEveryRequestAndTheEngine) {
+  TestFaults faults;
+  faults.fail_forward_after = 1;
+  EngineUnderTest t(faults);
+  std::shared_ptr<RecordingSink> sink = FailedRequest(t, "forward pass failed");
+  EXPECT_EQ(sink->tokens(), (std::vector<int32_t>{'a'}));  // from the one good step
+  auto later = std::make_shared<RecordingSink>();
+  EXPECT_EQ(t.engine->Submit(Request("r2", 2), absl::InfiniteFuture(), later).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(EngineTest, AKvAllocationFaultFailsTheRequestsInFlight) {
+  TestFaults faults;
+  faults.fail_kv_alloc_after = 0;
+  EngineUnderTest t(faults);
+  EXPECT_TRUE(FailedRequest(t, "KV page allocation failed")->tokens().empty());
+}
+
+}  // namespace
+}  // namespace pkv

@@ -1,0 +1,176 @@
+// CudaModelBackend::Impl's load: the parts set up in the order that sizes the KV pool (attention
+// engines, then the activations, then the pool from the free memory left, then the small rest).
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "worker/cuda_backend/backend_impl.h"
+#include "worker/cuda_backend/tune_gemms.h"
+
+namespace pkv {
+namespace {
+
+constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
+
+absl::Status ValidateOptions(const CudaBackendOptions& o) {
+  if (o.page_size < 1 || o.page_size > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size ", o.page_size, " is not in [1, 1024]"));
+  }
+  if (!(o.kv_memory_fraction > 0.0 && o.kv_memory_fraction <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv_memory_fraction ", o.kv_memory_fraction, " is not in (0, 1]"));
+  }
+  if (o.max_step_tokens < 1 || o.max_rows < 1 || o.num_kv_pages < 0) {
+    return absl::InvalidArgumentError("max_step_tokens and max_rows must be positive");
+  }
+  if (o.fused_max_hidden < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fused_max_hidden ", o.fused_max_hidden, " is negative (0: no limit)"));
+  }
+  if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_prefetch_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fused_max_tokens ", o.fused_max_tokens,
+                                                   " is not in [1, 8] or fused_prefetch_steps ",
+                                                   o.fused_prefetch_steps, " is negative"));
+  }
+  if (o.attention != "auto" && o.attention != "generic") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention '", o.attention, "' is not supported; use auto or generic"));
+  }
+  return absl::OkStatus();
+}
+
+cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
+  cuda_backend::KvAttentionOptions kv;
+  kv.page_size = o.page_size;
+  kv.tensor_cores = o.attention == "auto";
+  kv.policy.policy_file = o.policy_file;
+  kv.policy.policy_dir = o.policy_dir;
+  kv.policy.kind = o.decode_policy;
+  return kv;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> CudaModelBackend::Impl::Start(
+    const CudaBackendOptions& options) {
+  PKV_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<Impl> m(new Impl(options));
+  m->options_.max_rows = std::min(options.max_rows, options.max_step_tokens);
+  PKV_ASSIGN_OR_RETURN(m->stream_, cuda_backend::DeviceStream::Create(options.device));
+  return m;
+}
+
+// Nothing may still read the buffers the members free; the stream itself goes last.
+CudaModelBackend::Impl::~Impl() { stream_.Synchronize(); }
+
+void CudaModelBackend::Impl::SetModel(const ModelConfig& config,
+                                      cuda_backend::DeviceWeights weights) {
+  config_ = config;
+  weights_ = std::move(weights);
+}
+
+absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
+  const CudaBackendOptions& o = options_;
+  PKV_ASSIGN_OR_RETURN(gemm_, cuda_backend::Gemm::Create(kGemmWorkspaceBytes));
+  gemm_->set_skinny(o.skinny_gemm);
+  buckets_ = cuda_backend::GraphBuckets(o.max_rows);
+  PKV_ASSIGN_OR_RETURN(kv_, cuda_backend::KvAttention::Create(config_, KvOptions(o), weights_.dtype,
+                                                              buckets_, device()));
+  PKV_ASSIGN_OR_RETURN(buffers_, cuda_backend::StepBuffers::Allocate(config_, o.max_step_tokens,
+                                                                     o.max_rows, stream()));
+  PKV_RETURN_IF_ERROR(kv_->AllocatePool(o.num_kv_pages, o.kv_memory_fraction, stream()));
+  PKV_ASSIGN_OR_RETURN(staging_,
+                       cuda_backend::StepStaging::Create(NewStepBuilder(config_), stream()));
+  PKV_RETURN_IF_ERROR(SetUpFused());
+  if (o.gemm_autotune) {
+    PKV_RETURN_IF_ERROR(TuneGemms());
+    gemm_->set_tuned(true);
+  }
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+  const ModelConfig& c = config_;
+  PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
+                << decode::DTypeName(weights_.dtype) << ", weights "
+                << weights_.arena_bytes / 1048576.0 << " MiB, " << kv_->num_pages()
+                << " KV pages of " << o.page_size << " tokens (" << kv_->pool_bytes() / 1048576.0
+                << " MiB), decode attention " << (kv_->decode_engine() ? "engine" : "generic")
+                << ", prefill attention " << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic")
+                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off");
+  return absl::OkStatus();
+}
+
+// Never fails the load on an unsupported device or shape: the backend runs its cuBLAS path.
+absl::Status CudaModelBackend::Impl::SetUpFused() {
+  PKV_ASSIGN_OR_RETURN(fused_,
+                       cuda_backend::FusedPath::SetUp(config_, weights_.dtype, device(), stream()));
+  const CudaBackendOptions& o = options_;
+  if (fused_.available() && o.fused_max_hidden > 0 && config_.hidden_size > o.fused_max_hidden &&
+      o.fused_small_batch) {
+    options_.fused_small_batch = false;
+    PKV_LOG(INFO) << "cuda backend: fused small-batch path off by default: hidden size "
+                  << config_.hidden_size << " > fused_max_hidden " << o.fused_max_hidden
+                  << " (cuBLAS is faster there)";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::TuneGemms() {
+  if (gemms_tuned_) return absl::OkStatus();
+  PKV_RETURN_IF_ERROR(cuda_backend::TuneGemms(config_, weights_, buckets_, buffers_.logits(),
+                                              gemm_.get(), stream()));
+  gemms_tuned_ = true;
+  return absl::OkStatus();
+}
+
+std::unique_ptr<cuda_backend::StepBuilder> CudaModelBackend::Impl::NewStepBuilder(
+    const ModelConfig& vocab_of) const {
+  const CudaBackendOptions& o = options_;
+  cuda_backend::StepLimits limits;
+  limits.max_tokens = o.max_step_tokens;
+  limits.max_rows = o.max_rows;
+  limits.max_page_ids =
+      int64_t{o.max_rows} *
+      ((int64_t{vocab_of.max_position_embeddings} + o.page_size - 1) / o.page_size);
+  cuda_backend::StepShape shape;
+  shape.vocab_size = vocab_of.vocab_size;
+  shape.max_position = vocab_of.max_position_embeddings;
+  shape.page_size = o.page_size;
+  shape.num_kv_pages = kv_->num_pages();
+  shape.plan_prefill_tiles = kv_->prefill_tensor_cores();
+  return std::make_unique<cuda_backend::StepBuilder>(shape, limits);
+}
+
+absl::Status CudaModelBackend::Impl::AttachTensorParallel(cuda_backend::TpHooks* hooks,
+                                                          int64_t logits_floats) {
+  PKV_RETURN_IF_ERROR(buffers_.ReplaceLogits(logits_floats, stream()));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+  tp_ = hooks;
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::FillKvCacheRandom(uint64_t seed) {
+  PKV_RETURN_IF_ERROR(kv_->FillRandom(seed, stream()));
+  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::SetGemmAutotune(bool enabled) {
+  if (enabled) PKV_RETURN_IF_ERROR(TuneGemms());
+  options_.gemm_autotune = enabled;
+  gemm_->set_tuned(enabled);
+  return absl::OkStatus();
+}
+
+void CudaModelBackend::Impl::SetSkinnyGemm(bool enabled) {
+  options_.skinny_gemm = enabled;
+  gemm_->set_skinny(enabled);
+}
+
+void CudaModelBackend::Impl::SetFusedPrefetchSteps(int32_t steps) {
+  options_.fused_prefetch_steps = std::max(0, steps);
+}
+
+}  // namespace pkv

@@ -1,0 +1,70 @@
+// One step's forward pass and sampling as a sequence of launches on the backend's stream: from the
+// embedding to the logits of the step's logit rows (forward.cc: the cuBLAS path; fused_forward.cc:
+// the fused small-batch path), then the sampling kernel. Used as is for eager steps and under
+// stream capture for CUDA graphs, so it only enqueues: no allocation, no synchronisation, no host
+// reads of device data.
+//
+// A ForwardPass borrows the backend's parts for one step (it owns nothing and lives inside one
+// Run): it reads the weights, writes the step buffers and the KV pages of the step's tokens. With
+// tensor-parallel hooks (tp_hooks.h) it calls them at the collective points; without, it runs only
+// the one-GPU code.
+// Thread-safety: the thread that runs the backend's steps.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "worker/cuda_backend/device_step.h"
+#include "worker/cuda_backend/device_weights.h"
+#include "worker/cuda_backend/fused_path.h"
+#include "worker/cuda_backend/gemm.h"
+#include "worker/cuda_backend/kv_attention.h"
+#include "worker/cuda_backend/step_buffers.h"
+#include "worker/cuda_backend/tp_hooks.h"
+#include "worker/model/model_config.h"
+
+namespace pkv::cuda_backend {
+
+// The backend parts a forward pass uses. Not owned.
+struct ForwardParts {
+  const ModelConfig& config;  // this rank's shapes (tensor parallel: the shard's)
+  const DeviceWeights& weights;
+  Gemm& gemm;
+  const KvAttention& kv;
+  const StepBuffers& buffers;
+  const FusedPath& fused;
+  TpHooks* tp;  // null on one GPU
+  cudaStream_t stream;
+};
+
+// The per-step choices the backend made (CudaBackendOptions, the device, the step's size).
+struct ForwardFlags {
+  bool fused = false;          // the fused small-batch path (REQUIRES: parts.fused.available())
+  bool pdl = false;            // programmatic dependent launch
+  int32_t prefetch_steps = 0;  // fused GEMVs' L2 prefetch with pdl
+};
+
+class ForwardPass {
+ public:
+  ForwardPass(const ForwardParts& parts, const ForwardFlags& flags) : p_(parts), f_(flags) {}
+
+  // Everything from the embedding to the logits of s.logit_rows (buffers.logits()).
+  absl::Status EnqueueForward(const DeviceStep& s) const;
+  // The sampling kernel over the logits into buffers.results() / top().
+  absl::Status EnqueueSample(const DeviceStep& s) const;
+
+ private:
+  // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
+  absl::Status EnqueueQkvRope(int layer, const DeviceStep& s) const;
+  absl::Status EnqueueLayer(int layer, const DeviceStep& s) const;
+  // fused_forward.cc
+  absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s) const;
+  absl::Status EnqueueFusedHead(const DeviceStep& s) const;
+
+  const ForwardParts p_;
+  const ForwardFlags f_;
+};
+
+}  // namespace pkv::cuda_backend

@@ -1,0 +1,149 @@
+#include "worker/cuda_backend/kv_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "kernels/model/model_kernels.h"
+#include "kernels/prefill/prefill_launch.h"
+#include "worker/model/rope.h"
+
+namespace pkv::cuda_backend {
+namespace {
+
+constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvAttention>> KvAttention::Create(
+    const ModelConfig& c, const KvAttentionOptions& options, decode::DType dtype,
+    const std::vector<int32_t>& buckets, int device) {
+  std::unique_ptr<KvAttention> kv(new KvAttention());
+  kv->shape_ = KvShape{c.num_q_heads, c.num_kv_heads, c.head_dim, options.page_size};
+  kv->num_layers_ = c.num_layers;
+  kv->dtype_ = dtype;
+  if (options.tensor_cores && DecodeAttention::Supports(kv->shape_)) {
+    PKV_ASSIGN_OR_RETURN(
+        kv->decode_, DecodeAttention::Create(kv->shape_, dtype, buckets, device, options.policy));
+  }
+  kv->prefill_tensor_cores_ = options.tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
+  if (kv->prefill_tensor_cores_) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());
+  kv->softmax_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  const std::vector<double> inv_freq = RopeInvFrequencies(c);
+  PKV_ASSIGN_OR_RETURN(kv->inv_freq_, DeviceBuffer::Allocate(inv_freq.size() * sizeof(double)));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemcpy(kv->inv_freq_.get(), inv_freq.data(),
+                                      inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice));
+  return kv;
+}
+
+absl::Status KvAttention::AllocatePool(int64_t num_pages, double memory_fraction,
+                                       cudaStream_t stream) {
+  const int64_t page_bytes = shape_.page_elems() * kElem;
+  const int64_t per_page = 2 * int64_t{num_layers_} * page_bytes;  // K and V of every layer
+  int64_t pages = num_pages;
+  if (pages == 0) {
+    size_t free_bytes = 0, total_bytes = 0;
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+    pages = static_cast<int64_t>(static_cast<double>(free_bytes) * memory_fraction) / per_page;
+  }
+  // Slots (page * page_size + offset) are int32 on the device.
+  pages = std::min<int64_t>(pages, std::numeric_limits<int32_t>::max() / shape_.page_size);
+  if (pages < 1) {
+    return absl::ResourceExhaustedError("no GPU memory left for a single KV page");
+  }
+  num_pages_ = pages;
+  const int64_t layer_bytes = pages * page_bytes;
+  PKV_ASSIGN_OR_RETURN(pool_, DeviceBuffer::Allocate(2 * num_layers_ * layer_bytes));
+  // Zeroed so tokens past a row's length inside its last page never hold NaN bit patterns.
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(pool_.get(), 0, pool_.bytes(), stream));
+  for (int l = 0; l < num_layers_; ++l) {
+    k_cache_.push_back(pool_.bytes_ptr() + (2 * l) * layer_bytes);
+    v_cache_.push_back(pool_.bytes_ptr() + (2 * l + 1) * layer_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvAttention::FillRandom(uint64_t seed, cudaStream_t stream) {
+  return gpu::LaunchFillRandom(pool_.get(), pool_.bytes() / 2, false, dtype_, seed, 0.f, 1.f,
+                               stream);
+}
+
+absl::Status KvAttention::PrepareDecode(const StepHost& host, int32_t bucket, int32_t max_rows,
+                                        cudaStream_t stream) {
+  if (decode_ == nullptr || host.num_decode_rows <= 0) return absl::OkStatus();
+  const int32_t decode_bucket =
+      bucket > 0 ? bucket : GraphBucketFor(host.num_decode_rows, max_rows);
+  return decode_->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
+                          host.num_decode_rows, decode_bucket, stream);
+}
+
+absl::Status KvAttention::EnqueueGeneric(int layer, const DeviceStep& s, int32_t first,
+                                         int32_t count, const void* q, void* out,
+                                         cudaStream_t stream) const {
+  if (count <= 0) return absl::OkStatus();
+  const int64_t row = int64_t{shape_.num_q_heads} * shape_.head_dim * kElem;
+  gpu::GenericAttentionArgs a;
+  a.dtype = dtype_;
+  a.q = static_cast<const uint8_t*>(q) + first * row;
+  a.k_cache = k_cache_[layer];
+  a.v_cache = v_cache_[layer];
+  a.page_ids = s.page_ids;
+  a.positions = s.positions + first;
+  a.page_base = s.token_page_base + first;
+  a.num_tokens = count;
+  a.num_q_heads = shape_.num_q_heads;
+  a.num_kv_heads = shape_.num_kv_heads;
+  a.head_dim = shape_.head_dim;
+  a.page_size = shape_.page_size;
+  a.scale = softmax_scale_;
+  a.out = static_cast<uint8_t*>(out) + first * row;
+  return gpu::LaunchGenericAttention(a, stream);
+}
+
+absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const void* q, void* out,
+                                           cudaStream_t stream) const {
+  if (decode_ != nullptr && s.decode_tokens > 0) {
+    PKV_RETURN_IF_ERROR(decode_->Launch(q, k_cache_[layer], v_cache_[layer], s.page_ids, out,
+                                        softmax_scale_, stream));
+  } else {
+    PKV_RETURN_IF_ERROR(EnqueueGeneric(layer, s, 0, s.decode_tokens, q, out, stream));
+  }
+  const int32_t prefill_tokens = s.tokens - s.decode_tokens;
+  if (prefill_tokens <= 0) return absl::OkStatus();
+  if (!prefill_tensor_cores_) {
+    return EnqueueGeneric(layer, s, s.decode_tokens, prefill_tokens, q, out, stream);
+  }
+  prefill::PrefillArgs a;
+  a.dtype = dtype_;
+  a.q = q;
+  a.k_cache = k_cache_[layer];
+  a.v_cache = v_cache_[layer];
+  a.page_ids = s.page_ids;
+  a.tiles = s.tiles;
+  a.num_tiles = s.num_tiles;
+  a.num_q_heads = shape_.num_q_heads;
+  a.num_kv_heads = shape_.num_kv_heads;
+  a.head_dim = shape_.head_dim;
+  a.page_size = shape_.page_size;
+  a.scale = softmax_scale_;
+  a.out = out;
+  return prefill::LaunchPrefillAttention(a, stream);
+}
+
+void KvAttention::FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const {
+  if (decode_ != nullptr && num_decode_rows > 0) {
+    const decode::DecodePlan& plan = decode_->plan();
+    stats->decode_route = std::string(decode::RouteName(plan.route));
+    stats->decode_launches = plan.counters.launches;
+    stats->decode_split_occupancy = plan.counters.occupancy();
+  } else {
+    stats->decode_route = "generic";
+    stats->decode_launches = num_decode_rows > 0 ? 1 : 0;
+    stats->decode_split_occupancy = 1.0;
+  }
+}
+
+}  // namespace pkv::cuda_backend

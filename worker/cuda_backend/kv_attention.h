@@ -1,0 +1,99 @@
+// The KV pool of one backend (one rank) and the attention that reads it: the pool's pages, the
+// RoPE table keys are rotated with before they are written, the decode engine (decode rows) and
+// the prefill / generic kernels (the other rows).
+//
+// Pool layout: one allocation [L][K|V][num_pages][H_kv][page_size][D] in the 16-bit dtype, zeroed
+// at load so tokens past a row's length inside its last page never hold NaN bit patterns; a page
+// id names the same tokens in every layer (and on every tensor-parallel rank).
+// Set-up is two phases around the activations: Create (the decode engine may calibrate its route
+// policy with buffers of its own, so it runs before anything large is allocated), then
+// AllocatePool (which may size itself from the free memory left).
+// Per step: PrepareDecode plans and uploads the decode rows (graph-sized for the bucket), then
+// EnqueueAttention runs once per layer; like the rest of the forward pass it only enqueues.
+// Thread-safety: not thread-safe (owned by the backend; the thread that runs its steps).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/attention/kv_layout.h"
+#include "kernels/decode/decode_params.h"
+#include "worker/cuda_backend/decode_attention.h"
+#include "worker/cuda_backend/device_buffer.h"
+#include "worker/cuda_backend/device_step.h"
+#include "worker/cuda_backend/step_builder.h"
+#include "worker/model/model_backend.h"
+#include "worker/model/model_config.h"
+
+namespace pkv::cuda_backend {
+
+struct KvAttentionOptions {
+  int32_t page_size = 16;
+  bool tensor_cores = true;  // the decode engine and the mma.sync prefill kernel where supported
+  DecodePolicyOptions policy;
+};
+
+class KvAttention {
+ public:
+  // Phase one: the attention kernels for `c`'s shape and the RoPE table (uploaded synchronously).
+  // `buckets`: the graph batch buckets the decode engine keeps a workspace for.
+  static absl::StatusOr<std::unique_ptr<KvAttention>> Create(const ModelConfig& c,
+                                                             const KvAttentionOptions& options,
+                                                             decode::DType dtype,
+                                                             const std::vector<int32_t>& buckets,
+                                                             int device);
+  // Phase two: num_pages pages, or (num_pages == 0) memory_fraction of the device's free memory;
+  // at most what int32 slots address. RESOURCE_EXHAUSTED when not one page fits.
+  absl::Status AllocatePool(int64_t num_pages, double memory_fraction, cudaStream_t stream);
+
+  int64_t num_pages() const { return num_pages_; }
+  int64_t pool_bytes() const { return pool_.bytes(); }
+  int32_t page_size() const { return shape_.page_size; }
+  // Layer `layer`'s K and V pages: [num_pages][H_kv][page_size][D] dtype each.
+  void* k_cache(int layer) const { return k_cache_[layer]; }
+  void* v_cache(int layer) const { return v_cache_[layer]; }
+  const double* rope_inv_freq() const {  // [D / 2]
+    return static_cast<const double*>(inv_freq_.get());
+  }
+  bool decode_engine() const { return decode_ != nullptr; }  // false: decode rows run generic
+  bool prefill_tensor_cores() const { return prefill_tensor_cores_; }
+  float softmax_scale() const { return softmax_scale_; }
+
+  // Overwrites every page with random values (benchmarks). Enqueued on `stream`.
+  absl::Status FillRandom(uint64_t seed, cudaStream_t stream);
+
+  // Plans the step's decode rows for `bucket` (0: the smallest bucket holding them) and enqueues
+  // the plan's upload. Nothing to do without the decode engine or decode rows.
+  absl::Status PrepareDecode(const StepHost& host, int32_t bucket, int32_t max_rows,
+                             cudaStream_t stream);
+  // What the prepared decode launches bake into a captured graph (0 without the engine).
+  uint64_t LaunchSignature() const { return decode_ ? decode_->LaunchSignature() : 0; }
+  // Layer `layer`'s attention of every row of `s`: q [tokens][H_q][D] rotated queries (dtype) ->
+  // out [tokens][H_q][D].
+  absl::Status EnqueueAttention(int layer, const DeviceStep& s, const void* q, void* out,
+                                cudaStream_t stream) const;
+  // The decode route, launches and split occupancy of the last prepared step.
+  void FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const;
+
+ private:
+  KvAttention() = default;
+  absl::Status EnqueueGeneric(int layer, const DeviceStep& s, int32_t first, int32_t count,
+                              const void* q, void* out, cudaStream_t stream) const;
+
+  KvShape shape_;  // per rank: H_q, H_kv, D, page_size
+  int32_t num_layers_ = 0;
+  decode::DType dtype_ = decode::DType::kBFloat16;
+  std::unique_ptr<DecodeAttention> decode_;  // null: decode rows use the generic kernel
+  bool prefill_tensor_cores_ = false;        // prefill rows use the mma.sync kernel
+  float softmax_scale_ = 1.f;
+  DeviceBuffer inv_freq_;  // double [D / 2]
+  int64_t num_pages_ = 0;
+  DeviceBuffer pool_;                     // [L][K|V][num_pages][H_kv][page_size][D] dtype
+  std::vector<void*> k_cache_, v_cache_;  // [L] per-layer bases into pool_
+};
+
+}  // namespace pkv::cuda_backend

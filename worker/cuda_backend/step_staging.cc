@@ -1,0 +1,61 @@
+#include "worker/cuda_backend/step_staging.h"
+
+#include <utility>
+
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "kernels/prefill/prefill_plan.h"
+
+namespace pkv::cuda_backend {
+
+absl::StatusOr<StepStaging> StepStaging::Create(std::unique_ptr<StepBuilder> builder,
+                                                cudaStream_t stream) {
+  StepStaging st;
+  st.builder_ = std::move(builder);
+  const StepLimits& limits = st.builder_->limits();
+  StagingCaps caps;
+  caps.tokens = limits.max_tokens;
+  caps.sampled = limits.max_rows;
+  caps.tiles = limits.max_tokens / prefill::kPrefillBlockM + limits.max_rows;
+  caps.page_ids = limits.max_page_ids;
+  const int64_t bytes = LayoutStaging(caps).total_bytes;
+  PKV_ASSIGN_OR_RETURN(st.image_, DeviceBuffer::AllocateZeroed(bytes, stream));
+  PKV_ASSIGN_OR_RETURN(st.image_host_, PinnedBuffer::Allocate(bytes));
+  return st;
+}
+
+absl::Status StepStaging::Upload(int32_t bucket, cudaStream_t stream, DeviceStep* s) {
+  StepHost& host = host_;
+  StagingLayout layout;
+  if (bucket > 0) {
+    // The bucket's fixed layout: the captured graph's pointers stay valid for every replay.
+    StepBuilder::PadForGraph(bucket, &host);
+    StagingCaps caps;
+    caps.tokens = bucket;
+    caps.sampled = bucket;
+    caps.page_ids = 1;  // page_ids is the last region: its capacity does not move any offset
+    layout = LayoutStaging(caps);
+  } else {
+    layout = LayoutStaging(host.Caps());
+  }
+  const int64_t used = StepBuilder::FillStaging(host, layout, image_host_.bytes_ptr());
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(image_.get(), image_host_.get(), used, cudaMemcpyHostToDevice, stream));
+  const uint8_t* base = image_.bytes_ptr();
+  s->tokens = host.padded_tokens;
+  s->decode_tokens = host.decode_only ? host.padded_tokens : host.num_decode_rows;
+  s->logit_rows = bucket > 0 ? bucket : host.num_sampled;
+  s->num_tiles = static_cast<int32_t>(host.tiles.size());
+  s->header = reinterpret_cast<const int32_t*>(base + layout.header);
+  s->token_ids = reinterpret_cast<const int32_t*>(base + layout.token_ids);
+  s->positions = reinterpret_cast<const int32_t*>(base + layout.positions);
+  s->kv_slots = reinterpret_cast<const int32_t*>(base + layout.kv_slots);
+  s->token_page_base = reinterpret_cast<const int32_t*>(base + layout.token_page_base);
+  s->sample_token = reinterpret_cast<const int32_t*>(base + layout.sample_token);
+  s->sample_params = reinterpret_cast<const gpu::SampleRowParams*>(base + layout.sample_params);
+  s->tiles = reinterpret_cast<const prefill::PrefillTile*>(base + layout.prefill_tiles);
+  s->page_ids = reinterpret_cast<const int32_t*>(base + layout.page_ids);
+  return absl::OkStatus();
+}
+
+}  // namespace pkv::cuda_backend
