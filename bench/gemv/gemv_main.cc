@@ -4,6 +4,10 @@
 // its weights from memory as a decode step's layers do), the bytes it must move (packed weights,
 // scales, activations in, outputs), the achieved GB/s, its fraction of the streaming-read
 // bandwidth measured in the same run, and the speedup over dense at the same shape and tokens.
+// Second time per cell, `chain`: the launch's share of a chain of back-to-back PDL launches over
+// distinct copies of the weights (together >= kChainBytes, several times the L2, so every launch
+// still streams from memory), as a decode step's projections run. The single event-timed launch
+// pays the ~6 us event/launch floor each time; the chain shows what a kernel costs in the step.
 // The input is the plain activation and the epilogue a 16-bit store (the fused norm / RoPE /
 // SiLU / residual variants differ by a few hundred bytes per tile). See bench/NOTES.md.
 //
@@ -51,6 +55,10 @@ const char* FormatName(GemvWeightFormat f) {
   return f == GemvWeightFormat::kInt4 ? "int4" : f == GemvWeightFormat::kFp8 ? "fp8" : "dense";
 }
 
+// The weight copies a chain cycles through, together at least this many bytes (H200 L2: 60 MB).
+constexpr int64_t kChainBytes = int64_t{256} << 20;
+constexpr int kChainReps = 20;  // chains timed per cell (median)
+
 // Device memory freed with the bench.
 struct DevMem {
   void* p = nullptr;
@@ -61,7 +69,16 @@ struct DevMem {
 // 4-bit codes; fp8 codes are random bytes), valid scale words / scales, random activations.
 struct Operands {
   DevMem w, scales, x, y, partials, tickets;
-  gpu::GemvArgs args;
+  gpu::GemvArgs args;   // copy 0
+  int32_t copies = 1;   // weight (and scale) copies, each w_bytes / scale_bytes apart
+  int64_t w_bytes = 0;  // one copy's packed weights
+  int64_t scale_bytes = 0;
+  gpu::GemvArgs Copy(int32_t i) const {
+    gpu::GemvArgs a = args;
+    a.w = static_cast<const char*>(args.w) + i * w_bytes;
+    if (scale_bytes > 0) a.w_scales = static_cast<const char*>(args.w_scales) + i * scale_bytes;
+    return a;
+  }
 };
 
 absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::GemvDevice& dev,
@@ -74,11 +91,14 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
                            : f == GemvWeightFormat::kFp8 ? 2
                                                          : 4) /
                           2;
-  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->w.p, w_bytes));
-  PKV_RETURN_IF_ERROR(policy::FillRandom16(o->w.p, w_bytes / 2, 7, bf16, stream));
+  o->w_bytes = w_bytes;
+  o->copies = static_cast<int32_t>(std::max<int64_t>(2, (kChainBytes + w_bytes - 1) / w_bytes));
+  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->w.p, w_bytes * o->copies));
+  PKV_RETURN_IF_ERROR(policy::FillRandom16(o->w.p, w_bytes * o->copies / 2, 7, bf16, stream));
   std::mt19937 rng(11);
   if (f == GemvWeightFormat::kInt4) {
-    std::vector<uint32_t> words(int64_t{sh.n} * (sh.k / 128));
+    std::vector<uint32_t> words(int64_t{sh.n} * (sh.k / 128) * o->copies);
+    o->scale_bytes = int64_t{sh.n} * (sh.k / 128) * 4;
     for (uint32_t& v : words) {
       const float scale = 0.01f + 0.001f * (rng() % 100);
       const float magic_zero = (bf16 ? 128.f : 1024.f) + rng() % 16;
@@ -89,7 +109,8 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
     PKV_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(o->scales.p, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
   } else if (f == GemvWeightFormat::kFp8) {
-    std::vector<float> s(sh.n);
+    std::vector<float> s(int64_t{sh.n} * o->copies);
+    o->scale_bytes = int64_t{sh.n} * 4;
     for (float& v : s) v = 1e-3f * (1 + rng() % 100);
     PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->scales.p, s.size() * 4));
     PKV_CUDA_RETURN_IF_ERROR(
@@ -127,6 +148,7 @@ absl::Status Run() {
     tokens.push_back(n);
   }
   const int iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(200));
+  PKV_ASSIGN_OR_RETURN(const bool pdl, gpu::PdlUsable(0));
   cudaStream_t stream;
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   PKV_ASSIGN_OR_RETURN(const double stream_gbps,
@@ -136,11 +158,14 @@ absl::Status Run() {
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<policy::EventTimer> timer,
                        policy::EventTimer::Create(iters));
   std::string tsv =
-      "shape\tn\tk\ttokens\tformat\tparts\tgrid\tus\tbytes\tgbps\tfrac_stream\tspeedup_vs_dense\n";
+      "shape\tn\tk\ttokens\tformat\tparts\tgrid\tus\tbytes\tgbps\tfrac_stream\tspeedup_vs_"
+      "dense\tchain_us\tchain_frac_stream\tchain_speedup_vs_dense\n";
   std::printf("streaming read: %.0f GB/s; dtype %s; median of %d launches, L2 flushed\n",
               stream_gbps, bf16 ? "bf16" : "fp16", iters);
-  std::printf("| shape | T | format | parts | us | MB moved | GB/s | of stream | vs dense |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| shape | T | format | parts | us | MB moved | GB/s | of stream | vs dense | chain us | "
+      "chain of stream | chain vs dense |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& sh : kShapes) {
     std::unique_ptr<Operands> ops[3];
     for (int f = 0; f < 3; ++f) {
@@ -152,7 +177,7 @@ absl::Status Run() {
       PKV_RETURN_IF_ERROR(Prepare(sh, kFormats[f], bf16, dev, stream, ops[f].get()));
     }
     for (int32_t t : tokens) {
-      double dense_us = 0;
+      double dense_us = 0, dense_chain_us = 0;
       for (int f = 0; f < 3; ++f) {
         gpu::GemvArgs a = ops[f]->args;
         a.tokens = t;
@@ -162,17 +187,39 @@ absl::Status Run() {
                                  iters, flusher.get(), stream, [](int) { return absl::OkStatus(); },
                                  [&](int) { return gpu::LaunchGemv(a, stream); }));
         const double med = policy::Percentile(us, 0.5);
-        if (f == 0) dense_us = med;
+        // The chain: copies launches back to back, each on its own weights, PDL as in a step.
+        const int32_t copies = ops[f]->copies;
+        PKV_ASSIGN_OR_RETURN(
+            std::vector<double> chain,
+            timer->Time(
+                kChainReps, flusher.get(), stream, [](int) { return absl::OkStatus(); },
+                [&](int) -> absl::Status {
+                  for (int32_t i = 0; i < copies; ++i) {
+                    gpu::GemvArgs ai = ops[f]->Copy(i);
+                    ai.tokens = t;
+                    ai.pdl = pdl;
+                    PKV_RETURN_IF_ERROR(gpu::LaunchGemv(ai, stream));
+                  }
+                  return absl::OkStatus();
+                }));
+        const double chain_us = policy::Percentile(chain, 0.5) / copies;
+        if (f == 0) {
+          dense_us = med;
+          dense_chain_us = chain_us;
+        }
         const int64_t bytes = a.plan.weight_bytes() + int64_t{t} * (sh.k + sh.n) * 2;
         const double gbps = bytes / (med * 1e-6) / 1e9;
-        std::printf("| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx |\n", sh.name, t,
-                    FormatName(kFormats[f]), a.plan.parts, med, bytes / 1e6, gbps,
-                    gbps / stream_gbps, dense_us / med);
+        const double chain_frac = bytes / (chain_us * 1e-6) / 1e9 / stream_gbps;
+        std::printf(
+            "| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n",
+            sh.name, t, FormatName(kFormats[f]), a.plan.parts, med, bytes / 1e6, gbps,
+            gbps / stream_gbps, dense_us / med, chain_us, chain_frac, dense_chain_us / chain_us);
         absl::StrAppend(
-            &tsv,
-            absl::StrFormat("%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.3f\t%d\t%.1f\t%.4f\t%.3f\n", sh.name,
-                            sh.n, sh.k, t, FormatName(kFormats[f]), a.plan.parts, a.plan.grid, med,
-                            bytes, gbps, gbps / stream_gbps, dense_us / med));
+            &tsv, absl::StrFormat("%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.3f\t%d\t%.1f\t%.4f\t%.3f\t%.3f\t%."
+                                  "4f\t%.3f\n",
+                                  sh.name, sh.n, sh.k, t, FormatName(kFormats[f]), a.plan.parts,
+                                  a.plan.grid, med, bytes, gbps, gbps / stream_gbps, dense_us / med,
+                                  chain_us, chain_frac, dense_chain_us / chain_us));
       }
     }
   }

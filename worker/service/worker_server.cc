@@ -145,8 +145,8 @@ absl::Status WorkerProcess::StartEngine() {
 }
 
 int WorkerProcess::ServeUntilShutdown() {
-  const std::string reason = WaitForShutdownWatchingEngine(
-      shutdown_, *engine_, server_.get(), o_.engine_stall_timeout);
+  const std::string reason =
+      WaitForShutdownWatchingEngine(shutdown_, *engine_, server_.get(), o_.engine_stall_timeout);
   SetWorkerReadiness(server_.get(), false);  // SIGTERM, Drain or fatal: no new work, at once
   return fatal_.load() ? StopAfterFatal(reason) : Drain(reason);
 }
