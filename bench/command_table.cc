@@ -5,17 +5,17 @@ namespace pkv::bench {
 // Declared by each subcommand's file; add a line here when adding a subcommand. Each subcommand
 // folder's CMakeLists defines PKV_BENCH_<NAME>=1 when it is built.
 #if PKV_BENCH_KERNELS
-int KernelsMain(int argc, char** argv);
+int KernelsMain();
 #endif
 #if PKV_BENCH_POLICY
-int CalibrateMain(int argc, char** argv);
-int PolicyMain(int argc, char** argv);
+int CalibrateMain();
+int PolicyMain();
 #endif
 #if PKV_BENCH_E2E
-int E2eMain(int argc, char** argv);
+int E2eMain();
 #endif
 #if PKV_BENCH_GEMV
-int GemvMain(int argc, char** argv);
+int GemvMain();
 #endif
 
 const std::vector<Command>& Commands() {

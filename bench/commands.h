@@ -1,14 +1,16 @@
-// pkv-bench subcommands. Each lives in its own file and is listed in main.cc's table:
+// pkv-bench subcommands. Each lives in its own file and is listed in command_table.cc:
 //   kernels    decode-attention routes over a trace grid (bench/kernels/)
 //   calibrate  fit the route policies from kernel measurements (bench/policy/)
 //   policy     evaluate the policies on a grid (bench/policy/)
 //   e2e        whole-model decode/prefill (bench/e2e/)
-// A subcommand gets argv without the subcommand name and returns the process exit code.
+//   gemv       the fused few-token GEMV, dense vs quantized weights (bench/gemv/)
+// main.cc parses every flag (absl flags; shared ones in bench_flags.h, the others in each
+// subcommand's file) before it runs the subcommand, which returns the process exit code.
 #pragma once
 
 namespace pkv::bench {
 
-using CommandFn = int (*)(int argc, char** argv);
+using CommandFn = int (*)();
 
 struct Command {
   const char* name;

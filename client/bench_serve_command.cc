@@ -61,11 +61,7 @@ absl::StatusOr<std::vector<double>> Rates() {
 
 // Everything but the target, the channel and the rate.
 absl::StatusOr<BenchOptions> OptionsFromFlags() {
-  uint64_t seed = 0;
-  const std::string seed_text = absl::GetFlag(FLAGS_seed);
-  if (!seed_text.empty() && !absl::SimpleAtoi(seed_text, &seed)) {
-    return absl::InvalidArgumentError(absl::StrCat("--seed: '", seed_text, "' is not a uint64"));
-  }
+  const uint64_t seed = absl::GetFlag(FLAGS_seed).value_or(0);
   absl::StatusOr<serve_bench::WorkloadOptions> workload = WorkloadFromFlags(seed);
   if (!workload.ok()) return workload.status();
   absl::StatusOr<serve_bench::ArrivalKind> arrival =
@@ -81,7 +77,10 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
   o.load.seed = seed;
   const std::string key = ApiKey();
   if (!key.empty()) o.load.metadata.emplace_back("authorization", "Bearer " + key);
-  o.slo = {absl::GetFlag(FLAGS_slo_ttft_ms), absl::GetFlag(FLAGS_slo_tpot_ms)};
+  o.slo = {absl::GetFlag(FLAGS_slo_ttft), absl::GetFlag(FLAGS_slo_tpot)};
+  if (o.slo.ttft < absl::ZeroDuration() || o.slo.tpot < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--slo_ttft and --slo_tpot must be >= 0 (0 = none)");
+  }
   o.metrics_counter = absl::GetFlag(FLAGS_metrics_counter);
   return o;
 }

@@ -28,8 +28,10 @@ ABSL_FLAG(int, turns, 4, "bench serve: multi_turn turns per conversation");
 ABSL_FLAG(int, conversations, 0, "bench serve: multi_turn conversations live at once (0 = any)");
 ABSL_FLAG(int, num_docs, 4, "bench serve: long_doc documents");
 ABSL_FLAG(int, doc_tokens, 512, "bench serve: long_doc tokens per document");
-ABSL_FLAG(double, slo_ttft_ms, 0, "bench serve: goodput SLO on TTFT in ms (0 = none)");
-ABSL_FLAG(double, slo_tpot_ms, 0, "bench serve: goodput SLO on TPOT in ms (0 = none)");
+ABSL_FLAG(absl::Duration, slo_ttft, absl::ZeroDuration(),
+          "bench serve: goodput SLO on TTFT, e.g. 200ms (0 = none)");
+ABSL_FLAG(absl::Duration, slo_tpot, absl::ZeroDuration(),
+          "bench serve: goodput SLO on the time per output token, e.g. 50ms (0 = none)");
 ABSL_FLAG(std::string, metrics_url, "",
           "bench serve: the router's Prometheus host:port (its --metrics_listen); compares its "
           "pkv_router_requests_total with the benchmark's count");

@@ -3,6 +3,7 @@
 // is the right tool here (the servers use the callback API).
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -36,18 +37,6 @@ absl::Status ParseIds(const std::string& flag, absl::string_view text,
   return absl::OkStatus();
 }
 
-// Sets an optional float field from a string flag; "" leaves it unset (server default).
-template <typename Setter>
-absl::Status ParseOptionalFloat(const char* flag, const std::string& text, Setter set) {
-  if (text.empty()) return absl::OkStatus();
-  float value = 0;
-  if (!absl::SimpleAtof(text, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", text, "' is not a number"));
-  }
-  set(value);
-  return absl::OkStatus();
-}
-
 absl::Status SetPrompt(pkv::v1::GenerateRequest& request) {
   const std::string prompt = absl::GetFlag(FLAGS_prompt);
   const std::string ids = absl::GetFlag(FLAGS_token_ids);
@@ -66,22 +55,17 @@ absl::Status SetSampling(pkv::v1::SamplingParams& s) {
     return absl::InvalidArgumentError("--max_tokens must be >= 1");
   }
   s.set_max_tokens(static_cast<uint32_t>(absl::GetFlag(FLAGS_max_tokens)));
-  absl::Status st = ParseOptionalFloat("temperature", absl::GetFlag(FLAGS_temperature),
-                                       [&](float v) { s.set_temperature(v); });
-  if (!st.ok()) return st;
-  st = ParseOptionalFloat("top_p", absl::GetFlag(FLAGS_top_p), [&](float v) { s.set_top_p(v); });
-  if (!st.ok()) return st;
+  // Unset optional flags leave the fields unset: the server's defaults apply.
+  if (const std::optional<double> t = absl::GetFlag(FLAGS_temperature)) {
+    s.set_temperature(static_cast<float>(*t));
+  }
+  if (const std::optional<double> p = absl::GetFlag(FLAGS_top_p)) {
+    s.set_top_p(static_cast<float>(*p));
+  }
   if (absl::GetFlag(FLAGS_top_k) < 0) return absl::InvalidArgumentError("--top_k must be >= 0");
   s.set_top_k(static_cast<uint32_t>(absl::GetFlag(FLAGS_top_k)));
   s.set_min_p(static_cast<float>(absl::GetFlag(FLAGS_min_p)));
-  const std::string seed = absl::GetFlag(FLAGS_seed);
-  if (!seed.empty()) {
-    uint64_t value = 0;
-    if (!absl::SimpleAtoi(seed, &value)) {
-      return absl::InvalidArgumentError(absl::StrCat("--seed: '", seed, "' is not a uint64"));
-    }
-    s.set_seed(value);
-  }
+  if (const std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed)) s.set_seed(*seed);
   for (const std::string& stop : absl::GetFlag(FLAGS_stop)) {
     std::string unescaped;
     std::string error;
@@ -91,7 +75,7 @@ absl::Status SetSampling(pkv::v1::SamplingParams& s) {
     s.add_stop(unescaped);
   }
   for (const std::string& id : absl::GetFlag(FLAGS_stop_token_ids)) {
-    st = ParseIds("stop_token_ids", id, s.mutable_stop_token_ids());
+    absl::Status st = ParseIds("stop_token_ids", id, s.mutable_stop_token_ids());
     if (!st.ok()) return st;
   }
   s.set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
@@ -154,9 +138,10 @@ int RunGenerate() {
   auto stub = pkv::v1::Generation::NewStub(channel);
   grpc::ClientContext ctx;
   AddCallCredentials(ctx);
-  const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
-  if (deadline_ms > 0) {
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
+  if (deadline < absl::ZeroDuration()) return UsageError("--deadline must be >= 0 (0 = none)");
+  if (deadline > absl::ZeroDuration()) {
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   }
   const Clock::time_point start = Clock::now();
   Clock::time_point first_token{};

@@ -13,11 +13,10 @@
 namespace pkv::client {
 namespace {
 
-// A fresh context with the --timeout_ms deadline and the API key (a ClientContext serves one
+// A fresh context with the --timeout deadline and the API key (a ClientContext serves one
 // call).
 void SetDeadline(grpc::ClientContext& ctx) {
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(absl::GetFlag(FLAGS_timeout_ms)));
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_timeout)));
   AddCallCredentials(ctx);
 }
 

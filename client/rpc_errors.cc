@@ -53,7 +53,7 @@ std::string Hint(const grpc::Status& status, const std::string& address, const c
     case grpc::StatusCode::INVALID_ARGUMENT:
       return "fix the flag named above and retry";
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "raise --deadline_ms (or --timeout_ms)";
+      return "raise --deadline (or --timeout)";
     case grpc::StatusCode::ABORTED: {
       const std::string emitted = Trailer(ctx, "tokens-emitted");
       return "the worker was lost mid-stream" +

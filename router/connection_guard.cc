@@ -164,8 +164,8 @@ bool ConnectionGuard::CountLocked(const std::string& peer, bool reset, bool* ove
 void ConnectionGuard::Close(const std::string& peer, const char* what) {
   const bool shut = ShutdownPeerSocket(listen_port_.load(), peer);
   PKV_LOG(WARNING) << "client connection " << peer << " exceeded its limit of " << what
-                   << " per second (--max_streams_per_connection_s "
-                   << limits_.max_streams_per_second << ", --max_resets_per_connection_s "
+                   << " per second (--max_streams_per_connection_per_second "
+                   << limits_.max_streams_per_second << ", --max_resets_per_connection_per_second "
                    << limits_.max_resets_per_second << "); "
                    << (shut ? "closed" : "refusing its streams (socket not found)");
 }

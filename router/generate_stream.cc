@@ -38,11 +38,11 @@ GenerateStream::GenerateStream(const RouterContext& rc, grpc::CallbackServerCont
       ctx_(ctx),
       start_time_(absl::Now()),
       deadline_(ServerCallDeadline(*ctx)),
-      watchdog_(rc.timers, absl::Milliseconds(rc.options->client_write_timeout_ms), ctx,
-                [metrics = rc.metrics, ms = rc.options->client_write_timeout_ms] {
+      watchdog_(rc.timers, rc.options->client_write_timeout, ctx,
+                [metrics = rc.metrics, timeout = rc.options->client_write_timeout] {
                   metrics->RecordSlowClientCancel();
-                  PKV_LOG(WARNING) << "a client left a response unread for " << ms
-                                   << " ms; cancelling its stream";
+                  PKV_LOG(WARNING) << "a client left a response unread for "
+                                   << absl::FormatDuration(timeout) << "; cancelling its stream";
                 }) {
   absl::MutexLock lock(&mu_);
   request_ = request;
@@ -201,7 +201,7 @@ void GenerateStream::StartAttempt() {
         rc_.metrics->RecordFirstTokenStage(RouterMetrics::FirstTokenStage::kAdmit,
                                            absl::ToDoubleSeconds(attempt_started_ - start_time_));
       }
-      ArmStallTimerLocked(last_worker_message_ + absl::Milliseconds(rc_.options->stall_timeout_ms));
+      ArmStallTimerLocked(last_worker_message_ + rc_.options->stall_timeout);
     }
   }
   if (call != nullptr) call->Start();
@@ -237,7 +237,8 @@ void GenerateStream::RecordRequestOnceLocked() {
 }
 
 void GenerateStream::AddPushbackLocked() {
-  trailers_.emplace_back("grpc-retry-pushback-ms", absl::StrCat(rc_.options->retry_pushback_ms));
+  trailers_.emplace_back("grpc-retry-pushback-ms",
+                         absl::StrCat(absl::ToInt64Milliseconds(rc_.options->retry_pushback)));
 }
 
 void GenerateStream::Flush() {

@@ -25,10 +25,10 @@
 //            router's own cancel is never the worker's failure); Abort ends the stream CANCELLED
 //            after the tokens already queued; a deadline that passed before admission or before a
 //            (re-)placement ends the stream with DEADLINE_EXCEEDED without calling a worker.
-//   client stops reading (a write outstanding for client_write_timeout_ms): the call is
+//   client stops reading (a write outstanding for client_write_timeout): the call is
 //            cancelled (ClientWriteWatchdog), which cancels the worker call too.
 //   "Lost" = UNAVAILABLE, an OK end without Complete, or a stall verdict. Silence for
-//   stall_timeout_ms by the router's clock only starts a progress check (Worker.GetProgress), since
+//   stall_timeout by the router's clock only starts a progress check (Worker.GetProgress), since
 //   the router itself may have been starved or paused; the worker's answer decides
 //   (JudgeSilenceLocked). RESOURCE_EXHAUSTED after tokens (the worker dropped a stream the router
 //   did not read) migrates the stream without blaming the worker.
@@ -176,7 +176,7 @@ class GenerateStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   const absl::Time start_time_;
   const absl::Time deadline_;  // the client's, clamped (common/deadline.h); InfiniteFuture: none
   std::atomic<int> refs_{1};   // the server reaction's own reference, dropped in OnDone
-  // Cancels the call when the client leaves a write unread too long (client_write_timeout_ms).
+  // Cancels the call when the client leaves a write unread too long (client_write_timeout).
   ClientWriteWatchdog watchdog_;
 
   absl::Mutex mu_;

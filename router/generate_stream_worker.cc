@@ -206,9 +206,8 @@ void GenerateStream::RetryMigrationLocked() {
 }
 
 bool GenerateStream::ScheduleBackoffLocked(int attempt) {
-  const absl::Duration delay =
-      RetryBackoff(attempt, absl::Milliseconds(rc_.options->retry_backoff_ms),
-                   absl::Milliseconds(rc_.options->retry_backoff_max_ms), rc_.ids->NextRandom());
+  const absl::Duration delay = RetryBackoff(attempt, rc_.options->retry_backoff,
+                                            rc_.options->retry_backoff_max, rc_.ids->NextRandom());
   if (deadline_ <= absl::Now() + delay) {
     return false;  // no retry can finish in time (RELIABILITY: no retry after the deadline)
   }
@@ -251,7 +250,7 @@ void GenerateStream::OnStallTimer() {
     absl::MutexLock lock(&mu_);
     stall_timer_ = 0;
     if (call_ != nullptr && !completed_ && !out_.has_final() && probing_ != call_) {
-      const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
+      const absl::Duration stall = rc_.options->stall_timeout;
       const absl::Time now = absl::Now();
       if (now < last_worker_message_ + stall) {
         ArmStallTimerLocked(last_worker_message_ + stall);
@@ -308,7 +307,7 @@ void GenerateStream::OnProgressAnswer(const ProgressProbe* probe, const grpc::St
 
 GenerateStream::StallJudgement GenerateStream::JudgeSilenceLocked(const ProgressProbe& probe,
                                                                   const grpc::Status& status) {
-  const absl::Duration stall = absl::Milliseconds(rc_.options->stall_timeout_ms);
+  const absl::Duration stall = rc_.options->stall_timeout;
   const absl::Time now = absl::Now();
   using Verdict = RouterMetrics::StallVerdict;
   StallJudgement verdict;
@@ -326,7 +325,7 @@ GenerateStream::StallJudgement GenerateStream::JudgeSilenceLocked(const Progress
                                   "check: ", status.error_message());
     return verdict;  // unreachable, not proven: the registry verifies before ejecting
   }
-  if (p.engine_stalled_ms() >= static_cast<uint64_t>(rc_.options->stall_timeout_ms)) {
+  if (absl::Milliseconds(p.engine_stalled_ms()) >= rc_.options->stall_timeout) {
     verdict.verdict = Verdict::kConvicted;
     verdict.proven = true;
     verdict.reason =

@@ -1,6 +1,6 @@
 // pkv-router: the front door. Parses flags, serves Prometheus metrics on --metrics_listen, runs a
 // RouterServer on --listen, and on SIGTERM/SIGINT drains (health NOT_SERVING, new streams
-// UNAVAILABLE, in-flight streams finish for up to --drain_timeout_s) and exits 0.
+// UNAVAILABLE, in-flight streams finish for up to --drain_timeout) and exits 0.
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   PKV_LOG(INFO) << "received " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") << ", draining";
-  const bool drained = server.Drain(absl::Seconds(options->drain_timeout_s));
+  const bool drained = server.Drain(options->drain_timeout);
   PKV_LOG(INFO) << (drained ? "drained, exiting" : "drain timed out, exiting");
   return 0;
 }

@@ -2,70 +2,98 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "client-facing gRPC address (host:port)");
-ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9100",
+// Every default comes from RouterOptions / RouterProcessOptions (router_options.h,
+// router_flags.h), the one place they are kept.
+static const pkv::router::RouterProcessOptions kDefaults;
+static const pkv::router::RouterOptions& kRouter = kDefaults.router;
+
+ABSL_FLAG(std::string, listen, kRouter.listen, "client-facing gRPC address (host:port)");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "Prometheus /metrics address (host:port), separate from the gRPC port; empty = off");
-ABSL_FLAG(std::string, http_listen, "",
+ABSL_FLAG(std::string, http_listen, kRouter.http_listen,
           "OpenAI-compatible HTTP API address (host:port): /v1/chat/completions, /v1/completions, "
           "/v1/models, /health, /metrics; same TLS (--tls_cert/--tls_key) and API keys as gRPC; "
           "empty = off");
-ABSL_FLAG(std::string, served_model_name, "",
+ABSL_FLAG(std::string, served_model_name, kRouter.served_model_name,
           "model name HTTP clients send and /v1/models lists; empty = the workers' model name");
-ABSL_FLAG(int, http_threads, 2, "HTTP I/O threads");
-ABSL_FLAG(int, http_max_connections, 1024, "open HTTP connections, at most");
-ABSL_FLAG(int, http_max_body_bytes, 4 << 20, "largest HTTP request body (413 beyond)");
-ABSL_FLAG(int, http_read_timeout_ms, 10000,
+ABSL_FLAG(int, http_threads, kRouter.http_threads, "HTTP I/O threads");
+ABSL_FLAG(int, http_max_connections, kRouter.http_max_connections,
+          "open HTTP connections, at most");
+ABSL_FLAG(int, http_max_body_bytes, kRouter.http_max_body_bytes,
+          "largest HTTP request body (413 beyond)");
+ABSL_FLAG(absl::Duration, http_read_timeout, kRouter.http_read_timeout,
           "an HTTP request's headers and body must arrive within this (408 otherwise)");
-ABSL_FLAG(int, http_request_timeout_s, 600, "the longest one HTTP completion may run");
+ABSL_FLAG(absl::Duration, http_request_timeout, kRouter.http_request_timeout,
+          "the longest one HTTP completion may run");
 ABSL_FLAG(std::string, workers, "", "comma-separated host:port list of pkv-worker processes");
-ABSL_FLAG(std::string, workers_dns, "",
+ABSL_FLAG(std::string, workers_dns, kRouter.workers_dns,
           "name:port whose DNS A records are workers (a headless Service), re-resolved every "
-          "--dns_interval_ms; next to --workers");
-ABSL_FLAG(int, dns_interval_ms, 5000, "period of --workers_dns re-resolution");
-ABSL_FLAG(int, max_workers, 1024, "worker slots, static + discovered (bounds memory)");
-ABSL_FLAG(int, max_queue_tokens, 1 << 20, "prompt tokens waiting in the admission queue, at most");
-ABSL_FLAG(int, eject_base_ms, 500, "first ejection of a failing worker (doubles per ejection)");
-ABSL_FLAG(int, eject_max_ms, 3000, "longest ejection of a failing worker");
-ABSL_FLAG(int, eject_reset_ms, 30000, "a worker this long without ejection starts a new streak");
-ABSL_FLAG(int, max_inflight, 64, "Generate streams running at once");
-ABSL_FLAG(int, max_queue, 64, "Generate streams waiting for a slot beyond --max_inflight");
-ABSL_FLAG(int, queue_timeout_ms, 5000, "longest admission wait before RESOURCE_EXHAUSTED");
-ABSL_FLAG(int, retry_pushback_ms, 1000, "grpc-retry-pushback-ms sent with RESOURCE_EXHAUSTED");
-ABSL_FLAG(int, health_interval_ms, 500, "worker health-check period");
-ABSL_FLAG(int, health_timeout_ms, 500, "deadline of each worker health check");
-ABSL_FLAG(int, unhealthy_threshold, 2, "consecutive failed checks before a worker is unhealthy");
-ABSL_FLAG(int, load_interval_ms, 250, "worker GetLoad polling period");
-ABSL_FLAG(std::string, worker_health_service, "pkv.v1.Worker",
+          "--dns_interval; next to --workers");
+ABSL_FLAG(absl::Duration, dns_interval, kRouter.dns_interval,
+          "period of --workers_dns re-resolution");
+ABSL_FLAG(int, max_workers, kRouter.max_workers,
+          "worker slots, static + discovered (bounds memory)");
+ABSL_FLAG(int, max_queue_tokens, kRouter.max_queue_tokens,
+          "prompt tokens waiting in the admission queue, at most");
+ABSL_FLAG(absl::Duration, eject_base, kRouter.eject_base,
+          "first ejection of a failing worker (doubles per ejection)");
+ABSL_FLAG(absl::Duration, eject_max, kRouter.eject_max, "longest ejection of a failing worker");
+ABSL_FLAG(absl::Duration, eject_reset, kRouter.eject_reset,
+          "a worker this long without ejection starts a new streak");
+ABSL_FLAG(int, max_inflight, kRouter.max_inflight, "Generate streams running at once");
+ABSL_FLAG(int, max_queue, kRouter.max_queue,
+          "Generate streams waiting for a slot beyond --max_inflight");
+ABSL_FLAG(absl::Duration, queue_timeout, kRouter.queue_timeout,
+          "longest admission wait before RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, retry_pushback, kRouter.retry_pushback,
+          "grpc-retry-pushback-ms sent with RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, health_interval, kRouter.health_interval, "worker health-check period");
+ABSL_FLAG(absl::Duration, health_timeout, kRouter.health_timeout,
+          "deadline of each worker health check");
+ABSL_FLAG(int, unhealthy_threshold, kRouter.unhealthy_threshold,
+          "consecutive failed checks before a worker is unhealthy");
+ABSL_FLAG(absl::Duration, load_interval, kRouter.load_interval, "worker GetLoad polling period");
+ABSL_FLAG(std::string, worker_health_service, kRouter.worker_health_service,
           "grpc.health.v1 service name checked on workers (readiness)");
-ABSL_FLAG(int, worker_keepalive_ms, 1000, "keepalive ping period on worker channels");
-ABSL_FLAG(int, worker_keepalive_timeout_ms, 1000, "keepalive ack timeout on worker channels");
-ABSL_FLAG(int, stall_timeout_ms, 3000,
+ABSL_FLAG(absl::Duration, worker_keepalive, kRouter.worker_keepalive,
+          "keepalive ping period on worker channels");
+ABSL_FLAG(absl::Duration, worker_keepalive_timeout, kRouter.worker_keepalive_timeout,
+          "keepalive ack timeout on worker channels");
+ABSL_FLAG(absl::Duration, stall_timeout, kRouter.stall_timeout,
           "a worker stream silent this long while tokens are expected is a lost worker");
-ABSL_FLAG(int, max_attempts, 3, "placements per request before its first token");
-ABSL_FLAG(int, retry_backoff_ms, 50, "first retry backoff (doubles per attempt, jittered)");
-ABSL_FLAG(int, retry_backoff_max_ms, 1000, "retry backoff cap");
-ABSL_FLAG(int, max_migrations, 2,
+ABSL_FLAG(int, max_attempts, kRouter.max_attempts, "placements per request before its first token");
+ABSL_FLAG(absl::Duration, retry_backoff, kRouter.retry_backoff,
+          "first retry backoff (doubles per attempt, jittered)");
+ABSL_FLAG(absl::Duration, retry_backoff_max, kRouter.retry_backoff_max, "retry backoff cap");
+ABSL_FLAG(int, max_migrations, kRouter.max_migrations,
           "mid-stream moves of a stream to another worker when its worker is lost after tokens "
           "were sent (prompt + tokens replayed; 0 = ABORTED instead)");
-ABSL_FLAG(int, max_sessions, 100000, "session-affinity entries kept (LRU)");
-ABSL_FLAG(bool, prefix_routing, true,
+ABSL_FLAG(int, max_sessions, kRouter.max_sessions, "session-affinity entries kept (LRU)");
+ABSL_FLAG(bool, prefix_routing, kRouter.prefix_routing,
           "place a request on the worker that likely caches its prompt prefix (within a load "
           "bound)");
-ABSL_FLAG(int, max_prompt_tokens, 0, "prompt token cap; 0 = the model's max_context - 1");
-ABSL_FLAG(int, max_request_bytes, 1 << 20, "largest accepted request message");
-ABSL_FLAG(int, max_concurrent_streams, 100, "HTTP/2 streams per client connection");
-ABSL_FLAG(int, drain_timeout_s, 30, "on SIGTERM/SIGINT, how long in-flight streams may finish");
-ABSL_FLAG(int, max_metadata_bytes, 8 << 10, "largest accepted request metadata (headers) per call");
-ABSL_FLAG(int, handshake_timeout_ms, 10000,
+ABSL_FLAG(int, max_prompt_tokens, static_cast<int>(kRouter.limits.max_prompt_tokens),
+          "prompt token cap; 0 = the model's max_context - 1");
+ABSL_FLAG(int, max_request_bytes, kRouter.max_request_bytes, "largest accepted request message");
+ABSL_FLAG(int, max_concurrent_streams, kRouter.max_concurrent_streams,
+          "HTTP/2 streams per client connection");
+ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
+          "on SIGTERM/SIGINT, how long in-flight streams may finish");
+ABSL_FLAG(int, max_metadata_bytes, kRouter.max_metadata_bytes,
+          "largest accepted request metadata (headers) per call");
+ABSL_FLAG(absl::Duration, handshake_timeout, kRouter.handshake_timeout,
           "close a client connection that has not completed TLS + HTTP/2 setup by then");
-ABSL_FLAG(int, max_stop_strings, 16, "stop strings per request");
-ABSL_FLAG(int, max_prompt_text_bytes, 1 << 20, "bytes of a text prompt");
-ABSL_FLAG(int, client_write_timeout_ms, 30000,
+ABSL_FLAG(int, max_stop_strings, static_cast<int>(kRouter.limits.max_stop_strings),
+          "stop strings per request");
+ABSL_FLAG(int, max_prompt_text_bytes, static_cast<int>(kRouter.limits.max_prompt_text_bytes),
+          "bytes of a text prompt");
+ABSL_FLAG(absl::Duration, client_write_timeout, kRouter.client_write_timeout,
           "cancel a stream whose client leaves a response unread this long (0 = never)");
-ABSL_FLAG(int, max_streams_per_connection_s, 2000,
+ABSL_FLAG(int, max_streams_per_connection_per_second, kRouter.max_streams_per_connection_per_second,
           "close a client connection that opens more streams than this in one second (0 = off)");
-ABSL_FLAG(int, max_resets_per_connection_s, 200,
+ABSL_FLAG(int, max_resets_per_connection_per_second, kRouter.max_resets_per_connection_per_second,
           "close a client connection that resets more streams than this in one second (HTTP/2 "
           "rapid reset; 0 = off)");
 // Security (README "Security"). Plaintext is an explicit opt-in.
@@ -123,27 +151,27 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   if (!workers.ok()) return workers.status();
   o.workers = *std::move(workers);
   o.workers_dns = absl::GetFlag(FLAGS_workers_dns);
-  o.dns_interval_ms = absl::GetFlag(FLAGS_dns_interval_ms);
+  o.dns_interval = absl::GetFlag(FLAGS_dns_interval);
   o.max_workers = absl::GetFlag(FLAGS_max_workers);
   o.max_queue_tokens = absl::GetFlag(FLAGS_max_queue_tokens);
-  o.eject_base_ms = absl::GetFlag(FLAGS_eject_base_ms);
-  o.eject_max_ms = absl::GetFlag(FLAGS_eject_max_ms);
-  o.eject_reset_ms = absl::GetFlag(FLAGS_eject_reset_ms);
+  o.eject_base = absl::GetFlag(FLAGS_eject_base);
+  o.eject_max = absl::GetFlag(FLAGS_eject_max);
+  o.eject_reset = absl::GetFlag(FLAGS_eject_reset);
   o.max_inflight = absl::GetFlag(FLAGS_max_inflight);
   o.max_queue = absl::GetFlag(FLAGS_max_queue);
-  o.queue_timeout_ms = absl::GetFlag(FLAGS_queue_timeout_ms);
-  o.retry_pushback_ms = absl::GetFlag(FLAGS_retry_pushback_ms);
-  o.health_interval_ms = absl::GetFlag(FLAGS_health_interval_ms);
-  o.health_timeout_ms = absl::GetFlag(FLAGS_health_timeout_ms);
+  o.queue_timeout = absl::GetFlag(FLAGS_queue_timeout);
+  o.retry_pushback = absl::GetFlag(FLAGS_retry_pushback);
+  o.health_interval = absl::GetFlag(FLAGS_health_interval);
+  o.health_timeout = absl::GetFlag(FLAGS_health_timeout);
   o.unhealthy_threshold = absl::GetFlag(FLAGS_unhealthy_threshold);
-  o.load_interval_ms = absl::GetFlag(FLAGS_load_interval_ms);
+  o.load_interval = absl::GetFlag(FLAGS_load_interval);
   o.worker_health_service = absl::GetFlag(FLAGS_worker_health_service);
-  o.worker_keepalive_ms = absl::GetFlag(FLAGS_worker_keepalive_ms);
-  o.worker_keepalive_timeout_ms = absl::GetFlag(FLAGS_worker_keepalive_timeout_ms);
-  o.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
+  o.worker_keepalive = absl::GetFlag(FLAGS_worker_keepalive);
+  o.worker_keepalive_timeout = absl::GetFlag(FLAGS_worker_keepalive_timeout);
+  o.stall_timeout = absl::GetFlag(FLAGS_stall_timeout);
   o.max_attempts = absl::GetFlag(FLAGS_max_attempts);
-  o.retry_backoff_ms = absl::GetFlag(FLAGS_retry_backoff_ms);
-  o.retry_backoff_max_ms = absl::GetFlag(FLAGS_retry_backoff_max_ms);
+  o.retry_backoff = absl::GetFlag(FLAGS_retry_backoff);
+  o.retry_backoff_max = absl::GetFlag(FLAGS_retry_backoff_max);
   o.max_migrations = absl::GetFlag(FLAGS_max_migrations);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.prefix_routing = absl::GetFlag(FLAGS_prefix_routing);
@@ -154,15 +182,17 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
   o.http_max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes);
-  o.http_read_timeout_ms = absl::GetFlag(FLAGS_http_read_timeout_ms);
-  o.http_request_timeout_s = absl::GetFlag(FLAGS_http_request_timeout_s);
+  o.http_read_timeout = absl::GetFlag(FLAGS_http_read_timeout);
+  o.http_request_timeout = absl::GetFlag(FLAGS_http_request_timeout);
   absl::Status security = SecurityFromFlags(o);
   if (!security.ok()) return security;
   o.max_metadata_bytes = absl::GetFlag(FLAGS_max_metadata_bytes);
-  o.handshake_timeout_ms = absl::GetFlag(FLAGS_handshake_timeout_ms);
-  o.client_write_timeout_ms = absl::GetFlag(FLAGS_client_write_timeout_ms);
-  o.max_streams_per_connection_s = absl::GetFlag(FLAGS_max_streams_per_connection_s);
-  o.max_resets_per_connection_s = absl::GetFlag(FLAGS_max_resets_per_connection_s);
+  o.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  o.client_write_timeout = absl::GetFlag(FLAGS_client_write_timeout);
+  o.max_streams_per_connection_per_second =
+      absl::GetFlag(FLAGS_max_streams_per_connection_per_second);
+  o.max_resets_per_connection_per_second =
+      absl::GetFlag(FLAGS_max_resets_per_connection_per_second);
   const int max_stops = absl::GetFlag(FLAGS_max_stop_strings);
   const int max_text = absl::GetFlag(FLAGS_max_prompt_text_bytes);
   if (max_stops < 0 || max_text < 1) {
@@ -178,12 +208,8 @@ absl::StatusOr<RouterProcessOptions> RouterProcessOptionsFromFlags() {
   }
   o.limits.max_prompt_tokens = static_cast<uint32_t>(max_prompt);
   p.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  p.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
-  if (p.drain_timeout_s < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--drain_timeout_s must be >= 0, got ", p.drain_timeout_s));
-  }
-  absl::Status valid = ValidateRouterOptions(o);
+  p.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  absl::Status valid = ValidateRouterProcessOptions(p);
   if (!valid.ok()) return valid;
   return p;
 }

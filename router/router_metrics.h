@@ -67,7 +67,7 @@ class RouterMetrics {
   void RecordRejection(Rejection reason);
   // A call refused for a missing or invalid API key (any method).
   void RecordAuthFailure() { auth_failures_.Increment(); }
-  // A stream cancelled because its client left a write unread for client_write_timeout_ms.
+  // A stream cancelled because its client left a write unread for client_write_timeout.
   void RecordSlowClientCancel() { slow_client_cancels_.Increment(); }
   void SetWorkers(int healthy, int unhealthy);
   void SetInflight(int inflight) { inflight_.Set(inflight); }

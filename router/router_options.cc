@@ -14,6 +14,14 @@ absl::Status CheckAtLeast(const char* flag, int value, int min) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be >= ", min, ", got ", value));
 }
 
+// An infinite duration is refused too: every one of these arms a timer or an RPC deadline.
+absl::Status CheckDurationAtLeast(const char* flag, absl::Duration value, absl::Duration min) {
+  if (value >= min && value != absl::InfiniteDuration()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " must be a finite duration >= ", absl::FormatDuration(min),
+                   ", got ", absl::FormatDuration(value)));
+}
+
 absl::Status ValidateTlsOptions(const RouterOptions& o) {
   const TlsFiles& c = o.client_tls;
   if (c.cert_file.empty() != c.key_file.empty()) {
@@ -71,42 +79,57 @@ absl::Status ValidateRouterOptions(const RouterOptions& o) {
       {"http_threads", {o.http_threads, 1}},
       {"http_max_connections", {o.http_max_connections, 1}},
       {"http_max_body_bytes", {o.http_max_body_bytes, 1024}},
-      {"http_read_timeout_ms", {o.http_read_timeout_ms, 10}},
-      {"http_request_timeout_s", {o.http_request_timeout_s, 1}},
       {"max_queue", {o.max_queue, 0}},
       {"max_queue_tokens", {o.max_queue_tokens, 1}},
-      {"dns_interval_ms", {o.dns_interval_ms, 100}},
       {"max_workers", {o.max_workers, 1}},
-      {"eject_base_ms", {o.eject_base_ms, 1}},
-      {"eject_max_ms", {o.eject_max_ms, 1}},
-      {"eject_reset_ms", {o.eject_reset_ms, 0}},
-      {"queue_timeout_ms", {o.queue_timeout_ms, 0}},
-      {"retry_pushback_ms", {o.retry_pushback_ms, 0}},
-      {"health_interval_ms", {o.health_interval_ms, 10}},
-      {"health_timeout_ms", {o.health_timeout_ms, 10}},
       {"unhealthy_threshold", {o.unhealthy_threshold, 1}},
-      {"load_interval_ms", {o.load_interval_ms, 10}},
-      {"worker_keepalive_ms", {o.worker_keepalive_ms, 100}},
-      {"worker_keepalive_timeout_ms", {o.worker_keepalive_timeout_ms, 100}},
-      {"stall_timeout_ms", {o.stall_timeout_ms, 10}},
       {"max_attempts", {o.max_attempts, 1}},
-      {"retry_backoff_ms", {o.retry_backoff_ms, 0}},
-      {"retry_backoff_max_ms", {o.retry_backoff_max_ms, 0}},
       {"max_migrations", {o.max_migrations, 0}},
       {"max_sessions", {o.max_sessions, 1}},
       {"max_request_bytes", {o.max_request_bytes, 1024}},
       {"max_concurrent_streams", {o.max_concurrent_streams, 1}},
       {"max_metadata_bytes", {o.max_metadata_bytes, 1024}},
-      {"handshake_timeout_ms", {o.handshake_timeout_ms, 100}},
-      {"client_write_timeout_ms", {o.client_write_timeout_ms, 0}},
-      {"max_streams_per_connection_s", {o.max_streams_per_connection_s, 0}},
-      {"max_resets_per_connection_s", {o.max_resets_per_connection_s, 0}},
+      {"max_streams_per_connection_per_second", {o.max_streams_per_connection_per_second, 0}},
+      {"max_resets_per_connection_per_second", {o.max_resets_per_connection_per_second, 0}},
   };
   for (const auto& [flag, value_min] : checks) {
     absl::Status s = CheckAtLeast(flag, value_min.first, value_min.second);
     if (!s.ok()) return s;
   }
+  // Periods and deadlines that drive timers or RPCs must be positive (a zero period would spin);
+  // the floors keep a typo like --health_interval=1us from flooding the workers. Zero is
+  // meaningful only where the comment in router_options.h says so (no wait, no backoff, never).
+  const std::pair<const char*, std::pair<absl::Duration, absl::Duration>> durations[] = {
+      {"http_read_timeout", {o.http_read_timeout, absl::Milliseconds(10)}},
+      {"http_request_timeout", {o.http_request_timeout, absl::Seconds(1)}},
+      {"dns_interval", {o.dns_interval, absl::Milliseconds(100)}},
+      {"eject_base", {o.eject_base, absl::Milliseconds(1)}},
+      {"eject_max", {o.eject_max, absl::Milliseconds(1)}},
+      {"eject_reset", {o.eject_reset, absl::ZeroDuration()}},
+      {"queue_timeout", {o.queue_timeout, absl::ZeroDuration()}},
+      {"retry_pushback", {o.retry_pushback, absl::ZeroDuration()}},
+      {"health_interval", {o.health_interval, absl::Milliseconds(10)}},
+      {"health_timeout", {o.health_timeout, absl::Milliseconds(10)}},
+      {"load_interval", {o.load_interval, absl::Milliseconds(10)}},
+      {"worker_keepalive", {o.worker_keepalive, absl::Milliseconds(100)}},
+      {"worker_keepalive_timeout", {o.worker_keepalive_timeout, absl::Milliseconds(100)}},
+      {"stall_timeout", {o.stall_timeout, absl::Milliseconds(10)}},
+      {"retry_backoff", {o.retry_backoff, absl::ZeroDuration()}},
+      {"retry_backoff_max", {o.retry_backoff_max, absl::ZeroDuration()}},
+      {"handshake_timeout", {o.handshake_timeout, absl::Milliseconds(100)}},
+      {"client_write_timeout", {o.client_write_timeout, absl::ZeroDuration()}},
+  };
+  for (const auto& [flag, value_min] : durations) {
+    absl::Status s = CheckDurationAtLeast(flag, value_min.first, value_min.second);
+    if (!s.ok()) return s;
+  }
   return ValidateTlsOptions(o);
+}
+
+absl::Status ValidateRouterProcessOptions(const RouterProcessOptions& p) {
+  absl::Status s = CheckDurationAtLeast("drain_timeout", p.drain_timeout, absl::ZeroDuration());
+  if (!s.ok()) return s;
+  return ValidateRouterOptions(p.router);
 }
 
 }  // namespace pkv::router

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "api/request_validation.h"
 #include "common/tls.h"
 #include "router/connection_guard.h"
@@ -19,45 +20,47 @@ struct RouterOptions {
   std::string listen = "127.0.0.1:50051";  // client-facing gRPC (port 0 = pick one)
   std::vector<std::string> workers;        // static host:port list, one pkv-worker each
   // DNS discovery (router/dns_discovery.h): "name:port" whose A records are workers (a headless
-  // Service), re-resolved every dns_interval_ms; next to `workers`. Empty = off.
+  // Service), re-resolved every dns_interval; next to `workers`. Empty = off.
   std::string workers_dns;
-  int dns_interval_ms = 5000;
+  absl::Duration dns_interval = absl::Seconds(5);
   int max_workers = 1024;  // worker slots (static + discovered): bounds the registry's memory
 
   // Admission: at most max_inflight streams run; up to max_queue more wait at most
-  // queue_timeout_ms for a slot; beyond that RESOURCE_EXHAUSTED with grpc-retry-pushback-ms.
+  // queue_timeout for a slot; beyond that RESOURCE_EXHAUSTED with grpc-retry-pushback-ms.
   int max_inflight = 64;
   int max_queue = 64;
   // ... and at most this many prompt tokens wait in the queue (token ids, or the bytes of a text
   // prompt as an upper bound), so a few huge prompts cannot hold the queue's memory either.
   int max_queue_tokens = 1 << 20;
-  int queue_timeout_ms = 5000;
-  int retry_pushback_ms = 1000;  // value of the grpc-retry-pushback-ms trailer
+  absl::Duration queue_timeout = absl::Seconds(5);
+  absl::Duration retry_pushback = absl::Seconds(1);  // sent as the grpc-retry-pushback-ms trailer
 
   // Worker registry. A worker is placeable when its last health check said SERVING, it is not
-  // draining, and its ModelInfo is known. unhealthy_threshold consecutive failed checks (500 ms
-  // deadline each) mark it unhealthy; a refused connection on a Generate does so at once.
-  int health_interval_ms = 500;
-  int health_timeout_ms = 500;
+  // draining, and its ModelInfo is known. unhealthy_threshold consecutive failed checks
+  // (health_timeout each) mark it unhealthy; a refused connection on a Generate does so at once.
+  absl::Duration health_interval = absl::Milliseconds(500);
+  absl::Duration health_timeout = absl::Milliseconds(500);
   int unhealthy_threshold = 2;
-  int load_interval_ms = 250;
+  absl::Duration load_interval = absl::Milliseconds(250);
   std::string worker_health_service = "pkv.v1.Worker";
   // Circuit breaker per worker (router/circuit_breaker.h): ejection k lasts
-  // min(eject_max_ms, eject_base_ms * 2^(k-1)) x jitter [0.5, 1); a streak is forgotten after
-  // eject_reset_ms without an ejection.
-  int eject_base_ms = 500;
-  int eject_max_ms = 3000;
-  int eject_reset_ms = 30000;
-  int worker_keepalive_ms = 1000;  // RELIABILITY.md 3.0: keepalive 1 s / timeout 1 s
-  int worker_keepalive_timeout_ms = 1000;
+  // min(eject_max, eject_base * 2^(k-1)) x jitter [0.5, 1); a streak is forgotten after
+  // eject_reset without an ejection.
+  absl::Duration eject_base = absl::Milliseconds(500);
+  absl::Duration eject_max = absl::Seconds(3);
+  absl::Duration eject_reset = absl::Seconds(30);
+  // Keepalive pings on worker channels (RELIABILITY.md 3.0: keepalive 1 s / timeout 1 s); gRPC
+  // takes them in whole milliseconds.
+  absl::Duration worker_keepalive = absl::Seconds(1);
+  absl::Duration worker_keepalive_timeout = absl::Seconds(1);
 
-  // Streams. A worker stream silent for stall_timeout_ms while tokens are expected counts as a
+  // Streams. A worker stream silent for stall_timeout while tokens are expected counts as a
   // lost worker. Before the first token a lost/refusing worker is replaced, up to max_attempts
-  // placements in total, with jittered exponential backoff from retry_backoff_ms.
-  int stall_timeout_ms = 3000;
+  // placements in total, with jittered exponential backoff from retry_backoff.
+  absl::Duration stall_timeout = absl::Seconds(3);
   int max_attempts = 3;
-  int retry_backoff_ms = 50;
-  int retry_backoff_max_ms = 1000;
+  absl::Duration retry_backoff = absl::Milliseconds(50);
+  absl::Duration retry_backoff_max = absl::Seconds(1);
   // Mid-stream migration (replay prompt + emitted tokens on another worker, README
   // "Reliability"): at most this many moves per stream; beyond (or 0 = off) a worker lost after
   // tokens were sent ends the stream with ABORTED + trailer tokens-emitted.
@@ -74,15 +77,16 @@ struct RouterOptions {
   int max_concurrent_streams = 100;
   int max_metadata_bytes = 8 << 10;  // request headers (incl. the API key) per call
   // A connection that has not finished its TLS handshake and HTTP/2 preface by then is closed
-  // (RELIABILITY S1; gRPC's default is 120 s).
-  int handshake_timeout_ms = 10000;
+  // (RELIABILITY S1; gRPC's default is 120 s). gRPC takes it in whole milliseconds.
+  absl::Duration handshake_timeout = absl::Seconds(10);
   // A client that leaves one write (or the final status) unread this long is cancelled, which
-  // frees its admission slot and the worker's KV pages (0 = never).
-  int client_write_timeout_ms = 30000;
+  // frees its admission slot and the worker's KV pages (zero = never).
+  absl::Duration client_write_timeout = absl::Seconds(30);
   // Per client connection, in any one-second window (router/connection_guard.h, RELIABILITY S5):
   // streams opened and streams the client reset; past either the connection is closed. 0 = off.
-  int max_streams_per_connection_s = 2000;
-  int max_resets_per_connection_s = 200;
+  // Counts per second, not durations.
+  int max_streams_per_connection_per_second = 2000;
+  int max_resets_per_connection_per_second = 200;
 
   // Security. An empty TlsFiles means plaintext (the binary demands --insecure for that).
   TlsFiles client_tls;  // --tls_cert/--tls_key; --tls_ca: verifies client certificates
@@ -104,18 +108,29 @@ struct RouterOptions {
   int http_max_connections = 1024;  // more are closed as soon as they are accepted
   int http_max_body_bytes = 4 << 20;
   // A request's headers and body must arrive within this (RELIABILITY: slow senders).
-  int http_read_timeout_ms = 10000;
+  absl::Duration http_read_timeout = absl::Seconds(10);
   // The longest one HTTP completion may run; the client's disconnect ends it sooner.
-  int http_request_timeout_s = 600;
+  absl::Duration http_request_timeout = absl::Minutes(10);
 
   api::RequestLimits limits;
+};
+
+// RouterOptions plus the settings only the binary (router/main.cc) uses.
+struct RouterProcessOptions {
+  RouterOptions router;
+  std::string metrics_listen = "127.0.0.1:9100";  // Prometheus /metrics; empty = off
+  // On SIGTERM/SIGINT in-flight streams get this long to finish (zero: cancelled at once).
+  absl::Duration drain_timeout = absl::Seconds(30);
 };
 
 // Splits "host:port,host:port" into addresses; rejects empty entries and entries without a port.
 absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list);
 
-// Checks ranges (positive intervals, max_attempts >= 1, ...) and that some worker source (--workers
-// or --workers_dns) is given; INVALID_ARGUMENT naming the flag.
+// Checks ranges (positive intervals, no negative timeouts, max_attempts >= 1, ...) and that some
+// worker source (--workers or --workers_dns) is given; INVALID_ARGUMENT naming the flag.
 absl::Status ValidateRouterOptions(const RouterOptions& options);
+
+// ValidateRouterOptions plus the process-level settings; INVALID_ARGUMENT naming the flag.
+absl::Status ValidateRouterProcessOptions(const RouterProcessOptions& options);
 
 }  // namespace pkv::router

@@ -29,8 +29,7 @@ RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_
     : options_(std::move(options)),
       metrics_registry_(metrics_registry),
       metrics_(metrics_registry),
-      admission_(options_.max_inflight, options_.max_queue,
-                 absl::Milliseconds(options_.queue_timeout_ms), &timers_,
+      admission_(options_.max_inflight, options_.max_queue, options_.queue_timeout, &timers_,
                  [this](int inflight, int queued) {
                    metrics_.SetInflight(inflight);
                    metrics_.SetQueueDepth(queued);
@@ -38,8 +37,8 @@ RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_
       placer_(static_cast<size_t>(options_.max_sessions), StartupKey(),
               PrefixRouting{.enabled = options_.prefix_routing}),
       ids_(StartupKey()),
-      connections_(ConnectionLimits{options_.max_streams_per_connection_s,
-                                    options_.max_resets_per_connection_s}) {}
+      connections_(ConnectionLimits{options_.max_streams_per_connection_per_second,
+                                    options_.max_resets_per_connection_per_second}) {}
 
 RouterServer::~RouterServer() { Shutdown(); }
 
@@ -75,7 +74,9 @@ absl::Status RouterServer::Start() {
   builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options_.max_metadata_bytes);
-  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, options_.handshake_timeout_ms);
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options_.handshake_timeout)));
   // Ping-flood policy (RELIABILITY S4), gRPC core's defaults pinned: a PING sooner than 5 min after
   // the last with no data in flight is a strike; a third strike gets GOAWAY too_many_pings.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5 * 60 * 1000);
@@ -100,7 +101,7 @@ absl::Status RouterServer::Start() {
     const absl::StatusOr<DnsTarget> target = ParseDnsTarget(options_.workers_dns);  // validated
     discovery_ = std::make_unique<DnsDiscovery>(
         options_.workers_dns, [target = *target] { return ResolveARecords(target); },
-        absl::Milliseconds(options_.dns_interval_ms),
+        options_.dns_interval,
         [this](const std::vector<std::string>& addresses) { registry_->SetDiscovered(addresses); });
     discovery_->Start();  // resolves once now, so the first probe round sees DNS workers
   }
@@ -123,7 +124,7 @@ absl::Status RouterServer::StartHttp(const TlsFiles& tls) {
   }
   openai::OpenAiOptions api;
   api.served_model_name = options_.served_model_name;
-  api.request_timeout = absl::Seconds(options_.http_request_timeout_s);
+  api.request_timeout = options_.http_request_timeout;
   std::shared_ptr<grpc::Channel> channel;
   {
     absl::MutexLock lock(&health_mu_);
@@ -137,9 +138,9 @@ absl::Status RouterServer::StartHttp(const TlsFiles& tls) {
   ho.threads = options_.http_threads;
   ho.max_connections = options_.http_max_connections;
   ho.max_body_bytes = static_cast<size_t>(options_.http_max_body_bytes);
-  ho.read_timeout = absl::Milliseconds(options_.http_read_timeout_ms);
-  ho.write_timeout = options_.client_write_timeout_ms > 0
-                         ? absl::Milliseconds(options_.client_write_timeout_ms)
+  ho.read_timeout = options_.http_read_timeout;
+  ho.write_timeout = options_.client_write_timeout > absl::ZeroDuration()
+                         ? options_.client_write_timeout
                          : absl::Hours(24 * 365);
   absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::Start(
       std::move(ho), [api = openai_.get()](std::shared_ptr<http::Exchange> exchange) {

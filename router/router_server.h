@@ -6,7 +6,7 @@
 // finishing streams); "pkv.v1.Generation" is readiness, SERVING while at least one worker is
 // healthy, NOT_SERVING otherwise and for good from the first moment of Drain().
 // Workers: the static options.workers plus, with options.workers_dns, the DNS answer re-resolved
-// every dns_interval_ms (router/dns_discovery.h).
+// every dns_interval (router/dns_discovery.h).
 // Drain(): NOT_SERVING, new Generate calls get UNAVAILABLE, in-flight streams run to completion
 // for up to `timeout`, then the server shuts down (the rest are cancelled).
 //

@@ -43,9 +43,8 @@ int WorkerRegistry::AddWorkerLocked(const std::string& address, bool is_static) 
   worker.address = address;
   worker.is_static = is_static;
   worker.generation = generation;  // ConnectLocked bumps it past the previous occupant's
-  worker.breaker = CircuitBreaker(CircuitBreakerOptions{
-      absl::Milliseconds(options_.eject_base_ms), absl::Milliseconds(options_.eject_max_ms),
-      absl::Milliseconds(options_.eject_reset_ms)});
+  worker.breaker = CircuitBreaker(
+      CircuitBreakerOptions{options_.eject_base, options_.eject_max, options_.eject_reset});
   ConnectLocked(worker);
   return slot;
 }

@@ -39,8 +39,7 @@ bool UsableModel(const pkv::v1::ModelInfo& model) {
 }  // namespace
 
 void WorkerRegistry::ProbeHealth(int w, bool regular) {
-  auto probe = NewProbe<HealthCheckRequest, HealthCheckResponse>(
-      absl::Milliseconds(options_.health_timeout_ms));
+  auto probe = NewProbe<HealthCheckRequest, HealthCheckResponse>(options_.health_timeout);
   probe->request.set_service(options_.worker_health_service);
   std::shared_ptr<grpc::health::v1::Health::Stub> health;
   uint64_t generation = 0;
@@ -63,7 +62,7 @@ void WorkerRegistry::ProbeHealth(int w, bool regular) {
 
 void WorkerRegistry::ProbeLoad(int w) {
   auto probe = NewProbe<pkv::v1::GetLoadRequest, pkv::v1::Load>(
-      absl::Milliseconds(std::max(options_.load_interval_ms, options_.health_timeout_ms)));
+      std::max(options_.load_interval, options_.health_timeout));
   StubPtr stub;
   uint64_t generation = 0;
   {
@@ -105,7 +104,7 @@ void WorkerRegistry::FetchModelInfo(int w, uint64_t generation) {
 void WorkerRegistry::VerifyLost(int w, uint64_t generation, std::string why) {
   // Long enough that a router just back from a pause or starvation reads the answer in time.
   auto probe = NewProbe<HealthCheckRequest, HealthCheckResponse>(
-      std::max(kVerifyTimeout, 2 * absl::Milliseconds(options_.health_timeout_ms)));
+      std::max(kVerifyTimeout, 2 * options_.health_timeout));
   probe->request.set_service(options_.worker_health_service);
   std::shared_ptr<grpc::health::v1::Health::Stub> health;
   {

@@ -19,8 +19,10 @@ std::shared_ptr<grpc::Channel> MakeWorkerChannel(
   // Keepalive as a hang detector only works if pings continue while the worker sends nothing:
   // permit pings without calls and lift core's "2 pings without data" cap (RELIABILITY.md 3.0).
   // The worker must accept them (permit without calls, min recv ping interval <= this time).
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, options.worker_keepalive_ms);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.worker_keepalive_timeout_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.worker_keepalive)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.worker_keepalive_timeout)));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Reconnect quickly to a restarted worker (default backoff grows to 120 s).
@@ -94,8 +96,8 @@ void WorkerRegistry::Stop() {
 void WorkerRegistry::PollLoop() {
   absl::Time next_health = absl::Now();
   absl::Time next_load = next_health;
-  const absl::Duration health_interval = absl::Milliseconds(options_.health_interval_ms);
-  const absl::Duration load_interval = absl::Milliseconds(options_.load_interval_ms);
+  const absl::Duration health_interval = options_.health_interval;
+  const absl::Duration load_interval = options_.load_interval;
   // An ejected worker is probed at its breaker's reopen time, not only on the health interval.
   const absl::Duration tick = std::min(health_interval, absl::Milliseconds(50));
   while (true) {

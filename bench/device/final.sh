@@ -93,7 +93,7 @@ echo "e2e lt rc=$?" >> "$S"
 
 # 4. The route policies against live measurements.
 el "policy live"
-timeout 100 "$R" pkv-bench policy --live 1 --trace bench/traces/heldout-20260623.tsv \
+timeout 100 "$R" pkv-bench policy --live --trace bench/traces/heldout-20260623.tsv \
   --policy_dir policies --out "$OUT/policy_live.tsv" > "$OUT/policy_live.log" 2>&1
 echo "policy live rc=$?" >> "$S"
 grep -iE "regret|speed-up|worst|geomean" "$OUT/policy_live.log" | head -20 >> "$S"

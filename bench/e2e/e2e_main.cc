@@ -10,17 +10,31 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/e2e/e2e_bench.h"
 #include "bench/e2e/e2e_variants.h"
-#include "bench/kernels/flags.h"
 #include "bench/kernels/trace.h"
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
 #include "worker/tools/model_shapes.h"
+
+ABSL_FLAG(std::string, shapes, "llama3-8b,llama3-1b",
+          "e2e: model shapes with random weights (pkv-make-model's), comma-separated");
+ABSL_FLAG(std::string, model_dir, "", "e2e: a model checkpoint instead of --shapes");
+ABSL_FLAG(std::string, decode_lines,
+          "bucketed-B1-N4096,uniform-B1,bucketed-B8-N4096,uniform-B8,uniform-B32,bimodal-B32,"
+          "uniform-B64,bimodal-B64",
+          "e2e: --trace lines decoded");
+ABSL_FLAG(std::string, prompts, "512,2048,8192", "e2e: prefill prompt lengths (empty: none)");
+ABSL_FLAG(std::string, variants, "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,lt,lt+pdl,eager",
+          "e2e: backend variants (e2e_variants.h)");
+ABSL_FLAG(int32_t, warmup, 3, "e2e: untimed decode steps first");
+ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
 
 namespace pkv::bench {
 namespace {
@@ -147,24 +161,26 @@ std::vector<int32_t> ParseInts(const std::string& s) {
   return out;
 }
 
-absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& ceil,
+absl::Status RunShape(const std::string& shape, const Ceilings& ceil,
                       const std::vector<TraceLine>& trace, Report* report) {
   CudaBackendOptions o;
   o.max_step_tokens = 8192;
   o.max_rows = 256;
-  o.kv_memory_fraction = std::stod(f.Str("kv_memory_fraction"));
+  o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
   std::unique_ptr<CudaModelBackend> b;
-  if (!f.Str("model_dir").empty()) {
-    PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::Load(f.Str("model_dir"), o));
+  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  if (!model_dir.empty()) {
+    PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::Load(model_dir, o));
   } else {
     PKV_ASSIGN_OR_RETURN(ModelConfig config, ModelShapeConfig(shape));
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::LoadRandom(config, 1, o));
   }
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
-  PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants, ParseVariants(f.Str("variants")));
-  const std::string model = f.Str("model_dir").empty() ? shape : f.Str("model_dir");
+  PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants,
+                       ParseVariants(absl::GetFlag(FLAGS_variants)));
+  const std::string model = model_dir.empty() ? shape : model_dir;
   const std::vector<std::string> lines =
-      absl::StrSplit(f.Str("decode_lines"), ',', absl::SkipEmpty());
+      absl::StrSplit(absl::GetFlag(FLAGS_decode_lines), ',', absl::SkipEmpty());
   for (const std::string& name : lines) {
     const TraceLine* line = nullptr;
     for (const TraceLine& t : trace) line = t.name == name ? &t : line;
@@ -181,8 +197,9 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
         if (!applied.ok()) r.skipped = std::string(applied.message());
       }
       if (r.skipped.empty()) {
-        PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, f.Int("warmup"),
-                                          f.Int("steps"), ceil.stream_gbps, 5));
+        PKV_ASSIGN_OR_RETURN(
+            r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
+                         absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps, 5));
         r.skinny = v.skinny;
         r.variant = v.name;
       }
@@ -190,7 +207,7 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
     }
   }
   PKV_RETURN_IF_ERROR(ApplyVariant(Variant{}, b.get()));  // prefill on the default configuration
-  for (int32_t n : ParseInts(f.Str("prompts"))) {
+  for (int32_t n : ParseInts(absl::GetFlag(FLAGS_prompts))) {
     PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
     report->Prefill(model, r);
   }
@@ -199,25 +216,8 @@ absl::Status RunShape(const std::string& shape, const Flags& f, const Ceilings& 
 
 }  // namespace
 
-int E2eMain(int argc, char** argv) {
-  Flags f({{"shapes", "llama3-8b,llama3-1b"},
-           {"model_dir", ""},
-           {"trace", "bench/traces/heldout-20260623.tsv"},
-           {"decode_lines",
-            "bucketed-B1-N4096,uniform-B1,bucketed-B8-N4096,uniform-B8,uniform-B32,bimodal-B32,"
-            "uniform-B64,bimodal-B64"},
-           {"prompts", "512,2048,8192"},
-           {"variants", "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,lt,lt+pdl,eager"},
-           {"steps", "16"},
-           {"warmup", "3"},
-           {"kv_memory_fraction", "0.9"},
-           {"out", "e2e.tsv"}});
-  absl::Status st = f.Parse(argc, argv);
-  if (!st.ok()) {
-    std::fprintf(stderr, "%s\n%s", std::string(st.message()).c_str(), f.Usage().c_str());
-    return 2;
-  }
-  absl::StatusOr<std::vector<TraceLine>> trace = ReadTrace(f.Str("trace"));
+int E2eMain() {
+  absl::StatusOr<std::vector<TraceLine>> trace = ReadTrace(absl::GetFlag(FLAGS_trace));
   if (!trace.ok()) {
     std::fprintf(stderr, "pkv-bench e2e: %s\n", std::string(trace.status().message()).c_str());
     return 1;
@@ -227,16 +227,18 @@ int E2eMain(int argc, char** argv) {
     std::fprintf(stderr, "pkv-bench e2e: %s\n", std::string(ceil.status().message()).c_str());
     return 1;
   }
-  Report report(f.Str("out"));
+  const std::string out = absl::GetFlag(FLAGS_out);
+  Report report(out.empty() ? "e2e.tsv" : out);
   report.Ceiling(*ceil);
   report.Host(64, MeasureSchedulerUs(64, 200));
   const std::vector<std::string> shapes =
-      f.Str("model_dir").empty()
-          ? std::vector<std::string>(absl::StrSplit(f.Str("shapes"), ',', absl::SkipEmpty()))
+      absl::GetFlag(FLAGS_model_dir).empty()
+          ? std::vector<std::string>(
+                absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',', absl::SkipEmpty()))
           : std::vector<std::string>{"checkpoint"};
   int rc = 0;
   for (const std::string& shape : shapes) {
-    st = RunShape(shape, f, *ceil, *trace, &report);
+    const absl::Status st = RunShape(shape, *ceil, *trace, &report);
     if (!st.ok()) {
       std::fprintf(stderr, "pkv-bench e2e %s: %s\n", shape.c_str(), st.ToString().c_str());
       rc = 1;

@@ -10,21 +10,26 @@
 //   pkv-bench gemv [--dtype bf16|fp16] [--tokens 1,2,4,8] [--iters 200] [--out FILE.tsv]
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/kernels/flags.h"
+#include "bench/bench_flags.h"
 #include "bench/kernels/gpu_util.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
 #include "kernels/model/gemv.h"
+
+ABSL_FLAG(std::string, tokens, "1,2,4,8", "gemv: token counts (rows) timed, comma-separated");
 
 namespace pkv::bench {
 namespace {
@@ -107,13 +112,21 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
   return absl::OkStatus();
 }
 
-absl::Status Run(const Flags& flags) {
-  const bool bf16 = flags.Str("dtype") != "fp16";
-  std::vector<int32_t> tokens;
-  for (absl::string_view t : absl::StrSplit(flags.Str("tokens"), ',', absl::SkipEmpty())) {
-    tokens.push_back(std::stoi(std::string(t)));
+absl::Status Run() {
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (!dtype.empty() && dtype != "bf16" && dtype != "fp16") {
+    return absl::InvalidArgumentError("--dtype: supported bf16, fp16");
   }
-  const int iters = flags.Int("iters");
+  const bool bf16 = dtype != "fp16";
+  std::vector<int32_t> tokens;
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_tokens), ',', absl::SkipEmpty())) {
+    int32_t n = 0;
+    if (!absl::SimpleAtoi(t, &n) || n < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--tokens: '", t, "' is not a count >= 1"));
+    }
+    tokens.push_back(n);
+  }
+  const int iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(200));
   cudaStream_t stream;
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   PKV_ASSIGN_OR_RETURN(const double stream_gbps,
@@ -165,9 +178,9 @@ absl::Status Run(const Flags& flags) {
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   cudaStreamDestroy(stream);
-  if (!flags.Str("out").empty()) {
-    std::FILE* f = std::fopen(flags.Str("out").c_str(), "w");
-    if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", flags.Str("out")));
+  if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
+    std::FILE* f = std::fopen(out.c_str(), "w");
+    if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", out));
     std::fputs(tsv.c_str(), f);
     std::fclose(f);
   }
@@ -176,9 +189,6 @@ absl::Status Run(const Flags& flags) {
 
 }  // namespace
 
-int GemvMain(int argc, char** argv) {
-  Flags flags({{"dtype", "bf16"}, {"tokens", "1,2,4,8"}, {"iters", "200"}, {"out", ""}});
-  return RunSubcommand("gemv", flags, argc, argv, Run);
-}
+int GemvMain() { return RunSubcommand("gemv", Run); }
 
 }  // namespace pkv::bench

@@ -40,14 +40,14 @@ if [[ $phase == full || $phase == final ]]; then
   for sms in 0 66 28; do
     for grid in heldout-20260623 calibration-20260622 third-20260701; do
       bench 60 "sweep_${grid%%-*}.tsv" --trace $T/$grid.tsv --sm_count $sms --routes $ALL \
-        --iters "${ITERS:-30}" --wall_iters 5 --floor 0
+        --iters "${ITERS:-30}" --wall_iters 5 --nofloor
     done
   done
 fi
 [[ $phase != final ]] && bench 90 variants.tsv --trace $HELD --routes workqueue,persistent --iters 50 --wall_iters 5 \
-  --configs w4s2,w4s3p128,w4s3p256,w8s2,w4s2p256 --floor 0 --graph 0
+  --configs w4s2,w4s3p128,w4s3p256,w8s2,w4s2p256 --nofloor --nograph
 [[ $phase == full ]] && bench 60 flushwrite.tsv --trace $HELD --routes workqueue,persistent \
-  --flush write --iters 50 --wall_iters 3 --floor 0 --graph 0
+  --flush write --iters 50 --wall_iters 3 --nofloor --nograph
 if left memcheck; then
   echo "== memcheck" >> "$OUT/tests.txt"
   timeout 120 compute-sanitizer --tool memcheck --target-processes all --error-exitcode 9 \

@@ -10,15 +10,33 @@
 #include <cstdio>
 #include <memory>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bench/kernels/flags.h"
+#include "bench/bench_flags.h"
 #include "bench/kernels/gpu_util.h"
 #include "bench/kernels/kernels_bench.h"
 #include "bench/kernels/report.h"
 #include "bench/kernels/sm_partition.h"
 #include "bench/kernels/trace.h"
 #include "common/status_macros.h"
+
+ABSL_FLAG(std::string, flashinfer, "",
+          "kernels: FlashInfer's best time per trace line (TSV), printed beside ours");
+ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent",
+          "kernels: routes measured; a route followed by :2k uses the separate merge launch");
+ABSL_FLAG(std::string, configs, "w4s3", "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2");
+ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
+ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
+ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
+ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
+ABSL_FLAG(bool, graph, true, "kernels: time the steps as one CUDA graph");
+ABSL_FLAG(int32_t, bw_mb, 4096, "kernels: MiB read by the streaming-bandwidth measurement");
+ABSL_FLAG(bool, floor, true, "kernels: measure the empty-launch floor first");
+ABSL_FLAG(bool, plan_only, false,
+          "kernels: print the planner's counters for every line and variant (no GPU work)");
+ABSL_FLAG(bool, paper_counters, false,
+          "kernels --plan_only: also plan the workqueue at the split route's chunk size");
 
 namespace pkv::bench {
 namespace {
@@ -60,10 +78,8 @@ bool Selected(const std::string& name, const std::string& filter) {
 // --plan_only: planner counters for every line and variant, no GPU needed (the device limits come
 // from --sm_count and --ctas_per_sm). With --paper_counters the workqueue is also planned at the
 // split route's chunk size, the comparison the paper's merge-traffic claim makes.
-absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cfg,
-                      const Flags& flags) {
-  decode::DeviceLimits limits{flags.Int("sm_count") > 0 ? flags.Int("sm_count") : 132,
-                              flags.Int("ctas_per_sm")};
+absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cfg, int sm_count) {
+  decode::DeviceLimits limits{sm_count > 0 ? sm_count : 132, absl::GetFlag(FLAGS_ctas_per_sm)};
   std::printf(
       "trace\troute\tvariant\tlaunches\titems\titems_nonempty\toccupancy\t"
       "merge_bytes\tnum_merges\tplan_us\n");
@@ -81,7 +97,7 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
       opt.merge = v.merge;
       opt.min_split_tokens = cfg.min_split_tokens;
       std::string label = v.label;
-      if (flags.Int("paper_counters") != 0 && v.route == decode::Route::kWorkqueue) {
+      if (absl::GetFlag(FLAGS_paper_counters) && v.route == decode::Route::kWorkqueue) {
         decode::PlanOptions sopt = opt;
         sopt.route = decode::Route::kSplit;
         PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits, sopt, &split));
@@ -101,48 +117,59 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
   return absl::OkStatus();
 }
 
-absl::Status Run(const Flags& flags) {
+// The measurement settings of the flags (defaults: the flags').
+absl::StatusOr<BenchConfig> ConfigFromFlags() {
   BenchConfig cfg;
-  cfg.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
+  cfg.shape = KvShapeFromFlags();
   PKV_RETURN_IF_ERROR(decode::ValidateShape(cfg.shape));
-  if (flags.Str("dtype") != "fp16" && flags.Str("dtype") != "bf16") {
+  const std::string dtype =
+      absl::GetFlag(FLAGS_dtype).empty() ? "fp16" : absl::GetFlag(FLAGS_dtype);
+  if (dtype != "fp16" && dtype != "bf16") {
     return absl::InvalidArgumentError("--dtype: supported fp16, bf16");
   }
-  cfg.dtype = flags.Str("dtype") == "bf16" ? decode::DType::kBFloat16 : decode::DType::kFloat16;
-  cfg.steps = std::max(1, flags.Int("steps"));
-  cfg.iters = std::max(1, flags.Int("iters"));
-  cfg.wall_iters = std::max(1, flags.Int("wall_iters"));
-  cfg.min_split_tokens = flags.Int("min_split");
-  cfg.flush_bytes = int64_t{flags.Int("flush_mb")} << 20;
-  if (flags.Str("flush") != "read" && flags.Str("flush") != "write") {
+  cfg.dtype = dtype == "bf16" ? decode::DType::kBFloat16 : decode::DType::kFloat16;
+  cfg.steps = std::max(1, absl::GetFlag(FLAGS_steps).value_or(8));
+  cfg.iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(100));
+  cfg.wall_iters = std::max(1, absl::GetFlag(FLAGS_wall_iters));
+  cfg.min_split_tokens = absl::GetFlag(FLAGS_min_split);
+  cfg.flush_bytes = int64_t{absl::GetFlag(FLAGS_flush_mb)} << 20;
+  const std::string flush = absl::GetFlag(FLAGS_flush);
+  if (flush != "read" && flush != "write") {
     return absl::InvalidArgumentError("--flush: supported read, write");
   }
-  cfg.flush_write = flags.Str("flush") == "write";
-  cfg.graph = flags.Int("graph") != 0;
-  PKV_ASSIGN_OR_RETURN(cfg.variants, ParseVariants(flags.Str("routes"), flags.Str("configs")));
-  PKV_ASSIGN_OR_RETURN(std::vector<TraceLine> all, ReadTrace(flags.Str("trace")));
+  cfg.flush_write = flush == "write";
+  cfg.graph = absl::GetFlag(FLAGS_graph);
+  PKV_ASSIGN_OR_RETURN(cfg.variants,
+                       ParseVariants(absl::GetFlag(FLAGS_routes), absl::GetFlag(FLAGS_configs)));
+  return cfg;
+}
+
+absl::Status Run() {
+  PKV_ASSIGN_OR_RETURN(BenchConfig cfg, ConfigFromFlags());
+  PKV_ASSIGN_OR_RETURN(std::vector<TraceLine> all, ReadTrace(absl::GetFlag(FLAGS_trace)));
   std::vector<TraceLine> lines;
   for (auto& l : all) {
-    if (Selected(l.name, flags.Str("lines"))) lines.push_back(std::move(l));
+    if (Selected(l.name, absl::GetFlag(FLAGS_lines))) lines.push_back(std::move(l));
   }
-  if (flags.Int("plan_only") != 0) return PlanOnly(lines, cfg, flags);
+  const int sm_count = absl::GetFlag(FLAGS_sm_count);
+  if (absl::GetFlag(FLAGS_plan_only)) return PlanOnly(lines, cfg, sm_count);
   RunInfo info;
-  if (!flags.Str("flashinfer").empty()) {
-    PKV_ASSIGN_OR_RETURN(info.flashinfer_us, ReadFlashInferBest(flags.Str("flashinfer")));
+  if (const std::string fi = absl::GetFlag(FLAGS_flashinfer); !fi.empty()) {
+    PKV_ASSIGN_OR_RETURN(info.flashinfer_us, ReadFlashInferBest(fi));
   }
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<SmPartition> part,
-                       SmPartition::Create(flags.Int("sm_count")));
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<SmPartition> part, SmPartition::Create(sm_count));
   cfg.sm_count = part->sm_count();
   cfg.sm_mode = part->mode();
   cfg.cap_grid = part->mode() == "capped";
   std::printf("# device SMs used: %d (mode %s%s%s)\n", part->sm_count(), part->mode().c_str(),
               part->note().empty() ? "" : ", green context failed: ", part->note().c_str());
-  PKV_ASSIGN_OR_RETURN(cfg.stream_gbps, MeasureStreamReadGBps(int64_t{flags.Int("bw_mb")} << 20, 20,
-                                                              part->stream()));
+  const int bw_mb = absl::GetFlag(FLAGS_bw_mb);
+  PKV_ASSIGN_OR_RETURN(cfg.stream_gbps,
+                       MeasureStreamReadGBps(int64_t{bw_mb} << 20, 20, part->stream()));
   std::printf("# streaming-read bandwidth: %.1f GB/s over %d MiB; L2 flush: %s %d MiB\n",
-              cfg.stream_gbps, flags.Int("bw_mb"), flags.Str("flush").c_str(),
-              flags.Int("flush_mb"));
-  if (flags.Int("floor") != 0) {
+              cfg.stream_gbps, bw_mb, cfg.flush_write ? "write" : "read",
+              absl::GetFlag(FLAGS_flush_mb));
+  if (absl::GetFlag(FLAGS_floor)) {
     PKV_ASSIGN_OR_RETURN(LaunchFloor fl, MeasureLaunchFloor(200, part->stream()));
     std::printf(
         "# empty-launch floor (events): 1 kernel %.2f us, 2 dependent %.2f us; "
@@ -155,9 +182,9 @@ absl::Status Run(const Flags& flags) {
   KernelsBench bench(cfg, part->stream());
   PKV_RETURN_IF_ERROR(bench.Prepare(lines));
   std::FILE* tsv = nullptr;
-  if (!flags.Str("out").empty()) {
-    tsv = std::fopen(flags.Str("out").c_str(), "w");
-    if (tsv == nullptr) return absl::NotFoundError("cannot write " + flags.Str("out"));
+  if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
+    tsv = std::fopen(out.c_str(), "w");
+    if (tsv == nullptr) return absl::NotFoundError("cannot write " + out);
     WriteTsvHeader(tsv);
   }
   PrintTableHeader(stdout);
@@ -181,32 +208,6 @@ absl::Status Run(const Flags& flags) {
 
 }  // namespace
 
-int KernelsMain(int argc, char** argv) {
-  Flags flags({{"trace", "../shared/traces/heldout-20260623.tsv"},
-               {"flashinfer", ""},
-               {"out", ""},
-               {"routes", "fused,split,workqueue,bucketed-exact,persistent"},
-               {"configs", "w4s3"},
-               {"steps", "8"},
-               {"iters", "100"},
-               {"wall_iters", "20"},
-               {"hq", "32"},
-               {"hkv", "8"},
-               {"d", "128"},
-               {"dtype", "fp16"},
-               {"page", "16"},
-               {"sm_count", "0"},
-               {"min_split", "128"},
-               {"flush_mb", "256"},
-               {"flush", "read"},
-               {"graph", "1"},
-               {"bw_mb", "4096"},
-               {"lines", ""},
-               {"floor", "1"},
-               {"plan_only", "0"},
-               {"paper_counters", "0"},
-               {"ctas_per_sm", "2"}});
-  return RunSubcommand("kernels", flags, argc, argv, Run);
-}
+int KernelsMain() { return RunSubcommand("kernels", Run); }
 
 }  // namespace pkv::bench

@@ -6,10 +6,10 @@
 //       [--kind learned|threshold] [--hq 32 --hkv 8 --d 128 --page 16 --ctas_per_sm 2]
 //       [--traces a.tsv,b.tsv] (the trace grids the sweep replayed: recompute each cell's
 //       features from its lengths, checked against the f_* columns, for the length-shape inputs)
-//       [--cv 1] (out-of-fold regret of the whole fit: nested leave-one-out, leave-one-kind-out)
+//       [--cv] (out-of-fold regret of the whole fit: nested leave-one-out, leave-one-kind-out)
 //       fit options (bench/NOTES.md, "Policy v2 attempt"): --selection regret|per_route|
 //       regret_per_route, --candidates a,b,.. --max_extra_inputs N --min_gain G --ridges l,..
-//       --margins m,.. --pool 1 (fit on every SM partition's cells, score this one)
+//       --margins m,.. --pool (fit on every SM partition's cells, score this one)
 //
 // Fit on calibration measurements only (../shared/traces/README.md): the held-out and third
 // grids are for `pkv-bench policy`. The shape and CTAs per SM describe how the measurements were
@@ -17,19 +17,47 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "bench/kernels/flags.h"
+#include "bench/bench_flags.h"
+#include "bench/policy/cross_validation.h"
+#include "bench/policy/evaluate.h"
+#include "bench/policy/measurements_tsv.h"
+#include "bench/policy/trace_join.h"
 #include "common/status_macros.h"
 #include "kernels/policy/cost_model.h"
-#include "kernels/policy/cross_validation.h"
-#include "kernels/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
 #include "kernels/policy/threshold_policy.h"
-#include "kernels/policy/trace_join.h"
+
+ABSL_FLAG(std::string, out_dir, "policies",
+          "calibrate: where the policy files go, one per SM partition (<gpu>-<sms>sm.json)");
+ABSL_FLAG(std::string, kind, "learned",
+          "calibrate: the policy the file selects: learned | threshold");
+ABSL_FLAG(std::string, source, "",
+          "calibrate: provenance recorded in the file (empty: --measurements)");
+ABSL_FLAG(std::string, selection, "regret",
+          "calibrate: input selection of the learned fit: regret | per_route | regret_per_route");
+ABSL_FLAG(bool, drop_never_best, true, "calibrate: leave routes that are never fastest unmodelled");
+ABSL_FLAG(bool, clamp, true, "calibrate: clamp the model's inputs to the calibration range");
+ABSL_FLAG(bool, route_inputs, true, "calibrate: start each route from its base inputs");
+ABSL_FLAG(bool, cv, false,
+          "calibrate: out-of-fold regret of the whole fit (nested leave-one-out, "
+          "leave-one-kind-out)");
+ABSL_FLAG(std::string, candidates, "",
+          "calibrate: comma-separated candidate inputs of the fit (empty: CostFitOptions')");
+ABSL_FLAG(std::optional<int32_t>, max_extra_inputs, std::nullopt,
+          "calibrate: inputs the selection may add per route (unset: CostFitOptions')");
+ABSL_FLAG(std::string, ridges, "",
+          "calibrate: comma-separated ridge grid (empty: CostFitOptions')");
+ABSL_FLAG(std::optional<double>, min_gain, std::nullopt,
+          "calibrate: least gain for an added input (unset: CostFitOptions')");
+ABSL_FLAG(bool, pool, false, "calibrate: fit on every SM partition's cells, score this one");
+ABSL_FLAG(std::string, margins, "",
+          "calibrate: comma-separated margin grid (empty: CostFitOptions')");
 
 namespace pkv::bench {
 namespace {
@@ -51,21 +79,24 @@ std::string DescribeRules(const policy::ThresholdRules& r) {
 
 // The experiment knobs of the learned fit (bench/NOTES.md, "Policy v2"): candidate inputs,
 // how many may be added, the ridge grid. Defaults: CostFitOptions'.
-absl::Status ApplyFitFlags(const Flags& flags, policy::CostFitOptions* fit) {
-  if (!flags.Str("candidates").empty()) {
+absl::Status ApplyFitFlags(policy::CostFitOptions* fit) {
+  const std::string candidates = absl::GetFlag(FLAGS_candidates);
+  if (!candidates.empty()) {
     fit->candidates.clear();
-    for (absl::string_view name : absl::StrSplit(flags.Str("candidates"), ',')) {
+    for (absl::string_view name : absl::StrSplit(candidates, ',')) {
       PKV_ASSIGN_OR_RETURN(policy::Input in, policy::ParseInput(name));
       fit->candidates.push_back(in);
     }
   }
-  if (flags.Int("max_extra_inputs") >= 0) fit->max_extra_inputs = flags.Int("max_extra_inputs");
-  if (!flags.Str("min_gain").empty() && !absl::SimpleAtod(flags.Str("min_gain"), &fit->min_gain)) {
-    return absl::InvalidArgumentError("--min_gain: not a number");
+  if (const std::optional<int32_t> n = absl::GetFlag(FLAGS_max_extra_inputs)) {
+    if (*n < 0) return absl::InvalidArgumentError("--max_extra_inputs must be >= 0");
+    fit->max_extra_inputs = *n;
   }
-  if (!flags.Str("margins").empty()) {
+  if (const std::optional<double> g = absl::GetFlag(FLAGS_min_gain)) fit->min_gain = *g;
+  const std::string margins = absl::GetFlag(FLAGS_margins);
+  if (!margins.empty()) {
     fit->margins.clear();
-    for (absl::string_view v : absl::StrSplit(flags.Str("margins"), ',')) {
+    for (absl::string_view v : absl::StrSplit(margins, ',')) {
       double margin = 0;
       if (!absl::SimpleAtod(v, &margin) || !(margin >= 0)) {
         return absl::InvalidArgumentError(absl::StrCat("--margins: bad value '", v, "'"));
@@ -73,9 +104,10 @@ absl::Status ApplyFitFlags(const Flags& flags, policy::CostFitOptions* fit) {
       fit->margins.push_back(margin);
     }
   }
-  if (!flags.Str("ridges").empty()) {
+  const std::string ridges = absl::GetFlag(FLAGS_ridges);
+  if (!ridges.empty()) {
     fit->ridges.clear();
-    for (absl::string_view v : absl::StrSplit(flags.Str("ridges"), ',')) {
+    for (absl::string_view v : absl::StrSplit(ridges, ',')) {
       double lambda = 0;
       if (!absl::SimpleAtod(v, &lambda) || !(lambda >= 0)) {
         return absl::InvalidArgumentError(absl::StrCat("--ridges: bad value '", v, "'"));
@@ -105,29 +137,31 @@ absl::Status PrintCrossValidation(const std::vector<CellTimes>& fit_cells,
 
 absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells,
                                      const std::vector<CellTimes>& fit_cells, int sm,
-                                     const policy::ReadOptions& ro, const Flags& flags) {
+                                     const policy::ReadOptions& ro) {
   PolicyFile file;
-  file.kind = flags.Str("kind");
-  file.gpu_name = flags.Str("gpu_name");
+  file.kind = absl::GetFlag(FLAGS_kind);
+  file.gpu_name = absl::GetFlag(FLAGS_gpu_name);
   file.num_sms = sm;
   file.ctas_per_sm = ro.ctas_per_sm;
   file.shape = ro.shape;
-  file.source = flags.Str("source").empty() ? flags.Str("measurements") : flags.Str("source");
+  const std::string source = absl::GetFlag(FLAGS_source);
+  file.source = source.empty() ? absl::GetFlag(FLAGS_measurements) : source;
   file.cells = static_cast<int32_t>(cells.size());
   PKV_ASSIGN_OR_RETURN(file.threshold, policy::FitThresholdRules(cells, {}));
   file.has_threshold = true;
   policy::CostFitOptions fit;
-  fit.drop_never_best = flags.Int("drop_never_best") != 0;
-  fit.clamp_inputs = flags.Int("clamp") != 0;
-  if (flags.Int("route_inputs") == 0) fit.route_base = {};
-  if (flags.Str("selection") == "per_route") {
+  fit.drop_never_best = absl::GetFlag(FLAGS_drop_never_best);
+  fit.clamp_inputs = absl::GetFlag(FLAGS_clamp);
+  if (!absl::GetFlag(FLAGS_route_inputs)) fit.route_base = {};
+  const std::string selection = absl::GetFlag(FLAGS_selection);
+  if (selection == "per_route") {
     fit.selection = policy::InputSelection::kPerRouteError;
-  } else if (flags.Str("selection") == "regret_per_route") {
+  } else if (selection == "regret_per_route") {
     fit.selection = policy::InputSelection::kRegretPerRoute;
-  } else if (flags.Str("selection") != "regret") {
+  } else if (selection != "regret") {
     return absl::InvalidArgumentError("--selection: supported regret, per_route, regret_per_route");
   }
-  PKV_RETURN_IF_ERROR(ApplyFitFlags(flags, &fit));
+  PKV_RETURN_IF_ERROR(ApplyFitFlags(&fit));
   PKV_ASSIGN_OR_RETURN(file.learned, policy::FitCostModel(fit_cells, fit, &file.learned_report));
   file.has_learned = true;
   std::vector<std::string> inputs;
@@ -149,7 +183,7 @@ absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells,
       std::string(decode::RouteName(file.learned.default_route)).c_str(), file.learned.margin,
       file.learned_report.loo_gm_regret, file.learned_report.loo_worst_regret,
       file.learned_report.fit_rms_log_error);
-  if (flags.Int("cv") != 0) PKV_RETURN_IF_ERROR(PrintCrossValidation(fit_cells, fit, sm));
+  if (absl::GetFlag(FLAGS_cv)) PKV_RETURN_IF_ERROR(PrintCrossValidation(fit_cells, fit, sm));
   std::printf("threshold: %s\n", DescribeRules(file.threshold).c_str());
   for (const char* kind : {"learned", "threshold"}) {
     PKV_ASSIGN_OR_RETURN(auto p, policy::MakePolicy(file, kind));
@@ -163,28 +197,28 @@ absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells,
   return file;
 }
 
-absl::Status Run(const Flags& flags) {
-  if (flags.Str("measurements").empty()) {
+absl::Status Run() {
+  const std::string measurements = absl::GetFlag(FLAGS_measurements);
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (measurements.empty()) {
     return absl::InvalidArgumentError("--measurements FILE (a pkv-bench kernels TSV) is required");
   }
-  if (flags.Str("kind") != "learned" && flags.Str("kind") != "threshold") {
+  if (absl::GetFlag(FLAGS_kind) != "learned" && absl::GetFlag(FLAGS_kind) != "threshold") {
     return absl::InvalidArgumentError("--kind: supported learned, threshold");
   }
   policy::ReadOptions ro;
-  ro.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
+  ro.shape = KvShapeFromFlags();
   PKV_RETURN_IF_ERROR(decode::ValidateShape(ro.shape));
-  ro.ctas_per_sm = flags.Int("ctas_per_sm");
-  ro.sm_count = flags.Int("sm_count");
-  PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> all,
-                       policy::ReadMeasurements(flags.Str("measurements"), ro));
-  if (!flags.Str("traces").empty()) {
-    PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces,
-                         policy::ReadTraceFiles(flags.Str("traces")));
+  ro.ctas_per_sm = absl::GetFlag(FLAGS_ctas_per_sm);
+  ro.sm_count = absl::GetFlag(FLAGS_sm_count);
+  PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> all, policy::ReadMeasurements(measurements, ro));
+  if (const std::string files = absl::GetFlag(FLAGS_traces); !files.empty()) {
+    PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces, policy::ReadTraceFiles(files));
     PKV_RETURN_IF_ERROR(policy::AttachLengthShape(traces, ro, &all));
   }
   const std::vector<int32_t> sms = policy::SmCounts(all);
   if (sms.empty()) return absl::InvalidArgumentError("no measurements for the requested SMs");
-  if (!flags.Str("out").empty() && sms.size() > 1) {
+  if (!out.empty() && sms.size() > 1) {
     return absl::InvalidArgumentError("--out takes one SM partition; use --sm_count or --out_dir");
   }
   for (int32_t sm : sms) {
@@ -193,17 +227,16 @@ absl::Status Run(const Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("no cell at ", sm, " SMs has every route"));
     }
     std::vector<CellTimes> fit_cells = cells;
-    if (flags.Int("pool") != 0) {
+    if (absl::GetFlag(FLAGS_pool)) {
       fit_cells.clear();
       for (int32_t other : sms) {
         for (CellTimes& c : policy::CompleteCells(all, other)) fit_cells.push_back(std::move(c));
       }
     }
-    PKV_ASSIGN_OR_RETURN(PolicyFile file, Calibrate(cells, fit_cells, sm, ro, flags));
-    const std::string path =
-        !flags.Str("out").empty()
-            ? flags.Str("out")
-            : absl::StrCat(flags.Str("out_dir"), "/", policy::PolicyFileName(file.gpu_name, sm));
+    PKV_ASSIGN_OR_RETURN(PolicyFile file, Calibrate(cells, fit_cells, sm, ro));
+    const std::string path = !out.empty() ? out
+                                          : absl::StrCat(absl::GetFlag(FLAGS_out_dir), "/",
+                                                         policy::PolicyFileName(file.gpu_name, sm));
     PKV_RETURN_IF_ERROR(policy::WritePolicyFile(path, file));
     std::printf("wrote %s\n\n", path.c_str());
   }
@@ -212,32 +245,6 @@ absl::Status Run(const Flags& flags) {
 
 }  // namespace
 
-int CalibrateMain(int argc, char** argv) {
-  Flags flags({{"measurements", ""},
-               {"traces", ""},
-               {"gpu_name", "NVIDIA H200"},
-               {"sm_count", "0"},
-               {"out_dir", "policies"},
-               {"out", ""},
-               {"kind", "learned"},
-               {"source", ""},
-               {"selection", "regret"},
-               {"drop_never_best", "1"},
-               {"clamp", "1"},
-               {"route_inputs", "1"},
-               {"cv", "0"},
-               {"candidates", ""},
-               {"max_extra_inputs", "-1"},
-               {"ridges", ""},
-               {"min_gain", ""},
-               {"pool", "0"},
-               {"margins", ""},
-               {"hq", "32"},
-               {"hkv", "8"},
-               {"d", "128"},
-               {"page", "16"},
-               {"ctas_per_sm", "2"}});
-  return RunSubcommand("calibrate", flags, argc, argv, Run);
-}
+int CalibrateMain() { return RunSubcommand("calibrate", Run); }
 
 }  // namespace pkv::bench

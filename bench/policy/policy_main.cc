@@ -3,7 +3,7 @@
 // policy the worst and geometric-mean regret and geometric-mean speed-up against fused.
 //
 //   pkv-bench policy --measurements sweep_heldout.tsv [--sm_count N]      (offline: recorded times)
-//   pkv-bench policy --live 1 --trace heldout-20260623.tsv [--sm_count N] (GPU: plan + time now)
+//   pkv-bench policy --live --trace heldout-20260623.tsv [--sm_count N] (GPU: plan + time now)
 //       [--traces GRID.tsv,..] (offline: the trace grids replayed, for length-shape inputs)
 //       [--policy_dir policies | --policy_file FILE] [--gpu_name "NVIDIA H200"] [--out FILE.md]
 //
@@ -18,19 +18,33 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "bench/kernels/flags.h"
+#include "bench/bench_flags.h"
+#include "bench/policy/evaluate.h"
+#include "bench/policy/measurements_tsv.h"
 #include "bench/policy/policy_report.h"
+#include "bench/policy/trace_join.h"
 #include "common/status_macros.h"
 #include "kernels/policy/cost_model.h"
-#include "kernels/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 #include "kernels/policy/policy_file.h"
 #include "kernels/policy/threshold_policy.h"
-#include "kernels/policy/trace_join.h"
 #if PKV_HAVE_CUDA
 #include "bench/policy/live.h"
 #endif
+
+ABSL_FLAG(bool, live, false,
+          "policy: plan and time the routes on this GPU now over --trace (CUDA build) instead of "
+          "reading --measurements");
+ABSL_FLAG(std::string, out_tsv, "",
+          "policy --live: also write the measurements as a pkv-bench kernels TSV (re-evaluable "
+          "offline)");
+ABSL_FLAG(std::string, policy_dir, "policies",
+          "policy: directory of the policy files, <gpu>-<sms>sm.json");
+ABSL_FLAG(std::string, policy_file, "", "policy: one policy file instead of --policy_dir's");
+ABSL_FLAG(bool, cells, true, "policy: print the per-cell table");
+ABSL_FLAG(bool, cost, true, "policy: time SummarizeBatch and Choose() on this host");
 
 namespace pkv::bench {
 namespace {
@@ -95,12 +109,11 @@ absl::StatusOr<std::vector<PolicyRun>> RunAll(const policy::PolicyFile& file,
   return runs;
 }
 
-absl::StatusOr<policy::PolicyFile> LoadPolicy(const Flags& flags, const std::string& gpu_name,
-                                              int sm) {
-  const std::string path =
-      !flags.Str("policy_file").empty()
-          ? flags.Str("policy_file")
-          : absl::StrCat(flags.Str("policy_dir"), "/", policy::PolicyFileName(gpu_name, sm));
+absl::StatusOr<policy::PolicyFile> LoadPolicy(const std::string& gpu_name, int sm) {
+  const std::string path = !absl::GetFlag(FLAGS_policy_file).empty()
+                               ? absl::GetFlag(FLAGS_policy_file)
+                               : absl::StrCat(absl::GetFlag(FLAGS_policy_dir), "/",
+                                              policy::PolicyFileName(gpu_name, sm));
   PKV_ASSIGN_OR_RETURN(policy::PolicyFile file, policy::ReadPolicyFile(path));
   if (file.num_sms != sm) {
     std::fprintf(stderr, "# warning: %s was calibrated for %d SMs, evaluating at %d\n",
@@ -109,16 +122,16 @@ absl::StatusOr<policy::PolicyFile> LoadPolicy(const Flags& flags, const std::str
   return file;
 }
 
-absl::StatusOr<std::vector<CellTimes>> LoadCells(const Flags& flags, std::string* gpu_name) {
-  if (flags.Int("live") != 0) {
+absl::StatusOr<std::vector<CellTimes>> LoadCells(std::string* gpu_name) {
+  if (absl::GetFlag(FLAGS_live)) {
 #if PKV_HAVE_CUDA
     LiveOptions lo;
-    lo.trace = flags.Str("trace");
-    lo.lines = flags.Str("lines");
-    lo.sm_count = flags.Int("sm_count");
-    lo.iters = flags.Int("iters");
-    lo.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
-    lo.out_tsv = flags.Str("out_tsv");
+    lo.trace = absl::GetFlag(FLAGS_trace);
+    lo.lines = absl::GetFlag(FLAGS_lines);
+    lo.sm_count = absl::GetFlag(FLAGS_sm_count);
+    lo.iters = absl::GetFlag(FLAGS_iters).value_or(lo.iters);
+    lo.shape = KvShapeFromFlags();
+    lo.out_tsv = absl::GetFlag(FLAGS_out_tsv);
     PKV_ASSIGN_OR_RETURN(LiveResult live, MeasureLive(lo));
     *gpu_name = live.gpu_name;
     return live.cells;
@@ -126,19 +139,18 @@ absl::StatusOr<std::vector<CellTimes>> LoadCells(const Flags& flags, std::string
     return absl::UnimplementedError("--live needs a CUDA build");
 #endif
   }
-  if (flags.Str("measurements").empty()) {
-    return absl::InvalidArgumentError("--measurements FILE or --live 1 --trace FILE is required");
+  const std::string measurements = absl::GetFlag(FLAGS_measurements);
+  if (measurements.empty()) {
+    return absl::InvalidArgumentError("--measurements FILE or --live --trace FILE is required");
   }
   policy::ReadOptions ro;
-  ro.shape = KvShape{flags.Int("hq"), flags.Int("hkv"), flags.Int("d"), flags.Int("page")};
-  ro.ctas_per_sm = flags.Int("ctas_per_sm");
-  ro.sm_count = flags.Int("sm_count");
-  *gpu_name = flags.Str("gpu_name");
-  PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> cells,
-                       policy::ReadMeasurements(flags.Str("measurements"), ro));
-  if (!flags.Str("traces").empty()) {
-    PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces,
-                         policy::ReadTraceFiles(flags.Str("traces")));
+  ro.shape = KvShapeFromFlags();
+  ro.ctas_per_sm = absl::GetFlag(FLAGS_ctas_per_sm);
+  ro.sm_count = absl::GetFlag(FLAGS_sm_count);
+  *gpu_name = absl::GetFlag(FLAGS_gpu_name);
+  PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> cells, policy::ReadMeasurements(measurements, ro));
+  if (const std::string files = absl::GetFlag(FLAGS_traces); !files.empty()) {
+    PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces, policy::ReadTraceFiles(files));
     PKV_RETURN_IF_ERROR(policy::AttachLengthShape(traces, ro, &cells));
   }
   return cells;
@@ -179,25 +191,25 @@ void PrintChooseCost(std::FILE* out, const policy::PolicyFile& file) {
   std::fprintf(out, " (mean of %d calls)\n\n", kCalls);
 }
 
-absl::Status RunPolicy(const Flags& flags) {
+absl::Status RunPolicy() {
   std::string gpu_name;
-  PKV_ASSIGN_OR_RETURN(const std::vector<CellTimes> all, LoadCells(flags, &gpu_name));
+  PKV_ASSIGN_OR_RETURN(const std::vector<CellTimes> all, LoadCells(&gpu_name));
   std::FILE* out = stdout;
-  if (!flags.Str("out").empty()) {
-    out = std::fopen(flags.Str("out").c_str(), "w");
-    if (out == nullptr) return absl::NotFoundError("cannot write " + flags.Str("out"));
+  const std::string out_path = absl::GetFlag(FLAGS_out);
+  if (!out_path.empty()) {
+    out = std::fopen(out_path.c_str(), "w");
+    if (out == nullptr) return absl::NotFoundError("cannot write " + out_path);
   }
-  std::fprintf(
-      out, "# pkv-bench policy: %s (%s)\n\n",
-      flags.Int("live") != 0 ? flags.Str("trace").c_str() : flags.Str("measurements").c_str(),
-      gpu_name.c_str());
+  const std::string grid =
+      absl::GetFlag(FLAGS_live) ? absl::GetFlag(FLAGS_trace) : absl::GetFlag(FLAGS_measurements);
+  std::fprintf(out, "# pkv-bench policy: %s (%s)\n\n", grid.c_str(), gpu_name.c_str());
   const std::vector<int32_t> sms = policy::SmCounts(all);
   std::vector<int> sm_list;
   std::vector<std::vector<PolicyRun>> runs_by_sm;
   absl::Status status;
   for (int32_t sm : sms) {
     const std::vector<CellTimes> cells = policy::CompleteCells(all, sm);
-    absl::StatusOr<policy::PolicyFile> file = LoadPolicy(flags, gpu_name, sm);
+    absl::StatusOr<policy::PolicyFile> file = LoadPolicy(gpu_name, sm);
     if (!file.ok()) {
       status = file.status();
       break;
@@ -209,13 +221,13 @@ absl::Status RunPolicy(const Flags& flags) {
     }
     std::fprintf(out, "## %d SMs: %zu cells, policy file for %s at %d SMs\n\n", sm, cells.size(),
                  file->gpu_name.c_str(), file->num_sms);
-    if (flags.Int("cells") != 0) {
+    if (absl::GetFlag(FLAGS_cells)) {
       PrintCellTable(out, cells, *runs, {0, 1});
       std::fprintf(out, "\n");
     }
     PrintSummaries(out, sm, *runs);
     std::fprintf(out, "\n");
-    if (flags.Int("cost") != 0) PrintChooseCost(out, *file);
+    if (absl::GetFlag(FLAGS_cost)) PrintChooseCost(out, *file);
     sm_list.push_back(sm);
     runs_by_sm.push_back(std::move(*runs));
   }
@@ -229,27 +241,6 @@ absl::Status RunPolicy(const Flags& flags) {
 
 }  // namespace
 
-int PolicyMain(int argc, char** argv) {
-  Flags flags({{"measurements", ""},
-               {"traces", ""},
-               {"live", "0"},
-               {"trace", "../shared/traces/heldout-20260623.tsv"},
-               {"lines", ""},
-               {"iters", "30"},
-               {"out_tsv", ""},
-               {"policy_dir", "policies"},
-               {"policy_file", ""},
-               {"gpu_name", "NVIDIA H200"},
-               {"sm_count", "0"},
-               {"cells", "1"},
-               {"cost", "1"},
-               {"out", ""},
-               {"hq", "32"},
-               {"hkv", "8"},
-               {"d", "128"},
-               {"page", "16"},
-               {"ctas_per_sm", "2"}});
-  return RunSubcommand("policy", flags, argc, argv, RunPolicy);
-}
+int PolicyMain() { return RunSubcommand("policy", RunPolicy); }
 
 }  // namespace pkv::bench

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/policy/evaluate.h"
+#include "bench/policy/evaluate.h"
 #include "kernels/policy/measurements.h"
 
 namespace pkv::bench {

@@ -160,8 +160,8 @@ void WriteOptions(const BenchOptions& o, JsonOut& j) {
   j.Key("num_requests").Int(o.load.num_requests);
   j.Key("duration_s").Number(absl::ToDoubleSeconds(o.load.duration));
   j.Key("request_timeout_s").Number(absl::ToDoubleSeconds(o.load.request_timeout));
-  j.Key("slo_ttft_ms").Number(o.slo.ttft_ms);
-  j.Key("slo_tpot_ms").Number(o.slo.tpot_ms);
+  j.Key("slo_ttft_ms").Number(absl::ToDoubleMilliseconds(o.slo.ttft));
+  j.Key("slo_tpot_ms").Number(absl::ToDoubleMilliseconds(o.slo.tpot));
   j.Key("metrics_address").String(o.metrics_address);
   j.Key("metrics_counter").String(o.metrics_counter);
   j.Close('}');

@@ -18,11 +18,11 @@ double TpotMs(const RequestRecord& r) {
 }
 
 bool MeetsSlo(const RequestRecord& r, const Slo& slo) {
-  if (slo.ttft_ms > 0 && !(r.first_token_s >= 0 && 1000.0 * r.ttft_s() <= slo.ttft_ms)) {
-    return false;
-  }
+  const double ttft_ms = absl::ToDoubleMilliseconds(slo.ttft);
+  const double tpot_ms = absl::ToDoubleMilliseconds(slo.tpot);
+  if (ttft_ms > 0 && !(r.first_token_s >= 0 && 1000.0 * r.ttft_s() <= ttft_ms)) return false;
   const double tpot = TpotMs(r);
-  return slo.tpot_ms <= 0 || std::isnan(tpot) || tpot <= slo.tpot_ms;
+  return tpot_ms <= 0 || std::isnan(tpot) || tpot <= tpot_ms;
 }
 
 std::vector<WorkerStats> PerWorker(const std::vector<RequestRecord>& records) {

@@ -8,8 +8,8 @@
 //   TPOT  (E2E - TTFT) / (completion_tokens - 1), requests with >= 2 tokens
 //   E2E   final status - send
 // Latency distributions use OK requests only; throughputs divide by the run's duration (first
-// send to last end). Goodput = OK requests meeting every set SLO (ttft <= slo_ttft_ms and, with
-// >= 2 tokens, tpot <= slo_tpot_ms; an unset SLO, 0, always holds) per second.
+// send to last end). Goodput = OK requests meeting every set SLO (ttft <= slo.ttft and, with
+// >= 2 tokens, tpot <= slo.tpot; an unset SLO, zero, always holds) per second.
 // Cache hit rate = sum cached_tokens / sum prompt_tokens over OK requests.
 #pragma once
 
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "bench/serve/record.h"
 
 namespace pkv::serve_bench {
@@ -32,9 +33,11 @@ struct Distribution {
 };
 Distribution Summarize(std::vector<double> values);
 
+// Goodput targets: a request is good when its TTFT and its mean time per output token are within
+// them (`pkv bench serve --slo_ttft / --slo_tpot`).
 struct Slo {
-  double ttft_ms = 0;  // 0 = unset
-  double tpot_ms = 0;  // 0 = unset
+  absl::Duration ttft;  // zero = unset
+  absl::Duration tpot;  // zero = unset
 };
 
 struct WorkerStats {

@@ -1,22 +1,15 @@
-// Measured route times per batch: what the policies are fitted on and evaluated against.
-//
-// The source is the TSV `pkv-bench kernels` writes (bench/results/README.md: one row per trace
-// line x route variant, GPU time by CUDA events with the L2 flushed, the planner's features in the
-// f_* columns, the SM partition in sm_count). One CellTimes is one (trace line, SM count): its
-// features and the median GPU time of every route measured on it. Rows of variants with a
-// separate merge launch ("/2k") are skipped by default: the worker runs the in-kernel merge.
-// Thread-safety: plain values and pure functions.
+// Measured route times per batch: what the policies are fitted on (at start-up by the worker's
+// on-start calibration, offline by `pkv-bench calibrate`) and evaluated against. One CellTimes is
+// one (trace line, SM count): its features and the median GPU time of every route measured on it.
+// Reading them from `pkv-bench kernels` TSVs is bench-only: bench/policy/measurements_tsv.h.
+// Thread-safety: plain values.
 #pragma once
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "kernels/attention/kv_layout.h"
 #include "kernels/decode/plan.h"
 #include "kernels/policy/features.h"
 
@@ -38,29 +31,5 @@ struct CellTimes {
   decode::Route best() const;
   double best_us() const { return time(best()); }
 };
-
-struct ReadOptions {
-  // The shape and CTAs per SM the measurements were taken with (the TSV does not record them);
-  // defaults: pkv-bench kernels' default shape and its w4s3 kernel (2 CTAs per SM).
-  KvShape shape{32, 8, 128, 16};
-  int32_t ctas_per_sm = 2;
-  int32_t sm_count = 0;  // keep only rows of this SM partition; 0: all
-  // Keep rows of this variant label; empty: every variant without a '/' (in-kernel merge).
-  std::string variant;
-};
-
-// Parses TSV text (header line first). INVALID_ARGUMENT naming the line for a missing column, a
-// malformed number, a non-positive time, an unknown route or the same (cell, SM count, route)
-// twice.
-absl::StatusOr<std::vector<CellTimes>> ParseMeasurements(absl::string_view tsv,
-                                                         const ReadOptions& options);
-// NOT_FOUND when the file cannot be read; otherwise as ParseMeasurements.
-absl::StatusOr<std::vector<CellTimes>> ReadMeasurements(const std::string& path,
-                                                        const ReadOptions& options);
-
-// The cells of one SM partition that have every candidate route.
-std::vector<CellTimes> CompleteCells(const std::vector<CellTimes>& cells, int32_t sm_count);
-// Distinct SM counts, descending.
-std::vector<int32_t> SmCounts(const std::vector<CellTimes>& cells);
 
 }  // namespace pkv::policy

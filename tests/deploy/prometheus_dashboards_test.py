@@ -117,7 +117,7 @@ def prom_api(base, path, **params):
 
 def healthy(bin_dir, addr, service=""):
     r = subprocess.run([os.path.join(bin_dir, "pkv"), "health", "--addr", addr, "--service",
-                        service, "--timeout_ms", "500"], capture_output=True)
+                        service, "--timeout", "500ms"], capture_output=True)
     return r.returncode == 0
 
 
@@ -129,13 +129,13 @@ def start_cluster(cluster, args, model):
         cluster.start(f"worker-{i}", [
             os.path.join(args.bin, "pkv-worker"), f"--listen=127.0.0.1:{grpc_port}",
             f"--metrics_listen=127.0.0.1:{metrics_port}", f"--worker_id=worker-{i}",
-            f"--model={model}", "--backend=cpu", "--drain_timeout_s=2", "--insecure"])
+            f"--model={model}", "--backend=cpu", "--drain_timeout=2s", "--insecure"])
         workers.append((f"127.0.0.1:{grpc_port}", f"127.0.0.1:{metrics_port}"))
     router = (f"127.0.0.1:{ports[4]}", f"127.0.0.1:{ports[5]}")
     cluster.start("router", [
         os.path.join(args.bin, "pkv-router"), f"--listen={router[0]}",
         f"--metrics_listen={router[1]}", "--workers=" + ",".join(w[0] for w in workers),
-        "--drain_timeout_s=2", "--insecure"])
+        "--drain_timeout=2s", "--insecure"])
     for addr, _ in workers:
         wait_for(f"worker {addr} SERVING", lambda a=addr: healthy(args.bin, a, "pkv.v1.Worker"),
                  60, cluster)

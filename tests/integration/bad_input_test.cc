@@ -2,7 +2,7 @@
 // loopback. Every case's status code and message are asserted; afterwards the servers are still
 // SERVING, the workers generated nothing for the rejected requests and their KV ledgers balance,
 // and the router counted exactly the INVALID_ARGUMENT streams it refused. A slow-reading client is
-// cancelled after --client_write_timeout_ms while other streams finish.
+// cancelled after --client_write_timeout while other streams finish.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -230,8 +230,8 @@ class BadInputTest : public ::testing::Test {
                            absl::StrCat("--max_stop_strings=", kMaxStopStrings),
                            "--max_metadata_bytes=8192",
                            absl::StrCat("--max_concurrent_streams=", kMaxStreamsPerConnection),
-                           absl::StrCat("--client_write_timeout_ms=", kWriteTimeoutMs),
-                           absl::StrCat("--handshake_timeout_ms=", kHandshakeTimeoutMs)};
+                           absl::StrCat("--client_write_timeout=", kWriteTimeoutMs, "ms"),
+                           absl::StrCat("--handshake_timeout=", kHandshakeTimeoutMs, "ms")};
     auto c = Cluster::Start(options);
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = c->release();

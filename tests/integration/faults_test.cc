@@ -137,7 +137,7 @@ TEST(FaultsTest, WedgedEngineTurnsReadinessOffAndStreamsMove) {
   const std::vector<Outcome> reference = References(*cluster, requests);
   ASSERT_TRUE(cluster
                   ->RestartWorker(0, {"--test_fault=slow_step_ms:20,hang_step_after:40",
-                                      "--engine_stall_timeout_s=1"})
+                                      "--engine_stall_timeout=1s"})
                   .ok());
   ASSERT_TRUE(WaitRouterHealthy(*cluster, 2, absl::Seconds(15)));
   // Half of them pinned to W0 (session affinity), so its engine surely reaches the hang.
@@ -211,7 +211,7 @@ TEST(FaultsTest, FailedKvAllocationFailsTheBatchAndTheWorkerExits) {
 // F4: SIGTERM to the router. Readiness NOT_SERVING at once, new calls UNAVAILABLE, every stream
 // in flight completes, exit code 0; the workers end quiescent.
 TEST(FaultsTest, RouterDrainFinishesInFlightStreamsAndExitsZero) {
-  auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:20"}, {"--drain_timeout_s=30"});
+  auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:20"}, {"--drain_timeout=30s"});
   ASSERT_NE(cluster, nullptr);
   const std::vector<pkv::v1::GenerateRequest> requests = GreedyBatch(8, 600, 60);
   const std::vector<Outcome> reference = References(*cluster, requests);
@@ -294,7 +294,7 @@ TEST(FaultsTest, WorkerDiscoveredThroughDnsServes) {
       {absl::StrCat("--listen=127.0.0.1:", port),
        absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port), "--insecure",
        absl::StrCat("--workers=", cluster->worker(0).address()),
-       absl::StrCat("--workers_dns=localhost:", cluster->worker(1).port), "--dns_interval_ms=200"},
+       absl::StrCat("--workers_dns=localhost:", cluster->worker(1).port), "--dns_interval=200ms"},
       cluster->log_dir() + "/dns-router.log");
   ASSERT_TRUE(router.ok()) << router.status();
   const std::string address = absl::StrCat("127.0.0.1:", port);

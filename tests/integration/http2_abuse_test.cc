@@ -489,8 +489,8 @@ TEST_F(Http2AbuseTest, RapidResetIsContainedAndLegitTrafficFlows) {
 
   EXPECT_TRUE(attack.streams() >= kMinResetStreams || attack.goaway() || attack.closed())
       << "only " << attack.streams() << " streams were reset";
-  // The router sheds the flood: the connection resets far more than --max_resets_per_connection_s
-  // (200) streams a second, so the router closes it.
+  // The router sheds the flood: the connection resets far more than
+  // --max_resets_per_connection_per_second (200) streams a second, so the router closes it.
   EXPECT_TRUE(attack.closed()) << "the router never closed the flooding connection";
   // A healthy worker is never blamed for the router's own starvation.
   EXPECT_EQ(ejections, 0) << "the router ejected its healthy worker during the flood";

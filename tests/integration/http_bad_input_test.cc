@@ -111,7 +111,7 @@ class HttpBadInputTest : public ::testing::Test {
     ClusterOptions o;
     o.num_workers = 1;
     o.http = true;
-    o.router_args = {absl::StrCat("--http_read_timeout_ms=", kReadTimeoutMs),
+    o.router_args = {absl::StrCat("--http_read_timeout=", kReadTimeoutMs, "ms"),
                      absl::StrCat("--http_max_body_bytes=", kMaxBodyBytes)};
     absl::StatusOr<std::unique_ptr<Cluster>> c = Cluster::Start(o);
     ASSERT_TRUE(c.ok()) << c.status();

@@ -138,7 +138,7 @@ TEST(MigrationTest, KillWhileQueuedAndDuringPrefillFailsOverTransparently) {
 // client error), each kill ejects it, and after the last restart it is readmitted and placed on.
 TEST(MigrationTest, FlappingWorkerIsEjectedAndReadmitted) {
   auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:10"},
-                              {"--eject_base_ms=200", "--eject_max_ms=800"});
+                              {"--eject_base=200ms", "--eject_max=800ms"});
   ASSERT_NE(cluster, nullptr);
   std::vector<pkv::v1::GenerateRequest> prompts;
   for (int i = 0; i < 4; ++i) prompts.push_back(GreedyRequest(200 + i, 12, 30));

@@ -64,7 +64,7 @@ std::unique_ptr<Cluster> StartHttpCluster(const std::string& model_dir) {
   o.worker_args = {"--enable_test_faults", "--test_fault=slow_step_ms:5"};
   // One stream at a time; a request waits at most 500 ms for it, so one that meets a long stream
   // gets a 429 (and one that meets a stream just ending waits instead of failing).
-  o.router_args = {"--max_inflight=1", "--max_queue=1", "--queue_timeout_ms=500",
+  o.router_args = {"--max_inflight=1", "--max_queue=1", "--queue_timeout=500ms",
                    "--api_keys_file=" + KeysFile()};
   absl::StatusOr<std::unique_ptr<Cluster>> c = Cluster::Start(o);
   EXPECT_TRUE(c.ok()) << c.status();

@@ -26,7 +26,7 @@ std::string Aborts(const char* reason) {
 // the rejection counter matches the client's count, and memory stays bounded.
 TEST(OverloadTest, FloodOfTenTimesTheAdmissionLimit) {
   auto cluster = StartCluster(2, {"--test_fault=slow_step_ms:20"},
-                              {"--max_inflight=8", "--max_queue=8", "--queue_timeout_ms=30000"});
+                              {"--max_inflight=8", "--max_queue=8", "--queue_timeout=30s"});
   ASSERT_NE(cluster, nullptr);
   constexpr int kCalls = 160;  // 10 x (8 + 8)
   const int64_t router_rss = RssKiB(cluster->router().pid());

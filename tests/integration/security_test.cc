@@ -251,7 +251,7 @@ TEST_F(SecurityTest, RouterWithAWrongCaCertificateGetsNoWorker) {
                     cluster_->worker(1).address()),
        "--tls_cert=" + pki_->router.cert, "--tls_key=" + pki_->router.key,
        "--worker_tls_cert=" + pki_->wrong.cert, "--worker_tls_key=" + pki_->wrong.key,
-       "--worker_tls_ca=" + pki_->ca, "--health_interval_ms=100"},
+       "--worker_tls_ca=" + pki_->ca, "--health_interval=100ms"},
       cluster_->log_dir() + "/wrong-ca-router.log");
   ASSERT_TRUE(router.ok()) << router.status();
   absl::SleepFor(absl::Seconds(2));  // ~20 health rounds against each worker

@@ -1,6 +1,6 @@
 // The official OpenAI SDK (npm `openai`) against PersistentKV's router, as an outside client.
 //   node sdk_check.mjs --base-url http://127.0.0.1:PORT/v1 --api-key KEY --model NAME [--chat]
-// The router must run with that API key, --max_inflight=1 and a short --queue_timeout_ms (so a
+// The router must run with that API key, --max_inflight=1 and a short --queue_timeout (so a
 // request that meets a long stream is refused: the 429 check), and workers whose model has a chat
 // template when --chat.
 // Prints one line per check; exits 1 at the first failure.

@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/time/time.h"
 #include "worker/service/worker_server.h"
 
 // Every default comes from WorkerOptions (worker_options.h), the one place they are kept.
@@ -66,9 +67,9 @@ ABSL_FLAG(int64_t, max_queued_tokens, kDefaults.max_queued_tokens,
           "Queued prompt tokens before RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, kDefaults.prefix_caching,
           "Automatic prefix caching: reuse the KV pages of prompt prefixes seen before");
-ABSL_FLAG(double, drain_timeout_s, kDefaults.drain_timeout_s,
-          "On SIGTERM/Drain: time in-flight requests get to finish");
-ABSL_FLAG(double, engine_stall_timeout_s, kDefaults.engine_stall_timeout_s,
+ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
+          "On SIGTERM/Drain: time in-flight requests get to finish, e.g. 30s");
+ABSL_FLAG(absl::Duration, engine_stall_timeout, kDefaults.engine_stall_timeout,
           "Readiness NOT_SERVING while requests are in "
           "flight and no engine step finished for this long (a hung GPU); 0 = off");
 ABSL_FLAG(int64_t, max_message_bytes, kDefaults.max_message_bytes,
@@ -118,8 +119,8 @@ int main(int argc, char** argv) {
   o.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   o.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
   o.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
-  o.drain_timeout_s = absl::GetFlag(FLAGS_drain_timeout_s);
-  o.engine_stall_timeout_s = absl::GetFlag(FLAGS_engine_stall_timeout_s);
+  o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  o.engine_stall_timeout = absl::GetFlag(FLAGS_engine_stall_timeout);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   o.security.insecure = absl::GetFlag(FLAGS_insecure);
   o.security.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),

@@ -1,5 +1,7 @@
 #include "worker/service/worker_options.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace pkv {
@@ -39,9 +41,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--kv_memory_fraction must be in (0, 1], got ", o.kv_memory_fraction));
   }
-  if (!(o.drain_timeout_s >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--drain_timeout_s must be >= 0, got ", o.drain_timeout_s));
+  // Zero means "at once" / "off"; a negative or infinite timeout is a typo, not a wish.
+  for (const auto& [flag, value] : {std::pair{"drain_timeout", o.drain_timeout},
+                                    std::pair{"engine_stall_timeout", o.engine_stall_timeout}}) {
+    if (value < absl::ZeroDuration() || value == absl::InfiniteDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " must be a finite duration >= 0, got ", absl::FormatDuration(value)));
+    }
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "worker/scheduler/scheduler.h"
 #include "worker/service/worker_security.h"
 
@@ -46,10 +47,11 @@ struct WorkerOptions {
   int64_t max_queued_tokens = SchedulerConfig{}.max_queued_tokens;
   // Automatic prefix caching: full KV pages shared across requests by prefix hash.
   bool prefix_caching = SchedulerConfig{}.prefix_caching;
-  double drain_timeout_s = 30;
+  // On SIGTERM or Drain, in-flight requests get this long to finish (zero: aborted at once).
+  absl::Duration drain_timeout = absl::Seconds(30);
   // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long
-  // (a hung GPU); <= 0 turns the watchdog off.
-  double engine_stall_timeout_s = 60;
+  // (a hung GPU); zero turns the watchdog off.
+  absl::Duration engine_stall_timeout = absl::Seconds(60);
   int64_t max_message_bytes = 4 << 20;
   WorkerSecurity security;  // mTLS or --insecure plaintext (worker_security.h)
   int32_t max_metadata_bytes = 8 << 10;
@@ -60,7 +62,8 @@ struct WorkerOptions {
   SchedulerConfig Scheduler(int32_t backend_page_size) const;
 };
 
-// Ranges and choices (positive limits, a known backend, a KV fraction in (0, 1], ...);
+// Ranges and choices (positive limits, a known backend, a KV fraction in (0, 1], finite
+// non-negative timeouts, ...);
 // INVALID_ARGUMENT naming the flag and the value.
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);
 

@@ -40,7 +40,7 @@ class WorkerProcess {
   explicit WorkerProcess(const WorkerOptions& o)
       : o_(o),
         worker_id_(o.worker_id.empty() ? "worker-" + PortOf(o.listen) : o.worker_id),
-        drain_timeout_s_(o.drain_timeout_s) {}
+        drain_timeout_s_(absl::ToDoubleSeconds(o.drain_timeout)) {}
 
   // The options, the test faults they name and the TLS credentials (exit code 2 when bad).
   absl::Status CheckOptions();
@@ -146,7 +146,7 @@ absl::Status WorkerProcess::StartEngine() {
 
 int WorkerProcess::ServeUntilShutdown() {
   const std::string reason = WaitForShutdownWatchingEngine(
-      shutdown_, *engine_, server_.get(), absl::Seconds(o_.engine_stall_timeout_s));
+      shutdown_, *engine_, server_.get(), o_.engine_stall_timeout);
   SetWorkerReadiness(server_.get(), false);  // SIGTERM, Drain or fatal: no new work, at once
   return fatal_.load() ? StopAfterFatal(reason) : Drain(reason);
 }

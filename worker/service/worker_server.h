@@ -4,7 +4,7 @@
 // Health (worker_health.h): "" is liveness (SERVING while the process serves gRPC, NOT_SERVING
 // after a fatal error); "pkv.v1.Worker" is readiness (SERVING once the engine runs, NOT_SERVING
 // from the first moment of a drain, after a fatal backend error, or while the engine is stalled
-// longer than engine_stall_timeout_s).
+// longer than engine_stall_timeout).
 // Drain: stop admitting (UNAVAILABLE), let in-flight requests finish for up to the drain timeout,
 // abort the rest with UNAVAILABLE (the router migrates them), shut the server down, exit 0.
 // A fatal backend error fails every request with INTERNAL and exits 1 for a supervisor to restart.

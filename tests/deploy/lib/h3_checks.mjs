@@ -9,7 +9,7 @@
 //    and a longer failure window (periodSeconds x failureThreshold);
 //  - startupProbe exists and its window covers process start (router >= 30 s) or model load
 //    (worker >= 300 s);
-//  - a preStop hook exists and terminationGracePeriodSeconds >= --drain_timeout_s + preStop
+//  - a preStop hook exists and terminationGracePeriodSeconds >= --drain_timeout + preStop
 //    sleep + 5 s;
 //  - the metrics port (--metrics_listen) differs from the gRPC port (--listen).
 // Per chart: every workload that can run >= 2 replicas has a PodDisruptionBudget with
@@ -21,6 +21,15 @@
 function flagValue(args, name) {
   const hit = (args ?? []).find((a) => a.startsWith(`--${name}=`));
   return hit === undefined ? undefined : hit.slice(name.length + 3);
+}
+
+// An absl::Duration flag value as seconds: one number with a unit (h, m, s, ms), e.g. "60s", or
+// "0"; NaN for anything else (compound values like "1m30s" are not used by the chart).
+function durationSeconds(text) {
+  if (text === "0") return 0;
+  const m = /^(\d+(?:\.\d+)?)(h|m|s|ms)$/.exec(text ?? "");
+  if (!m) return NaN;
+  return Number(m[1]) * { h: 3600, m: 60, s: 1, ms: 0.001 }[m[2]];
 }
 
 function portOf(hostPort) {
@@ -74,9 +83,9 @@ function checkContainer(name, component, podSpec, c, errors) {
   const minStartup = component === "worker" ? 300 : 30;
   if (!s) errors.push(`${name}: no startupProbe`);
   else if (window(s) < minStartup) errors.push(`${name}: startupProbe window ${window(s)} s < ${minStartup} s`);
-  const drain = Number(flagValue(args, "drain_timeout_s"));
+  const drain = durationSeconds(flagValue(args, "drain_timeout"));
   const preStop = preStopSeconds(c);
-  if (!Number.isFinite(drain)) errors.push(`${name}: no --drain_timeout_s`);
+  if (!Number.isFinite(drain)) errors.push(`${name}: no --drain_timeout (a duration such as 60s)`);
   if (preStop === undefined) errors.push(`${name}: no preStop sleep`);
   const grace = podSpec.terminationGracePeriodSeconds ?? 30;
   if (Number.isFinite(drain) && preStop !== undefined && grace < drain + preStop + 5) {

@@ -12,7 +12,7 @@
 #include <new>
 #include <random>
 
-#include "kernels/policy/evaluate.h"
+#include "bench/policy/evaluate.h"
 #include "kernels/policy/policy_file.h"
 #include "tests/unit/policy/fixtures.h"
 

@@ -1,8 +1,8 @@
-// Cross-validation of the cost-model fit (kernels/policy/cross_validation.h): fold helpers group
+// Cross-validation of the cost-model fit (bench/policy/cross_validation.h): fold helpers group
 // cells as documented; a cell is always scored by a model fitted without it (a route that wins
 // only on the left-out cell is never chosen for it); planted exact data cross-validates to
 // regret 1; only cells of the requested SM count are scored; malformed folds are rejected.
-#include "kernels/policy/cross_validation.h"
+#include "bench/policy/cross_validation.h"
 
 #include <gtest/gtest.h>
 

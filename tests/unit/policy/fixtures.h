@@ -6,14 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "bench/policy/measurements_tsv.h"
 #include "kernels/policy/features.h"
 #include "kernels/policy/measurements.h"
 
 namespace pkv::policy::testing {
 
-// testdata/<name>, found through PKV_SOURCE_DIR (set by ctest) or this file's own path.
+// testdata/<name>, found through PKV_SOURCE_ROOT (a compile definition: ctest passes the tests
+// only their first ENVIRONMENT entry, and ccache's base_dir makes __FILE__ relative to the build
+// directory, not to the directory ctest runs a test in), else PKV_SOURCE_DIR, else __FILE__.
 inline std::string FixturePath(const std::string& name) {
+#ifdef PKV_SOURCE_ROOT
+  const char* root = PKV_SOURCE_ROOT;
+#else
   const char* root = std::getenv("PKV_SOURCE_DIR");
+#endif
   if (root != nullptr) return std::string(root) + "/tests/unit/policy/testdata/" + name;
   const std::string here = __FILE__;
   return here.substr(0, here.rfind('/')) + "/testdata/" + name;

@@ -1,4 +1,4 @@
-// Measurement TSVs and evaluation (kernels/policy/measurements.h, evaluate.h): the recorded
+// Measurement TSVs and evaluation (bench/policy/measurements_tsv.h, evaluate.h): the recorded
 // fixtures parse into complete cells with the right features, bad rows are INVALID_ARGUMENT with
 // the line, filters work, and the evaluation summary matches a direct computation.
 #include "kernels/policy/measurements.h"
@@ -9,7 +9,8 @@
 #include <random>
 #include <string>
 
-#include "kernels/policy/evaluate.h"
+#include "bench/policy/evaluate.h"
+#include "bench/policy/measurements_tsv.h"
 #include "kernels/policy/route_policy.h"
 #include "tests/unit/policy/fixtures.h"
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/policy/evaluate.h"
+#include "bench/policy/evaluate.h"
 #include "tests/unit/policy/fixtures.h"
 
 namespace pkv::policy {

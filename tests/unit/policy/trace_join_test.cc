@@ -1,7 +1,7 @@
-// Trace-join loader (kernels/policy/trace_join.h): the recorded calibration rows join their trace
+// Trace-join loader (bench/policy/trace_join.h): the recorded calibration rows join their trace
 // grid with features reproduced to the TSV's precision; synthetic sweeps printed as pkv-bench
 // kernels prints them join too; a missing name, a wrong trace and malformed lines are errors.
-#include "kernels/policy/trace_join.h"
+#include "bench/policy/trace_join.h"
 
 #include <gtest/gtest.h>
 

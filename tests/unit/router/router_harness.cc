@@ -10,11 +10,11 @@ RouterOptions FastOptions(const std::vector<FakeWorker*>& workers) {
   RouterOptions options;
   options.listen = "127.0.0.1:0";
   for (FakeWorker* w : workers) options.workers.push_back(w->address());
-  options.health_interval_ms = 50;
-  options.load_interval_ms = 50;
-  options.stall_timeout_ms = 3000;
-  options.retry_backoff_ms = 5;
-  options.retry_backoff_max_ms = 20;
+  options.health_interval = absl::Milliseconds(50);
+  options.load_interval = absl::Milliseconds(50);
+  options.stall_timeout = absl::Seconds(3);
+  options.retry_backoff = absl::Milliseconds(5);
+  options.retry_backoff_max = absl::Milliseconds(20);
   return options;
 }
 

@@ -119,8 +119,9 @@ TEST(RouterReliabilityTest, LostWorkerIsEjectedAtOnceAndReadmittedByTheProbe) {
   worker.SetScript([](int call) { return call == 0 ? DiesAfter(1) : FakeScript{}; });
   RouterOptions options = FastOptions({&worker});
   options.max_migrations = 0;
-  options.eject_base_ms = 2000;  // ejected for 1-2 s: far longer than the next request takes
-  options.eject_max_ms = 2000;
+  options.eject_base =
+      absl::Seconds(2);  // ejected for 1-2 s: far longer than the next request takes
+  options.eject_max = absl::Seconds(2);
   RouterHarness h(options);
   h.Start(1);
   EXPECT_EQ(h.Run(TokenRequest({1}, 5)).status.error_code(), grpc::StatusCode::ABORTED);
@@ -148,7 +149,7 @@ TEST(RouterReliabilityTest, DeadlineShorterThanQueueWaitNeverReachesAWorker) {
   RouterOptions options = FastOptions({&worker});
   options.max_inflight = 1;
   options.max_queue = 4;
-  options.queue_timeout_ms = 10000;
+  options.queue_timeout = absl::Seconds(10);
   RouterHarness h(options);
   h.Start(1);
   std::thread holder([&] { EXPECT_TRUE(h.Run(TokenRequest({1}, 40)).status.ok()); });

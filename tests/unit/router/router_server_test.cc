@@ -64,7 +64,7 @@ TEST(RouterServerTest, RejectsAtOnceWhenInflightAndQueueAreFull) {
   RouterOptions options = FastOptions({&worker});
   options.max_inflight = 2;
   options.max_queue = 0;
-  options.retry_pushback_ms = 777;
+  options.retry_pushback = absl::Milliseconds(777);
   RouterHarness h(options);
   h.Start(1);
   auto first = OpenAndReadFirstChunk(h);
@@ -86,7 +86,7 @@ TEST(RouterServerTest, QueuedRequestTimesOutWithResourceExhausted) {
   RouterOptions options = FastOptions({&worker});
   options.max_inflight = 1;
   options.max_queue = 1;
-  options.queue_timeout_ms = 100;
+  options.queue_timeout = absl::Milliseconds(100);
   RouterHarness h(options);
   h.Start(1);
   auto holder = OpenAndReadFirstChunk(h);
@@ -106,7 +106,7 @@ TEST(RouterServerTest, QueuedRequestRunsWhenASlotFrees) {
   RouterOptions options = FastOptions({&worker});
   options.max_inflight = 1;
   options.max_queue = 4;
-  options.queue_timeout_ms = 60000;
+  options.queue_timeout = absl::Minutes(1);
   RouterHarness h(options);
   h.Start(1);
   auto holder = OpenAndReadFirstChunk(h);
@@ -133,7 +133,7 @@ TEST(RouterServerTest, NoHealthyWorkerIsUnavailableAndNotServing) {
   RouterOptions options;
   options.listen = "127.0.0.1:0";
   options.workers = {address};
-  options.health_interval_ms = 50;
+  options.health_interval = absl::Milliseconds(50);
   RouterHarness h(options);
   h.Start(0);
   const StreamResult r = h.Run(TokenRequest({1}, 4));

@@ -236,7 +236,7 @@ TEST(RouterStreamTest, SilentWorkerAfterFirstTokenIsLost) {
     return s;
   });
   RouterOptions options = FastOptions({&worker});
-  options.stall_timeout_ms = 200;
+  options.stall_timeout = absl::Milliseconds(200);
   options.max_migrations = 0;
   RouterHarness h(options);
   h.Start(1);

@@ -26,7 +26,7 @@ TEST(ServeBenchReportJsonTest, ParsesAndCarriesTheNumbers) {
   report.workload = "sharegpt \"quoted\"";
   report.options.workload.kind = WorkloadKind::kLongDoc;
   report.options.workload.doc_tokens = 300;
-  report.options.slo.ttft_ms = 250;
+  report.options.slo.ttft = absl::Milliseconds(250);
   RunResult run;
   run.load_label = "rate 5/s poisson";
   run.request_rate = 5;

@@ -67,7 +67,7 @@ TEST(ServeBenchComputeStatsTest, LatenciesThroughputGoodputErrorsAndCache) {
   no_complete.end_s = 1.2;
   records.push_back(no_complete);
 
-  const RunStats s = ComputeStats(records, Slo{200, 0});
+  const RunStats s = ComputeStats(records, Slo{absl::Milliseconds(200), absl::ZeroDuration()});
   EXPECT_EQ(s.requests, 4);
   EXPECT_EQ(s.ok, 2);
   EXPECT_EQ(s.errors_by_code.at("UNAVAILABLE"), 1);
@@ -91,7 +91,8 @@ TEST(ServeBenchComputeStatsTest, LatenciesThroughputGoodputErrorsAndCache) {
   EXPECT_NEAR(s.workers[1].ttft_p50_ms, 300, 1e-9);
   EXPECT_EQ(s.ttft_after_e2e, 0);
 
-  const RunStats tpot_slo = ComputeStats(records, Slo{0, 50});
+  const RunStats tpot_slo =
+      ComputeStats(records, Slo{absl::ZeroDuration(), absl::Milliseconds(50)});
   EXPECT_EQ(tpot_slo.good, 0);  // both TPOTs are 100 ms
   EXPECT_EQ(ComputeStats(records, Slo{}).good, 2);
 }

@@ -45,7 +45,10 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--max_message_bytes", [](WorkerOptions& o) { o.max_message_bytes = 10; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 1.5; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 0; }},
-      {"--drain_timeout_s", [](WorkerOptions& o) { o.drain_timeout_s = -1; }},
+      {"--drain_timeout", [](WorkerOptions& o) { o.drain_timeout = absl::Seconds(-1); }},
+      {"--drain_timeout", [](WorkerOptions& o) { o.drain_timeout = absl::InfiniteDuration(); }},
+      {"--engine_stall_timeout",
+       [](WorkerOptions& o) { o.engine_stall_timeout = absl::Milliseconds(-5); }},
       {"--backend", [](WorkerOptions& o) { o.backend = "tpu"; }},
   };
   for (const auto& [flag, spoil] : cases) {

@@ -1,4 +1,4 @@
-#include "kernels/policy/evaluate.h"
+#include "bench/policy/evaluate.h"
 
 #include <algorithm>
 #include <cmath>

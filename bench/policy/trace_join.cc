@@ -1,4 +1,4 @@
-#include "kernels/policy/trace_join.h"
+#include "bench/policy/trace_join.h"
 
 #include <cmath>
 #include <cstdlib>

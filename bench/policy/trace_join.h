@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "bench/policy/measurements_tsv.h"
 #include "kernels/policy/measurements.h"
 
 namespace pkv::policy {

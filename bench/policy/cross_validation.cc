@@ -1,4 +1,4 @@
-#include "kernels/policy/cross_validation.h"
+#include "bench/policy/cross_validation.h"
 
 #include <algorithm>
 #include <cmath>
