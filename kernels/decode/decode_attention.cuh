@@ -185,8 +185,9 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   const int g = p.group;
   const T* qrow = static_cast<const T*>(p.q) +
                   (static_cast<int64_t>(it.row) * p.num_q_heads + it.kv_head * g) * kD;
-  for (int e = tid; e < 8 * kChunks; e += blockDim.x) {
-    const int h = e / kChunks, c = e - h * kChunks;
+  constexpr int kQChunks = kD / 8;  // Q rows are 16-bit whatever the pages hold
+  for (int e = tid; e < 8 * kQChunks; e += blockDim.x) {
+    const int h = e / kQChunks, c = e - h * kQChunks;
     CpAsync16(qs + (h * lay.q_row_elems() + c * 8) * 2, qrow + (h < g ? h : 0) * kD + c * 8, h < g);
   }
   const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
