@@ -16,6 +16,7 @@ namespace pkv::bench {
 // Shared with the worker's on-start policy calibration (kernels/policy/route_timer.h): the random
 // fill, the L2 flusher and percentiles.
 using policy::FillRandom16;
+using policy::FillRandomFp8;
 using policy::L2Flusher;
 using policy::Percentile;
 

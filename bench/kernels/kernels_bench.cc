@@ -21,6 +21,8 @@ using decode::DeviceLimits;
 struct KernelsBench::Buffers {
   void* k = nullptr;
   void* v = nullptr;
+  void* k8 = nullptr;  // FP8 pages of the same pool (allocated when a variant asks for FP8)
+  void* v8 = nullptr;
   void* q = nullptr;
   void* out = nullptr;
   float* lse = nullptr;
@@ -40,27 +42,36 @@ KernelsBench::KernelsBench(BenchConfig config, cudaStream_t stream)
     : cfg_(std::move(config)), stream_(stream), buf_(new Buffers) {}
 
 KernelsBench::~KernelsBench() {
-  for (void* p : {buf_->k, buf_->v, buf_->q, buf_->out, static_cast<void*>(buf_->lse),
-                  static_cast<void*>(buf_->page_ids), buf_->workspace}) {
+  for (void* p :
+       {buf_->k, buf_->v, buf_->k8, buf_->v8, buf_->q, buf_->out, static_cast<void*>(buf_->lse),
+        static_cast<void*>(buf_->page_ids), buf_->workspace}) {
     cudaFree(p);
   }
   for (uint8_t* p : buf_->images) cudaFreeHost(p);
 }
 
-absl::StatusOr<DeviceLimits> KernelsBench::LimitsFor(const decode::KernelConfig& c) {
-  PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(c));
+KvShape KernelsBench::ShapeFor(const RouteVariant& v) const {
+  KvShape s = cfg_.shape;
+  s.kv_elem_bytes = IsFp8(v.kv_dtype) ? 1 : 2;
+  return s;
+}
+
+absl::StatusOr<DeviceLimits> KernelsBench::LimitsFor(const RouteVariant& v) {
+  PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(v.config));
   PKV_ASSIGN_OR_RETURN(DeviceLimits limits,
-                       decode::QueryDeviceLimits(0, cfg_.shape, cfg_.dtype, c));
+                       decode::QueryDeviceLimits(0, ShapeFor(v), cfg_.dtype, v.config));
   limits.num_sms = cfg_.sm_count;  // the partition's SMs (or the capped count)
   return limits;
 }
 
-decode::DecodeTensors KernelsBench::Tensors() const {
+decode::DecodeTensors KernelsBench::Tensors(const RouteVariant& v) const {
   decode::DecodeTensors t;
   t.dtype = cfg_.dtype;
+  t.kv_dtype = v.kv_dtype;
+  t.kv_scales = {1.f / 64, 1.f / 64};  // any positive scale: the timing does not depend on it
   t.q = buf_->q;
-  t.k_cache = buf_->k;
-  t.v_cache = buf_->v;
+  t.k_cache = IsFp8(v.kv_dtype) ? buf_->k8 : buf_->k;
+  t.v_cache = IsFp8(v.kv_dtype) ? buf_->v8 : buf_->v;
   t.page_ids = buf_->page_ids;
   t.out = buf_->out;
   t.lse = buf_->lse;
@@ -84,6 +95,13 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   const bool bf16 = cfg_.dtype == decode::DType::kBFloat16;
   PKV_RETURN_IF_ERROR(FillRandom16(b.k, kv_elems, 11, bf16, stream_));
   PKV_RETURN_IF_ERROR(FillRandom16(b.v, kv_elems, 12, bf16, stream_));
+  if (std::any_of(cfg_.variants.begin(), cfg_.variants.end(),
+                  [](const RouteVariant& v) { return IsFp8(v.kv_dtype); })) {
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.k8, kv_elems));
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.v8, kv_elems));
+    PKV_RETURN_IF_ERROR(FillRandomFp8(b.k8, kv_elems, 21, stream_));
+    PKV_RETURN_IF_ERROR(FillRandomFp8(b.v8, kv_elems, 22, stream_));
+  }
   const int64_t q_elems = int64_t{b.max_rows} * s.num_q_heads * s.head_dim;
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.q, q_elems * 2));
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.out, q_elems * 2));
@@ -95,7 +113,7 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   std::iota(b.pool.begin(), b.pool.end(), 0);
   // Workspace: the largest capacity any variant may need, laid out once.
   for (const RouteVariant& v : cfg_.variants) {
-    PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v.config));
+    PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v));
     decode::PlanOptions opt;
     opt.route = v.route;
     const decode::PlanSizes c = decode::CapacityFor(b.max_rows, s, limits, opt);
@@ -129,7 +147,7 @@ absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& l
   if (cfg_.cap_grid) opt.max_grid_ctas = limits.slots();
   if (graph_sized) opt.capacity_rows = buf_->max_rows;
   decode::PlanInput in{step_lengths_.data(), page_indptr_.data(),
-                       static_cast<int32_t>(lengths_.size()), cfg_.shape};
+                       static_cast<int32_t>(lengths_.size()), ShapeFor(v)};
   return decode::PlanDecode(in, limits, opt, plan);
 }
 
@@ -172,13 +190,14 @@ absl::Status KernelsBench::CheckAgainstFused(const RouteVariant& v, RowResult* r
   PKV_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(out.data(), buf_->out, n * 2, cudaMemcpyDeviceToHost, stream_));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  if (fused_out_.empty() && v.route == decode::Route::kFused) fused_out_ = out;
-  if (fused_out_.empty()) return absl::OkStatus();
+  std::vector<uint16_t>& fused = fused_out_[v.kv_dtype];
+  if (fused.empty() && v.route == decode::Route::kFused) fused = out;
+  if (fused.empty()) return absl::OkStatus();
   const bool bf = cfg_.dtype == decode::DType::kBFloat16;
   double diff = std::max(0.0, row->max_diff_vs_fused);
   for (int64_t i = 0; i < n; ++i) {
     const float a = bf ? ToFloat(BFloat16{out[i]}) : ToFloat(Half{out[i]});
-    const float c = bf ? ToFloat(BFloat16{fused_out_[i]}) : ToFloat(Half{fused_out_[i]});
+    const float c = bf ? ToFloat(BFloat16{fused[i]}) : ToFloat(Half{fused[i]});
     diff = std::isnan(a) || std::isnan(c) ? INFINITY : std::max<double>(diff, std::fabs(a - c));
   }
   row->max_diff_vs_fused = diff;
@@ -205,7 +224,7 @@ absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& 
   cudaGraphExec_t exec;
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   const absl::Status launched =
-      decode::LaunchDecode(plans[0], b.layout, Tensors(), b.workspace, v.config, scale, stream_);
+      decode::LaunchDecode(plans[0], b.layout, Tensors(v), b.workspace, v.config, scale, stream_);
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph));
   PKV_RETURN_IF_ERROR(launched);
   PKV_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph, 0));
@@ -234,7 +253,7 @@ absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& 
 absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant& v,
                                       RowResult* row) {
   Buffers& b = *buf_;
-  PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v.config));
+  PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v));
   const float scale = 1.f / std::sqrt(static_cast<float>(cfg_.shape.head_dim));
   std::vector<DecodePlan> plans(cfg_.steps);
   std::vector<int64_t> bytes(cfg_.steps);
@@ -249,7 +268,7 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
   auto launch = [&](int st) -> absl::Status {
     PKV_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_));
-    return decode::LaunchDecode(plans[st], b.layout, Tensors(), b.workspace, v.config, scale,
+    return decode::LaunchDecode(plans[st], b.layout, Tensors(v), b.workspace, v.config, scale,
                                 stream_);
   };
   // Warm-up, ending with step 0 for the correctness cross-check against the fused route.
@@ -267,7 +286,7 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
             return absl::OkStatus();
           },
           [&](int it) {
-            return decode::LaunchDecode(plans[it % cfg_.steps], b.layout, Tensors(), b.workspace,
+            return decode::LaunchDecode(plans[it % cfg_.steps], b.layout, Tensors(v), b.workspace,
                                         v.config, scale, stream_);
           }));
   // Wall time: plan + fill + upload + launch + synchronise, from a cold L2.
@@ -284,7 +303,7 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
         decode::LayoutWorkspace(b.capacity, cfg_.shape, &scratch, image);
     PKV_RETURN_IF_ERROR(decode::UploadPlan(image, lay, false, b.workspace, stream_));
     PKV_RETURN_IF_ERROR(
-        decode::LaunchDecode(scratch, b.layout, Tensors(), b.workspace, v.config, scale, stream_));
+        decode::LaunchDecode(scratch, b.layout, Tensors(v), b.workspace, v.config, scale, stream_));
     PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     wall.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ struct RouteVariant {
   decode::Route route = decode::Route::kWorkqueue;
   decode::MergeMode merge = decode::MergeMode::kInKernel;
   decode::KernelConfig config;
-  std::string label;  // e.g. "w4s3" or "w4s3/2k"
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: 1-byte pages with their own pool
+  std::string label;                            // e.g. "w4s3", "w4s3/2k" or "w4s3/fp8_e4m3"
 };
 
 struct BenchConfig {
@@ -72,13 +74,14 @@ class KernelsBench {
  private:
   struct Buffers;
   absl::Status RunVariant(const TraceLine& line, const RouteVariant& v, RowResult* row);
-  absl::StatusOr<decode::DeviceLimits> LimitsFor(const decode::KernelConfig& c);
+  absl::StatusOr<decode::DeviceLimits> LimitsFor(const RouteVariant& v);
+  KvShape ShapeFor(const RouteVariant& v) const;
   absl::Status PlanStep(const RouteVariant& v, const decode::DeviceLimits& limits, int step,
                         bool graph_sized, decode::DecodePlan* plan);
   absl::Status TimeGraph(const RouteVariant& v, const decode::DeviceLimits& limits, float scale,
                          RowResult* row);
   absl::Status CheckAgainstFused(const RouteVariant& v, RowResult* row);
-  decode::DecodeTensors Tensors() const;
+  decode::DecodeTensors Tensors(const RouteVariant& v) const;
 
   BenchConfig cfg_;
   cudaStream_t stream_;
@@ -86,7 +89,8 @@ class KernelsBench {
   std::vector<int32_t> lengths_;       // current line, step 0
   std::vector<int32_t> step_lengths_;  // scratch
   std::vector<int32_t> page_indptr_;
-  std::vector<uint16_t> fused_out_;  // step-0 output of the fused route, for max_diff
+  // Step-0 output of the fused route per KV dtype, for max_diff (FP8 against FP8).
+  std::map<KvCacheDtype, std::vector<uint16_t>> fused_out_;
 };
 
 }  // namespace pkv::bench

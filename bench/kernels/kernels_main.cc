@@ -5,7 +5,7 @@
 //
 //   pkv-bench kernels --trace FILE [--flashinfer FILE] [--out FILE.tsv] [--routes a,b:2k,...]
 //       [--configs w4s3,w8s2] [--steps 8] [--iters 100] [--sm_count N] [--hq 32 --hkv 8 --d 128
-//       --dtype fp16 --page 16]
+//       --dtype fp16 --page 16] [--kv_dtype auto,fp8_e4m3]
 // A route followed by ":2k" uses the separate merge launch instead of the in-kernel merge.
 #include <cstdio>
 #include <memory>
@@ -26,6 +26,9 @@ ABSL_FLAG(std::string, flashinfer, "",
 ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent",
           "kernels: routes measured; a route followed by :2k uses the separate merge launch");
 ABSL_FLAG(std::string, configs, "w4s3", "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2");
+ABSL_FLAG(std::string, kv_dtype, "auto",
+          "kernels: KV cache dtypes measured side by side, e.g. auto,fp8_e4m3 (auto: --dtype "
+          "pages; fp8_e4m3 | fp8_e5m2: 1-byte pages)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
@@ -41,8 +44,10 @@ ABSL_FLAG(bool, paper_counters, false,
 namespace pkv::bench {
 namespace {
 
+// The variants of one KV dtype: every (config, route) pair.
 absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& routes,
-                                                        const std::string& configs) {
+                                                        const std::string& configs,
+                                                        KvCacheDtype kv) {
   std::vector<RouteVariant> out;
   for (absl::string_view cfg : absl::StrSplit(configs, ',', absl::SkipEmpty())) {
     decode::KernelConfig kc;
@@ -59,9 +64,24 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
       v.merge = parts.size() > 1 && parts[1] == "2k" ? decode::MergeMode::kSeparate
                                                      : decode::MergeMode::kInKernel;
       v.config = kc;
-      v.label = absl::StrCat(cfg, v.merge == decode::MergeMode::kSeparate ? "/2k" : "");
+      v.kv_dtype = kv;
+      v.label = absl::StrCat(cfg, v.merge == decode::MergeMode::kSeparate ? "/2k" : "",
+                             IsFp8(kv) ? "/" : "", IsFp8(kv) ? KvCacheDtypeName(kv) : "");
       out.push_back(v);
     }
+  }
+  return out;
+}
+
+// Every KV dtype of the comma-separated list, each with every (config, route) pair.
+absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& routes,
+                                                        const std::string& configs,
+                                                        const std::string& kv_dtypes) {
+  std::vector<RouteVariant> out;
+  for (absl::string_view kv_name : absl::StrSplit(kv_dtypes, ',', absl::SkipEmpty())) {
+    PKV_ASSIGN_OR_RETURN(const KvCacheDtype kv, ParseKvCacheDtype(std::string(kv_name)));
+    PKV_ASSIGN_OR_RETURN(std::vector<RouteVariant> vs, ParseVariants(routes, configs, kv));
+    out.insert(out.end(), vs.begin(), vs.end());
   }
   if (out.empty()) return absl::InvalidArgumentError("no route variants");
   return out;
@@ -92,6 +112,7 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
     decode::PlanInput in{line.lengths.data(), indptr.data(),
                          static_cast<int32_t>(line.lengths.size()), cfg.shape};
     for (const RouteVariant& v : cfg.variants) {
+      in.shape.kv_elem_bytes = IsFp8(v.kv_dtype) ? 1 : 2;
       decode::PlanOptions opt;
       opt.route = v.route;
       opt.merge = v.merge;
@@ -140,7 +161,8 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   cfg.flush_write = flush == "write";
   cfg.graph = absl::GetFlag(FLAGS_graph);
   PKV_ASSIGN_OR_RETURN(cfg.variants,
-                       ParseVariants(absl::GetFlag(FLAGS_routes), absl::GetFlag(FLAGS_configs)));
+                       ParseVariants(absl::GetFlag(FLAGS_routes), absl::GetFlag(FLAGS_configs),
+                                     absl::GetFlag(FLAGS_kv_dtype)));
   return cfg;
 }
 

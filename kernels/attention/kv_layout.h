@@ -8,6 +8,10 @@
 // contiguous page_size*head_dim run, so a work item for one KV head streams whole 16-byte vectors.
 //
 // GQA: query head q uses KV head q / group_size(), group_size = num_q_heads / num_kv_heads.
+//
+// FP8 KV (kernels/attention/fp8_kv.h): the same layout of uint8 codes (E4M3 or E5M2,
+// kernels/common/fp8.h) with one float scale per (layer, K or V): the value of code c is
+// Fp8ToFloat(c) * scale. Half the bytes of fp16 pages, so twice the tokens for the same memory.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@ struct KvShape {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t page_size = 16;
+  int32_t kv_elem_bytes = 2;  // bytes of one cached K or V element: 2 (fp16/bf16) or 1 (FP8)
 
   int32_t group_size() const { return num_q_heads / num_kv_heads; }
   // Elements of one (page, kv head) run and of one whole page.

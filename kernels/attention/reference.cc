@@ -1,84 +1,35 @@
 #include "kernels/attention/reference.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <vector>
-
+#include "kernels/attention/reference_internal.h"
 #include "kernels/common/float16.h"
 
 namespace pkv {
 namespace {
 
-// Attention of one query vector (one head) over positions [0, num_keys) of a row.
+// Reads the cache's own element type.
 template <typename T>
-void AttendOne(const T* qvec, const PagedKvView<const T>& kv, const int32_t* row_pages,
-               int32_t kv_head, int32_t num_keys, float scale, float* out, float* lse,
-               std::vector<float>* scores) {
-  const int32_t d = kv.shape.head_dim;
-  const int32_t ps = kv.shape.page_size;
-  std::fill(out, out + d, 0.0f);
-  if (num_keys <= 0) {
-    if (lse) *lse = -std::numeric_limits<float>::infinity();
-    return;
+struct NativeKv {
+  const PagedKvView<const T>& view;
+  const KvShape& shape() const { return view.shape; }
+  int64_t Offset(int64_t page, int32_t head, int32_t slot) const {
+    return view.Offset(page, head, slot);
   }
-  scores->resize(num_keys);
-  float max_score = -std::numeric_limits<float>::infinity();
-  for (int32_t t = 0; t < num_keys; ++t) {
-    const T* kt = kv.k + kv.Offset(row_pages[t / ps], kv_head, t % ps);
-    float dot = 0.0f;
-    for (int32_t i = 0; i < d; ++i) dot += ToFloat(qvec[i]) * ToFloat(kt[i]);
-    (*scores)[t] = dot * scale;
-    max_score = std::max(max_score, (*scores)[t]);
-  }
-  double sum = 0.0;
-  for (int32_t t = 0; t < num_keys; ++t) {
-    (*scores)[t] = std::exp((*scores)[t] - max_score);
-    sum += (*scores)[t];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int32_t t = 0; t < num_keys; ++t) {
-    const T* vt = kv.v + kv.Offset(row_pages[t / ps], kv_head, t % ps);
-    const float p = (*scores)[t] * inv;
-    for (int32_t i = 0; i < d; ++i) out[i] += p * ToFloat(vt[i]);
-  }
-  if (lse) *lse = max_score + static_cast<float>(std::log(sum));
-}
+  float K(int64_t i) const { return ToFloat(view.k[i]); }
+  float V(int64_t i) const { return ToFloat(view.v[i]); }
+};
 
 }  // namespace
 
 template <typename T>
 void ReferenceDecodeAttention(const T* q, const PagedKvView<const T>& kv,
                               const BlockTableView& table, float scale, float* out, float* lse) {
-  const KvShape& s = kv.shape;
-  std::vector<float> scores;
-  for (int32_t r = 0; r < table.num_rows; ++r) {
-    const int32_t* pages = table.page_ids + table.page_indptr[r];
-    for (int32_t h = 0; h < s.num_q_heads; ++h) {
-      const int64_t idx = static_cast<int64_t>(r) * s.num_q_heads + h;
-      AttendOne(q + idx * s.head_dim, kv, pages, h / s.group_size(), table.lengths[r], scale,
-                out + idx * s.head_dim, lse ? lse + idx : nullptr, &scores);
-    }
-  }
+  internal::DecodeLoops(q, NativeKv<T>{kv}, table, scale, out, lse);
 }
 
 template <typename T>
 void ReferencePrefillAttention(const T* q, const int32_t* qo_indptr, const PagedKvView<const T>& kv,
                                const BlockTableView& table, float scale, float* out) {
-  const KvShape& s = kv.shape;
-  std::vector<float> scores;
-  for (int32_t r = 0; r < table.num_rows; ++r) {
-    const int32_t* pages = table.page_ids + table.page_indptr[r];
-    const int32_t n = qo_indptr[r + 1] - qo_indptr[r];
-    const int32_t first_pos = table.lengths[r] - n;
-    for (int32_t i = 0; i < n; ++i) {
-      for (int32_t h = 0; h < s.num_q_heads; ++h) {
-        const int64_t idx = (static_cast<int64_t>(qo_indptr[r]) + i) * s.num_q_heads + h;
-        AttendOne(q + idx * s.head_dim, kv, pages, h / s.group_size(), first_pos + i + 1, scale,
-                  out + idx * s.head_dim, nullptr, &scores);
-      }
-    }
-  }
+  internal::PrefillLoops(q, qo_indptr, NativeKv<T>{kv}, table, scale, out);
 }
 
 #define PKV_INSTANTIATE_REFERENCE(T)                                                             \

@@ -12,6 +12,9 @@
 //    query heads are the MMA's n = 8 and no row padding to 16 is wasted. The probabilities are
 //    moved into the B-operand layout with movmatrix.trans and O^T[D][8] += V^T * P^T uses
 //    ldmatrix.trans on V. fp32 accumulators; online softmax in base 2 (decode_params.h).
+//  - FP8 pages (Kv = KvE4M3 / KvE5M2): the ring holds 1-byte codes, read by decode_tile_fp8.cuh's
+//    AttendTileFp8 and converted in registers; the K scale is folded into the softmax scale and
+//    the V scale into the output, once per item.
 //  - At the item's end the warps' states are combined through shared memory and written as the
 //    output (single split) or as a partial state; a multi-split pair's last CTA to finish (atomic
 //    ticket) merges all its partials in place when merge_in_kernel is set.
@@ -21,14 +24,17 @@
 #include <type_traits>
 
 #include "kernels/decode/decode_params.h"
+#include "kernels/decode/decode_tile_fp8.cuh"
 #include "kernels/decode/device_util.cuh"
+#include "kernels/decode/fp8_convert.cuh"
 #include "kernels/decode/merge.cuh"
 #include "kernels/decode/smem_layout.h"
+#include "kernels/decode/warp_state.cuh"
 
 namespace pkv::decode::dev {
 
 // Takes a merge ticket for the item's (row, kv head); the last of its splits merges them all.
-template <int kD, typename T>
+template <int kD, typename T, typename Kv>
 __device__ void TicketAndMerge(const DecodeParams& p, const WorkItem& it, uint8_t* smem,
                                int32_t* ticket) {
   __threadfence();  // this CTA's partial writes are visible GPU-wide before the ticket
@@ -39,7 +45,7 @@ __device__ void TicketAndMerge(const DecodeParams& p, const WorkItem& it, uint8_
   if (*ticket != it.num_splits - 1) return;
   __threadfence();
   // The ring is drained: all of it holds the staged partials.
-  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages};
+  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages, kKvElemBytes<Kv>};
   MergePair<kD, T>(p, it.row, it.kv_head, it.first_partial, it.num_splits, smem, lay.q_offset());
   if (threadIdx.x == 0) *counter = 0;  // every split has arrived: ready for the next launch
 }
@@ -60,15 +66,6 @@ __device__ void EmptyItem(const DecodeParams& p, const WorkItem& it) {
   }
 }
 
-// Per-warp online-softmax state: O^T fragments (d = 16*mt + r (+8), heads 2c, 2c+1 where
-// r = lane/4, c = lane%4), running max m and per-lane partial sum l of heads 2c and 2c+1.
-template <int kD>
-struct WarpState {
-  float o[kD / 16][4];
-  float m[2];
-  float l[2];
-};
-
 // Scores and P.V for the warp's 16 tokens of one tile held in ring slot (kb, vb).
 template <int kD, typename T>
 __device__ __forceinline__ void AttendTile(WarpState<kD>& st, const uint32_t (&qf)[kD / 16][2],
@@ -85,31 +82,8 @@ __device__ __forceinline__ void AttendTile(WarpState<kD>& st, const uint32_t (&q
     Ldmatrix4(a, kaddr + (((2 * ks + (lane >> 4)) ^ (krow & 7)) << 4));
     Mma16816<T>(acc, a, qf[ks][0], qf[ks][1]);
   }
-  float s[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) s[j] = acc[j] * scale_log2;
-  const int t0 = first_token + wr + (lane >> 2);
-  if (t0 >= len) s[0] = s[1] = NegInf();
-  if (t0 + 8 >= len) s[2] = s[3] = NegInf();
-  float p[4];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {  // head 2c + j: scores s[j] (token r) and s[j + 2] (token r + 8)
-    const float mx = WarpMaxXor4to16(fmaxf(s[j], s[j + 2]));
-    const float m_new = fmaxf(st.m[j], mx);
-    const float base = m_new == NegInf() ? 0.f : m_new;  // all masked so far: keep exps at 0
-    const float alpha = Exp2(st.m[j] - base);
-    p[j] = Exp2(s[j] - base);
-    p[j + 2] = Exp2(s[j + 2] - base);
-    st.l[j] = st.l[j] * alpha + p[j] + p[j + 2];
-    st.m[j] = m_new;
-#pragma unroll
-    for (int mt = 0; mt < kSteps; ++mt) {
-      st.o[mt][j] *= alpha;
-      st.o[mt][j + 2] *= alpha;
-    }
-  }
-  const uint32_t pb0 = MovTrans(PackPair<T>(p[0], p[1]));  // tokens 0-7 as the B operand
-  const uint32_t pb1 = MovTrans(PackPair<T>(p[2], p[3]));  // tokens 8-15
+  uint32_t pb0, pb1;
+  OnlineSoftmaxStep<kD, T>(st, acc, first_token, len, scale_log2, &pb0, &pb1);
   const int vrow = wr + (lane & 7) + (lane >> 4) * 8;
   const uint32_t vaddr = vb + vrow * (kD * 2);
 #pragma unroll
@@ -122,9 +96,11 @@ __device__ __forceinline__ void AttendTile(WarpState<kD>& st, const uint32_t (&q
 
 // Combines the warps' states through shared memory (the drained ring) and writes the item's
 // output or partial state.
-template <int kD, typename T>
+// out_scale multiplies the output (the FP8 V scale; 1 for 16-bit pages); kFp8Order: the state's
+// d slots are in decode_tile_fp8.cuh's order.
+template <int kD, typename T, bool kFp8Order>
 __device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpState<kD>& st,
-                                uint8_t* smem) {
+                                uint8_t* smem, float out_scale) {
   constexpr int kRow = kD + 4;  // +4 floats: conflict-free fragment stores
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   float* so = reinterpret_cast<float*>(smem);  // [warps][8][kRow]
@@ -137,8 +113,13 @@ __device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpS
     float* dst = so + (warp * 8 + h0 + j) * kRow;
 #pragma unroll
     for (int mt = 0; mt < kD / 16; ++mt) {
-      dst[16 * mt + r] = st.o[mt][j];
-      dst[16 * mt + r + 8] = st.o[mt][j + 2];
+      if constexpr (kFp8Order) {
+        dst[Fp8Dim(mt, r)] = st.o[mt][j];
+        dst[Fp8Dim(mt, r) + 1] = st.o[mt][j + 2];
+      } else {
+        dst[16 * mt + r] = st.o[mt][j];
+        dst[16 * mt + r + 8] = st.o[mt][j + 2];
+      }
     }
     if (r == 0) {
       sm[warp * 8 + h0 + j] = st.m[j];
@@ -162,7 +143,7 @@ __device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpS
       acc.z += f * x.z;
       acc.w += f * x.w;
     }
-    const float inv = 1.f / l;
+    const float inv = out_scale / l;
     const float4 v = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
     const float lse2 = m + __log2f(l);
     if (it.num_splits == 1) {
@@ -175,11 +156,14 @@ __device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpS
   }
 }
 
-template <int kD, typename T>
+template <int kD, typename T, typename Kv>
 __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem) {
-  constexpr int kChunks = kD / 8;   // 16-byte chunks per token row
-  constexpr int kPasses = kD / 16;  // token rows each thread loads per tile
-  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages};
+  constexpr bool kFp8 = kIsFp8Kv<Kv>;
+  constexpr int kEb = kKvElemBytes<Kv>;
+  constexpr int kRowBytes = kD * kEb;
+  constexpr int kChunks = kRowBytes / 16;  // 16-byte chunks per token row
+  constexpr int kPasses = kChunks / 2;     // token rows each thread loads per tile
+  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages, kEb};
   const int tid = threadIdx.x, lane = tid & 31;
   const int tile_tokens = lay.tile_tokens(), tile_bytes = lay.tile_bytes();
   const int stages = p.stages;
@@ -189,7 +173,7 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   int32_t* ticket = reinterpret_cast<int32_t*>(smem + lay.misc_offset());
   if (len <= 0) {
     EmptyItem<kD, T>(p, it);
-    if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T>(p, it, smem, ticket);
+    if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
     return;
   }
   const uint32_t ring = SmemAddr(smem);
@@ -201,8 +185,9 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   const int g = p.group;
   const T* qrow = static_cast<const T*>(p.q) +
                   (static_cast<int64_t>(it.row) * p.num_q_heads + it.kv_head * g) * kD;
-  for (int e = tid; e < 8 * kChunks; e += blockDim.x) {
-    const int h = e / kChunks, c = e - h * kChunks;
+  constexpr int kQChunks = kD / 8;  // Q rows are 16-bit whatever the pages hold
+  for (int e = tid; e < 8 * kQChunks; e += blockDim.x) {
+    const int h = e / kQChunks, c = e - h * kQChunks;
     CpAsync16(qs + (h * lay.q_row_elems() + c * 8) * 2, qrow + (h < g ? h : 0) * kD + c * 8, h < g);
   }
   const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
@@ -215,8 +200,8 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   CpAsyncWait<0>();
   __syncthreads();
 
-  const T* kc = static_cast<const T*>(p.k_cache);
-  const T* vc = static_cast<const T*>(p.v_cache);
+  const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache);
+  const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache);
   const int64_t page_stride = static_cast<int64_t>(p.num_kv_heads) * p.page_size * kD;
   const int64_t head_off = static_cast<int64_t>(it.kv_head) * p.page_size * kD;
   const int ld_row0 = tid / kChunks, ld_chunk = tid % kChunks;
@@ -248,16 +233,22 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       const bool valid = pos < len;
       uint32_t page, in_page;
       p.page_div.DivMod(it.token_begin + pos, &page, &in_page);
-      const int64_t off = valid ? static_cast<int64_t>(pids[k]) * page_stride + head_off +
-                                      static_cast<int64_t>(in_page) * kD + ld_chunk * 8
+      const int64_t off = valid ? (static_cast<int64_t>(pids[k]) * page_stride + head_off +
+                                   static_cast<int64_t>(in_page) * kD) *
+                                          kEb +
+                                      ld_chunk * 16
                                 : 0;
-      const uint32_t so = r * (kD * 2) + ((ld_chunk ^ (r & 7)) << 4);
+      // 16-bit rows: chunks XOR (row & 7) for ldmatrix; FP8 rows: fp8_convert.cuh's swizzles.
+      const uint32_t sk =
+          r * kRowBytes + ((kFp8 ? Fp8SwizzleK<kChunks>(ld_chunk, r) : ld_chunk ^ (r & 7)) << 4);
+      const uint32_t sv =
+          r * kRowBytes + ((kFp8 ? Fp8SwizzleV<kChunks>(ld_chunk, r) : ld_chunk ^ (r & 7)) << 4);
       if constexpr (kHint == 0) {
-        CpAsync16(kdst + so, kc + off, valid);
-        CpAsync16(vdst + so, vc + off, valid);
+        CpAsync16(kdst + sk, kc + off, valid);
+        CpAsync16(vdst + sv, vc + off, valid);
       } else {
-        CpAsync16Prefetch<kHint>(kdst + so, kc + off, valid);
-        CpAsync16Prefetch<kHint>(vdst + so, vc + off, valid);
+        CpAsync16Prefetch<kHint>(kdst + sk, kc + off, valid);
+        CpAsync16Prefetch<kHint>(vdst + sv, vc + off, valid);
       }
     }
   };
@@ -280,15 +271,22 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     CpAsyncCommit();
   }
   uint32_t qf[kD / 16][2];
+  if constexpr (kFp8) {
+    LoadQFragmentsFp8<kD>(qf, qs, lay.q_row_elems());
+  } else {
 #pragma unroll
-  for (int k2 = 0; k2 < kD / 32; ++k2) {
-    uint32_t r4[4];
-    Ldmatrix4(r4, qs + ((lane & 7) * lay.q_row_elems() + (4 * k2 + (lane >> 3)) * 8) * 2);
-    qf[2 * k2][0] = r4[0];
-    qf[2 * k2][1] = r4[1];
-    qf[2 * k2 + 1][0] = r4[2];
-    qf[2 * k2 + 1][1] = r4[3];
+    for (int k2 = 0; k2 < kD / 32; ++k2) {
+      uint32_t r4[4];
+      Ldmatrix4(r4, qs + ((lane & 7) * lay.q_row_elems() + (4 * k2 + (lane >> 3)) * 8) * 2);
+      qf[2 * k2][0] = r4[0];
+      qf[2 * k2][1] = r4[1];
+      qf[2 * k2 + 1][0] = r4[2];
+      qf[2 * k2 + 1][1] = r4[3];
+    }
   }
+  // FP8: the K scale rides on the softmax scale, the V scale on the output (decode_params.h).
+  const float scale_log2 = kFp8 ? p.scale_log2 * p.k_scale * Fp8Unit<Kv>() : p.scale_log2;
+  const float out_scale = kFp8 ? p.v_scale * Fp8Unit<Kv>() : 1.f;
   WarpState<kD> st;
 #pragma unroll
   for (int mt = 0; mt < kD / 16; ++mt) st.o[mt][0] = st.o[mt][1] = st.o[mt][2] = st.o[mt][3] = 0.f;
@@ -304,14 +302,18 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     CpAsyncCommit();
     if (j + 1 < ntiles) pids_from_global(j + 1);
     const uint32_t kb = ring + read_slot * 2 * tile_bytes;
-    AttendTile<kD, T>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, p.scale_log2);
+    if constexpr (kFp8) {
+      AttendTileFp8<kD, T, Kv>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, scale_log2);
+    } else {
+      AttendTile<kD, T>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, scale_log2);
+    }
     read_slot = read_slot + 1 == stages ? 0 : read_slot + 1;
     write_slot = write_slot + 1 == stages ? 0 : write_slot + 1;
   }
   CpAsyncWait<0>();
   __syncthreads();  // the ring is drained and every warp is done with it
-  CombineAndWrite<kD, T>(p, it, st, smem);
-  if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T>(p, it, smem, ticket);
+  CombineAndWrite<kD, T, kFp8>(p, it, st, smem, out_scale);
+  if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
 }
 
 // Non-persistent launches: CTA b runs items first + b, first + b + gridDim.x, ... (a graph-sized
@@ -323,17 +325,18 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
 template <int kD>
 constexpr int kMinCtasPerSm = kD <= 128 ? 2 : 1;
 
-template <int kD, typename T>
+// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages.
+template <int kD, typename T, typename Kv = T>
 __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
     DecodeAttentionKernel(const __grid_constant__ DecodeParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
   if (p.cta_item_indptr != nullptr) {
     const int b = p.cta_item_indptr[blockIdx.x], e = p.cta_item_indptr[blockIdx.x + 1];
-    for (int i = b; i < e; ++i) ProcessItem<kD, T>(p, p.first + i, smem);
+    for (int i = b; i < e; ++i) ProcessItem<kD, T, Kv>(p, p.first + i, smem);
     return;
   }
   const int count = p.count_from_header ? p.header[0] : p.count;
-  for (int i = blockIdx.x; i < count; i += gridDim.x) ProcessItem<kD, T>(p, p.first + i, smem);
+  for (int i = blockIdx.x; i < count; i += gridDim.x) ProcessItem<kD, T, Kv>(p, p.first + i, smem);
 }
 
 }  // namespace pkv::decode::dev

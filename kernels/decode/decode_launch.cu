@@ -14,20 +14,33 @@ namespace {
 
 constexpr int kHeadDims[] = {64, 128, 256};
 constexpr DType kDTypes[] = {DType::kFloat16, DType::kBFloat16};
+constexpr KvCacheDtype kKvDtypes[] = {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4M3,
+                                      KvCacheDtype::kFp8E5M2};
+int32_t KvElemBytes(KvCacheDtype kv) { return IsFp8(kv) ? 1 : 2; }
 constexpr int kMergeThreads = 128;
 
-// The single dispatch point: (head_dim, dtype) -> compiled kernels.
-absl::StatusOr<internal::KernelPair> SelectKernels(int32_t head_dim, DType dtype) {
+// The single dispatch point: (head_dim, dtype, kv dtype) -> compiled kernels.
+absl::StatusOr<internal::KernelPair> SelectKernels(int32_t head_dim, DType dtype,
+                                                   KvCacheDtype kv = KvCacheDtype::kAuto) {
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
     return absl::InvalidArgumentError("decode: unsupported dtype; supported: fp16, bf16");
   }
+  const bool fp8 = IsFp8(kv);
+  const Fp8Format f = fp8 ? Fp8FormatOf(kv) : Fp8Format::kE4M3;
+  internal::KernelPair k;
   switch (head_dim) {
     case 64:
-      return internal::KernelsD64(dtype);
+      k = internal::KernelsD64(dtype);
+      if (fp8) k.attention = internal::Fp8AttentionD64(dtype, f);
+      return k;
     case 128:
-      return internal::KernelsD128(dtype);
+      k = internal::KernelsD128(dtype);
+      if (fp8) k.attention = internal::Fp8AttentionD128(dtype, f);
+      return k;
     case 256:
-      return internal::KernelsD256(dtype);
+      k = internal::KernelsD256(dtype);
+      if (fp8) k.attention = internal::Fp8AttentionD256(dtype, f);
+      return k;
     default:
       break;
   }
@@ -48,8 +61,8 @@ absl::Status ValidateConfig(const KernelConfig& c) {
 
 }  // namespace
 
-int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config) {
-  return AttentionSmem{head_dim, config.warps, config.stages}.total_bytes();
+int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config, int32_t kv_elem_bytes) {
+  return AttentionSmem{head_dim, config.warps, config.stages, kv_elem_bytes}.total_bytes();
 }
 
 absl::Status ConfigureDecodeKernels(const KernelConfig& config) {
@@ -59,12 +72,14 @@ absl::Status ConfigureDecodeKernels(const KernelConfig& config) {
   PKV_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   for (int d : kHeadDims) {
-    const int64_t bytes = AttentionSmemBytes(d, config);
-    if (bytes > optin) continue;  // this head dim cannot run this config here; Launch rejects it
-    for (DType t : kDTypes) {
-      PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(d, t));
-      PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-          k.attention, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    for (KvCacheDtype kv : kKvDtypes) {
+      const int64_t bytes = AttentionSmemBytes(d, config, KvElemBytes(kv));
+      if (bytes > optin) continue;  // this head dim cannot run this config here; Launch rejects it
+      for (DType t : kDTypes) {
+        PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(d, t, kv));
+        PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+            k.attention, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+      }
     }
   }
   return absl::OkStatus();
@@ -74,11 +89,12 @@ absl::StatusOr<DeviceLimits> QueryDeviceLimits(int device, const KvShape& shape,
                                                const KernelConfig& config) {
   PKV_RETURN_IF_ERROR(ValidateShape(shape));
   PKV_RETURN_IF_ERROR(ValidateConfig(config));
-  PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(shape.head_dim, dtype));
+  const KvCacheDtype kv = shape.kv_elem_bytes == 1 ? KvCacheDtype::kFp8E4M3 : KvCacheDtype::kAuto;
+  PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(shape.head_dim, dtype, kv));
   DeviceLimits limits;
   PKV_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&limits.num_sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t smem = AttentionSmemBytes(shape.head_dim, config);
+  const int64_t smem = AttentionSmemBytes(shape.head_dim, config, shape.kv_elem_bytes);
   PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
       k.attention, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   PKV_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -110,7 +126,15 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
       t.out == nullptr || workspace == nullptr) {
     return absl::InvalidArgumentError("decode: null tensor or workspace pointer");
   }
-  PKV_ASSIGN_OR_RETURN(internal::KernelPair k, SelectKernels(plan.shape.head_dim, t.dtype));
+  if (IsFp8(t.kv_dtype) != (plan.shape.kv_elem_bytes == 1) ||
+      (IsFp8(t.kv_dtype) && !(t.kv_scales.k > 0.f && t.kv_scales.v > 0.f))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decode: kv dtype ", KvCacheDtypeName(t.kv_dtype), " with a plan for ",
+                     plan.shape.kv_elem_bytes, "-byte pages, scales k=", t.kv_scales.k,
+                     " v=", t.kv_scales.v, "; FP8 needs 1-byte pages and positive scales"));
+  }
+  PKV_ASSIGN_OR_RETURN(internal::KernelPair k,
+                       SelectKernels(plan.shape.head_dim, t.dtype, t.kv_dtype));
   uint8_t* ws = static_cast<uint8_t*>(workspace);
   const KvShape& s = plan.shape;
   DecodeParams p;
@@ -134,10 +158,12 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
   p.page_size = s.page_size;
   p.page_div = FastDivmod::Make(static_cast<uint32_t>(s.page_size));
   p.scale_log2 = scale * static_cast<float>(M_LOG2E);
+  p.k_scale = IsFp8(t.kv_dtype) ? t.kv_scales.k : 1.f;
+  p.v_scale = IsFp8(t.kv_dtype) ? t.kv_scales.v : 1.f;
   p.stages = config.stages;
   p.merge_in_kernel = plan.merge == MergeMode::kInKernel ? 1 : 0;
   p.l2_prefetch = config.l2_prefetch;
-  const int64_t smem = AttentionSmemBytes(s.head_dim, config);
+  const int64_t smem = AttentionSmemBytes(s.head_dim, config, s.kv_elem_bytes);
   for (const LaunchSpec& l : plan.launches) {
     if (l.grid <= 0) continue;
     p.first = l.first;

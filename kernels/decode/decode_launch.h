@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/decode/decode_params.h"
 #include "kernels/decode/plan.h"
 #include "kernels/decode/workspace.h"
@@ -42,7 +43,9 @@ struct KernelConfig {
 
 // The caller's tensors for one layer (device pointers).
 struct DecodeTensors {
-  DType dtype = DType::kFloat16;
+  DType dtype = DType::kFloat16;  // q and out; also the pages' type when kv_dtype is kAuto
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: pages hold codes dequantized by kv_scales
+  Fp8KvScales kv_scales;
   const void* q = nullptr;        // [num_rows][num_q_heads][head_dim]
   const void* k_cache = nullptr;  // [num_pages][num_kv_heads][page_size][head_dim]
   const void* v_cache = nullptr;
@@ -51,15 +54,16 @@ struct DecodeTensors {
   float* lse = nullptr;               // [num_rows][num_q_heads] natural log, or nullptr
 };
 
-// Dynamic shared memory of one attention CTA.
-int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config);
+// Dynamic shared memory of one attention CTA (kv_elem_bytes: 2, or 1 for FP8 pages).
+int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config, int32_t kv_elem_bytes = 2);
 
 // Sets the dynamic shared-memory limit of every attention kernel for `config`. Call once per
 // process (and again after changing config to a larger one). INVALID_ARGUMENT for a config
 // outside the supported set, or one whose shared memory exceeds the device's per-block limit.
 absl::Status ConfigureDecodeKernels(const KernelConfig& config);
 
-// SM count and attention CTAs resident per SM for this shape, dtype and config.
+// SM count and attention CTAs resident per SM for this shape, dtype and config (FP8 pages when
+// shape.kv_elem_bytes == 1: the E4M3 kernel's occupancy, which E5M2's shares).
 absl::StatusOr<DeviceLimits> QueryDeviceLimits(int device, const KvShape& shape, DType dtype,
                                                const KernelConfig& config);
 

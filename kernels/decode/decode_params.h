@@ -22,8 +22,8 @@ inline const char* DTypeName(DType t) { return t == DType::kFloat16 ? "fp16" : "
 struct DecodeParams {
   // Tensors (device memory, element type `dtype`).
   const void* q = nullptr;            // [num_rows][num_q_heads][head_dim]
-  const void* k_cache = nullptr;      // [num_pages][num_kv_heads][page_size][head_dim]
-  const void* v_cache = nullptr;      // [num_pages][num_kv_heads][page_size][head_dim]
+  const void* k_cache = nullptr;      // [num_pages][num_kv_heads][page_size][head_dim] of
+  const void* v_cache = nullptr;      //   `dtype`, or of FP8 codes (k_scale, v_scale)
   const int32_t* page_ids = nullptr;  // [block-table entries]; item.page_base indexes a row's run
   void* out = nullptr;                // [num_rows][num_q_heads][head_dim]
   float* lse = nullptr;               // [num_rows][num_q_heads], natural log; nullptr: not written
@@ -50,6 +50,8 @@ struct DecodeParams {
   int32_t page_size = 0;        // 1..128
   FastDivmod page_div;          // division by page_size
   float scale_log2 = 0.f;       // softmax scale * log2(e)
+  float k_scale = 1.f;          // FP8 pages: dequantization scales (fp8_kv.h); 16-bit pages: 1
+  float v_scale = 1.f;
   int32_t stages = 0;           // shared-memory ring depth (tiles in flight), 2..kMaxStages
   int32_t merge_in_kernel = 0;  // 1: the last split of a pair merges; 0: a merge launch does
   int32_t l2_prefetch = 0;      // K/V loads' L2 prefetch-size hint in bytes: 0, 128 or 256

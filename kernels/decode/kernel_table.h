@@ -3,6 +3,7 @@
 // decode_launch.cu's SelectKernels may call these: it is the one run-time -> compile-time dispatch.
 #pragma once
 
+#include "kernels/common/fp8.h"
 #include "kernels/decode/decode_params.h"
 
 namespace pkv::decode::internal {
@@ -15,5 +16,9 @@ struct KernelPair {
 KernelPair KernelsD64(DType dtype);
 KernelPair KernelsD128(DType dtype);
 KernelPair KernelsD256(DType dtype);
+// FP8 pages (decode_kernels_fp8_d*.cu): the attention kernel only; the merge is KV-agnostic.
+const void* Fp8AttentionD64(DType dtype, Fp8Format format);
+const void* Fp8AttentionD128(DType dtype, Fp8Format format);
+const void* Fp8AttentionD256(DType dtype, Fp8Format format);
 
 }  // namespace pkv::decode::internal

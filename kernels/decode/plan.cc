@@ -44,6 +44,10 @@ absl::Status ValidateShape(const KvShape& s) {
     return absl::InvalidArgumentError(absl::StrCat("group size H_q/H_kv = ", s.group_size(),
                                                    " is not supported; supported: 1..8"));
   }
+  if (s.kv_elem_bytes != 1 && s.kv_elem_bytes != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kv_elem_bytes ", s.kv_elem_bytes, " is not supported; supported: 2 (fp16/bf16), 1 (FP8)"));
+  }
   if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256) {
     return absl::InvalidArgumentError(
         absl::StrCat("head_dim ", s.head_dim, " is not supported; supported: 64, 128, 256"));
@@ -118,7 +122,7 @@ void ComputeFeatures(const PlanInput& in, DecodePlan* plan) {
     f.min_len = std::min(f.min_len, len);
   }
   const KvShape& s = in.shape;
-  c.kv_bytes = sum * s.num_kv_heads * s.head_dim * 2 /*K and V*/ * 2 /*bytes per element*/;
+  c.kv_bytes = sum * s.num_kv_heads * s.head_dim * 2 /*K and V*/ * s.kv_elem_bytes;
   f.total_kv_bytes = c.kv_bytes;
   if (in.num_rows > 0) {
     f.mean_len = static_cast<double>(sum) / in.num_rows;

@@ -181,7 +181,7 @@ void PlanWorkqueue(PlanContext& ctx) {
   }
   total_pages *= ctx.heads();
   const KvShape& s = ctx.in.shape;
-  const double pair_page_bytes = 4.0 * s.page_size * s.head_dim;  // K+V, 2-byte elements
+  const double pair_page_bytes = 2.0 * s.kv_elem_bytes * s.page_size * s.head_dim;  // K+V
   const double overhead = kItemOverheadBytes / pair_page_bytes;
   int64_t best_chunk = std::max(max_pages, 1);
   double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead);

@@ -20,6 +20,15 @@ __device__ __forceinline__ uint32_t Hash(uint64_t x) {
   return static_cast<uint32_t>(x);
 }
 
+__global__ void FillFp8Kernel(uint8_t* dst, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    // 0xb7 clears bit 6 (the exponent's top bit in both formats) and bit 3.
+    dst[i] =
+        static_cast<uint8_t>(Hash(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + seed) & 0xb7u);
+  }
+}
+
 __global__ void FillKernel(uint16_t* dst, int64_t n, uint32_t seed, bool bf16) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -54,6 +63,12 @@ __global__ void StreamReadKernel(const uint4* __restrict__ p, int64_t n, uint32_
 
 absl::Status FillRandom16(void* dst, int64_t n, uint32_t seed, bool bf16, cudaStream_t stream) {
   FillKernel<<<2048, 256, 0, stream>>>(static_cast<uint16_t*>(dst), n, seed, bf16);
+  PKV_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+absl::Status FillRandomFp8(void* dst, int64_t n, uint32_t seed, cudaStream_t stream) {
+  FillFp8Kernel<<<2048, 256, 0, stream>>>(static_cast<uint8_t*>(dst), n, seed);
   PKV_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }

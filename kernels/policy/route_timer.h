@@ -20,6 +20,9 @@ namespace pkv::policy {
 
 // n 16-bit values (fp16 or bf16 bits) uniform in [-1, 1), from a hash of (index, seed).
 absl::Status FillRandom16(void* dst, int64_t n, uint32_t seed, bool bf16, cudaStream_t stream);
+// n random FP8 codes with exponent field's top bit clear: finite in both E4M3 (|x| < 2) and
+// E5M2 (|x| < 2^1), never NaN or inf.
+absl::Status FillRandomFp8(void* dst, int64_t n, uint32_t seed, cudaStream_t stream);
 
 // One read-only sweep of `bytes` (a multiple of 16) at buf with 16-byte streaming loads, four in
 // flight per thread; `sink` (4 bytes of device memory) keeps the loads alive.

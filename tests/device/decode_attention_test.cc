@@ -10,58 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/decode/decode_launch.h"
-#include "tests/device/decode_harness.h"
+#include "tests/device/decode_fixture.h"
 
 namespace pkv::decode::testing {
 namespace {
-
-constexpr MergeMode kMerges[] = {MergeMode::kInKernel, MergeMode::kSeparate};
-
-class DecodeDeviceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    seed_ = std::random_device{}();
-    rng_.seed(seed_);
-    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-  }
-  void TearDown() override { cudaStreamDestroy(stream_); }
-
-  std::vector<int32_t> RandomLengths(int rows, int lo, int hi) {
-    std::vector<int32_t> l(rows);
-    for (auto& x : l) x = std::uniform_int_distribution<int>(lo, hi)(rng_);
-    return l;
-  }
-
-  // Runs `c` on `prob` and checks it against the reference.
-  void RunAndCompare(const Case& c, DecodeProblem& prob) {
-    SCOPED_TRACE(absl::StrCat(c.Name(), " seed ", seed_));
-    ASSERT_TRUE(ConfigureDecodeKernels(c.config).ok());
-    std::vector<uint16_t> out;
-    std::vector<float> lse;
-    const absl::Status st = prob.Run(c, stream_, &out, &lse);
-    ASSERT_TRUE(st.ok()) << st.message();
-    const CompareResult r = prob.Compare(out, lse);
-    EXPECT_EQ(r.bad, 0) << r.bad << " of " << r.checked << " outputs off; " << r.first_bad;
-    EXPECT_EQ(r.bad_lse, 0) << r.first_bad;
-  }
-
-  // Every route and merge mode on one random problem.
-  void CheckAllRoutes(Case c) {
-    DecodeProblem prob(c, rng_);
-    for (int r = 0; r < kNumRoutes; ++r) {
-      for (MergeMode m : kMerges) {
-        c.route = static_cast<Route>(r);
-        c.merge = m;
-        RunAndCompare(c, prob);
-        if (HasFatalFailure()) return;
-      }
-    }
-  }
-
-  uint32_t seed_ = 0;
-  std::mt19937 rng_;
-  cudaStream_t stream_ = nullptr;
-};
 
 TEST_F(DecodeDeviceTest, AwkwardLengthsEveryRouteAndPageSize) {
   for (int ps : {1, 16, 64}) {

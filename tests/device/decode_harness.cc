@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/attention/reference.h"
 #include "kernels/common/float16.h"
 #include "kernels/decode/workspace.h"
@@ -33,18 +34,22 @@ void CopyTo(void** dst, const std::vector<T>& src) {
 
 std::string Case::Name() const {
   return absl::StrCat(RouteName(route), merge == MergeMode::kSeparate ? "/2k" : "", " ",
-                      DTypeName(dtype), " Hq=", shape.num_q_heads, " Hkv=", shape.num_kv_heads,
-                      " D=", shape.head_dim, " ps=", shape.page_size, " B=", lengths.size(),
-                      " warps=", config.warps, " stages=", config.stages);
+                      DTypeName(dtype), " kv=", KvCacheDtypeName(kv_dtype),
+                      " Hq=", shape.num_q_heads, " Hkv=", shape.num_kv_heads, " D=", shape.head_dim,
+                      " ps=", shape.page_size, " B=", lengths.size(), " warps=", config.warps,
+                      " stages=", config.stages);
 }
 
 absl::StatusOr<DeviceLimits> LimitsFor(const Case& c) {
   if (c.limits.num_sms > 0) return c.limits;
-  return QueryDeviceLimits(0, c.shape, c.dtype, c.config);
+  KvShape s = c.shape;
+  s.kv_elem_bytes = IsFp8(c.kv_dtype) ? 1 : 2;
+  return QueryDeviceLimits(0, s, c.dtype, c.config);
 }
 
 DecodeProblem::DecodeProblem(const Case& c, std::mt19937& rng)
-    : shape_(c.shape), dtype_(c.dtype), lengths_(c.lengths) {
+    : shape_(c.shape), dtype_(c.dtype), kv_dtype_(c.kv_dtype), lengths_(c.lengths) {
+  shape_.kv_elem_bytes = IsFp8(kv_dtype_) ? 1 : 2;
   const int32_t rows = static_cast<int32_t>(lengths_.size());
   const int32_t ps = shape_.page_size;
   page_indptr_.push_back(0);
@@ -68,8 +73,24 @@ DecodeProblem::DecodeProblem(const Case& c, std::mt19937& rng)
   for (auto& x : k_) x = ToBits(dtype_, u(rng));
   for (auto& x : v_) x = ToBits(dtype_, u(rng));
   CopyTo(&d_q_, q_);
-  CopyTo(&d_k_, k_);
-  CopyTo(&d_v_, v_);
+  if (IsFp8(kv_dtype_)) {
+    // Scales that map the |x| < 1 inputs onto the format's range; the codes quantize exactly the
+    // 16-bit values the unquantized reference reads.
+    const Fp8Format f = Fp8FormatOf(kv_dtype_);
+    scales_ = {Fp8ScaleForAbsMax(1.f, f), Fp8ScaleForAbsMax(1.f, f)};
+    std::vector<float> x(kv_elems);
+    kq_.resize(kv_elems);
+    vq_.resize(kv_elems);
+    for (int64_t i = 0; i < kv_elems; ++i) x[i] = FromBits(dtype_, k_[i]);
+    QuantizeFp8(x.data(), kv_elems, scales_.k, f, kq_.data());
+    for (int64_t i = 0; i < kv_elems; ++i) x[i] = FromBits(dtype_, v_[i]);
+    QuantizeFp8(x.data(), kv_elems, scales_.v, f, vq_.data());
+    CopyTo(&d_k_, kq_);
+    CopyTo(&d_v_, vq_);
+  } else {
+    CopyTo(&d_k_, k_);
+    CopyTo(&d_v_, v_);
+  }
   CopyTo(reinterpret_cast<void**>(&d_pages_), page_ids_);
   PKV_CHECK(cudaMalloc(&d_out_, std::max<int64_t>(out_elems_ * 2, 16)) == cudaSuccess);
   PKV_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_lse_),
@@ -89,12 +110,14 @@ void DecodeProblem::SetLengths(const std::vector<int32_t>& lengths) {
     PKV_CHECK(lengths[r] <= (page_indptr_[r + 1] - page_indptr_[r]) * shape_.page_size);
   }
   lengths_ = lengths;
-  ref_valid_ = false;
+  ref_valid_ = unq_valid_ = false;
 }
 
 DecodeTensors DecodeProblem::tensors() const {
   DecodeTensors t;
   t.dtype = dtype_;
+  t.kv_dtype = kv_dtype_;
+  t.kv_scales = scales_;
   t.q = d_q_;
   t.k_cache = d_k_;
   t.v_cache = d_v_;
@@ -147,36 +170,64 @@ absl::Status DecodeProblem::Run(const Case& c, cudaStream_t stream, std::vector<
   return absl::OkStatus();
 }
 
-void DecodeProblem::ComputeReference() {
+void DecodeProblem::ComputeReference(bool unquantized, std::vector<float>* out,
+                                     std::vector<float>* lse) {
   const int32_t rows = static_cast<int32_t>(lengths_.size());
-  ref_out_.assign(out_elems_, 0.f);
-  ref_lse_.assign(num_heads_total(), 0.f);
+  out->assign(out_elems_, 0.f);
+  lse->assign(num_heads_total(), 0.f);
   BlockTableView table{page_indptr_.data(), page_ids_.data(), lengths_.data(), rows};
   const float scale = 1.f / std::sqrt(static_cast<float>(shape_.head_dim));
-  if (dtype_ == DType::kFloat16) {
+  KvShape s16 = shape_;
+  s16.kv_elem_bytes = 2;
+  if (IsFp8(kv_dtype_) && !unquantized) {
+    const Fp8PagedKvView kv{
+        {kq_.data(), vq_.data(), num_pages_, shape_}, Fp8FormatOf(kv_dtype_), scales_};
+    if (dtype_ == DType::kFloat16) {
+      ReferenceDecodeAttentionFp8(reinterpret_cast<const Half*>(q_.data()), kv, table, scale,
+                                  out->data(), lse->data());
+    } else {
+      ReferenceDecodeAttentionFp8(reinterpret_cast<const BFloat16*>(q_.data()), kv, table, scale,
+                                  out->data(), lse->data());
+    }
+  } else if (dtype_ == DType::kFloat16) {
     PagedKvView<const Half> kv{reinterpret_cast<const Half*>(k_.data()),
-                               reinterpret_cast<const Half*>(v_.data()), num_pages_, shape_};
+                               reinterpret_cast<const Half*>(v_.data()), num_pages_, s16};
     ReferenceDecodeAttention(reinterpret_cast<const Half*>(q_.data()), kv, table, scale,
-                             ref_out_.data(), ref_lse_.data());
+                             out->data(), lse->data());
   } else {
     PagedKvView<const BFloat16> kv{reinterpret_cast<const BFloat16*>(k_.data()),
-                                   reinterpret_cast<const BFloat16*>(v_.data()), num_pages_,
-                                   shape_};
+                                   reinterpret_cast<const BFloat16*>(v_.data()), num_pages_, s16};
     ReferenceDecodeAttention(reinterpret_cast<const BFloat16*>(q_.data()), kv, table, scale,
-                             ref_out_.data(), ref_lse_.data());
+                             out->data(), lse->data());
   }
-  ref_valid_ = true;
 }
 
 CompareResult DecodeProblem::Compare(const std::vector<uint16_t>& out,
                                      const std::vector<float>& lse) {
-  if (!ref_valid_) ComputeReference();
+  if (!ref_valid_) ComputeReference(false, &ref_out_, &ref_lse_);
+  ref_valid_ = true;
   // fp16: output rounding 2^-11 and P rounded to fp16; bf16: 2^-8 for both.
   const double atol = dtype_ == DType::kFloat16 ? 2e-3 : 1e-2;
   const double rtol = dtype_ == DType::kFloat16 ? 1e-2 : 2e-2;
+  return CompareWith(out, lse, ref_out_, ref_lse_, atol, rtol, 1e-3);
+}
+
+CompareResult DecodeProblem::CompareUnquantized(const std::vector<uint16_t>& out,
+                                                const std::vector<float>& lse, double atol,
+                                                double lse_atol) {
+  if (!unq_valid_) ComputeReference(true, &unq_out_, &unq_lse_);
+  unq_valid_ = true;
+  return CompareWith(out, lse, unq_out_, unq_lse_, atol, 0.0, lse_atol);
+}
+
+CompareResult DecodeProblem::CompareWith(const std::vector<uint16_t>& out,
+                                         const std::vector<float>& lse,
+                                         const std::vector<float>& ref_out,
+                                         const std::vector<float>& ref_lse, double atol,
+                                         double rtol, double lse_atol) const {
   CompareResult r;
   for (int64_t i = 0; i < out_elems_; ++i) {
-    const double got = FromBits(dtype_, out[i]), want = ref_out_[i];
+    const double got = FromBits(dtype_, out[i]), want = ref_out[i];
     const double err = std::fabs(got - want);
     ++r.checked;
     if (!(err <= atol + rtol * std::fabs(want))) {  // NaN fails too
@@ -188,9 +239,9 @@ CompareResult DecodeProblem::Compare(const std::vector<uint16_t>& out,
     if (err > r.max_err) r.max_err = err;
   }
   for (int64_t i = 0; i < num_heads_total(); ++i) {
-    const double got = lse[i], want = ref_lse_[i];
+    const double got = lse[i], want = ref_lse[i];
     const bool both_empty = std::isinf(want) && want < 0 && std::isinf(got) && got < 0;
-    if (!both_empty && !(std::fabs(got - want) <= 1e-3 + 1e-3 * std::fabs(want))) {
+    if (!both_empty && !(std::fabs(got - want) <= lse_atol + 1e-3 * std::fabs(want))) {
       if (r.bad_lse++ == 0 && r.first_bad.empty()) {
         r.first_bad = absl::StrCat("lse[", i, "] = ", got, " want ", want);
       }

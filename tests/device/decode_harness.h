@@ -1,6 +1,8 @@
 // Test harness for the CUDA decode routes: builds a random paged KV cache with a non-contiguous
 // block table, runs a plan through the engine (workspace poisoned, outputs poisoned) and compares
-// every output element and LSE with ReferenceDecodeAttention. Needs a GPU.
+// every output element and LSE with ReferenceDecodeAttention. FP8 KV cases quantize the same
+// random K/V into FP8 pages and compare with ReferenceDecodeAttentionFp8 (tight) and with the
+// 16-bit reference of the unquantized K/V (the accuracy bound). Needs a GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/attention/kv_layout.h"
 #include "kernels/decode/decode_launch.h"
 #include "kernels/decode/plan.h"
@@ -20,6 +23,7 @@ namespace pkv::decode::testing {
 struct Case {
   KvShape shape{32, 8, 128, 16};
   DType dtype = DType::kFloat16;
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: shape.kv_elem_bytes is set to 1 for it
   std::vector<int32_t> lengths;
   Route route = Route::kWorkqueue;
   MergeMode merge = MergeMode::kInKernel;
@@ -50,8 +54,12 @@ class DecodeProblem {
   // Plans c.route and runs it on `stream`, outputs poisoned first; returns the device outputs.
   absl::Status Run(const Case& c, cudaStream_t stream, std::vector<uint16_t>* out,
                    std::vector<float>* lse, DecodePlan* plan_out = nullptr);
-  // Compares with the CPU reference (computed once, lazily).
+  // Compares with the CPU reference of the same KV (computed once, lazily).
   CompareResult Compare(const std::vector<uint16_t>& out, const std::vector<float>& lse);
+  // FP8 only: compares with the 16-bit reference of the K/V before quantization, within
+  // |err| <= atol (outputs) and lse_atol (LSEs).
+  CompareResult CompareUnquantized(const std::vector<uint16_t>& out, const std::vector<float>& lse,
+                                   double atol, double lse_atol);
 
   // Replaces the lengths (within the pages already allocated per row) for graph-replay tests.
   void SetLengths(const std::vector<int32_t>& lengths);
@@ -69,18 +77,25 @@ class DecodeProblem {
                         std::vector<float>* lse) const;
 
  private:
-  void ComputeReference();
+  void ComputeReference(bool unquantized, std::vector<float>* out, std::vector<float>* lse);
+  CompareResult CompareWith(const std::vector<uint16_t>& out, const std::vector<float>& lse,
+                            const std::vector<float>& ref_out, const std::vector<float>& ref_lse,
+                            double atol, double rtol, double lse_atol) const;
 
   KvShape shape_;
   DType dtype_;
+  KvCacheDtype kv_dtype_;
+  Fp8KvScales scales_;
+  std::vector<uint8_t> kq_, vq_;  // FP8 codes of k_, v_ (FP8 cases)
   std::vector<int32_t> lengths_;
   std::vector<int32_t> page_indptr_;
   std::vector<int32_t> page_ids_;
   std::vector<uint16_t> q_, k_, v_;  // fp16 or bf16 bits
   int64_t num_pages_ = 0;
   int64_t out_elems_ = 0;
-  std::vector<float> ref_out_, ref_lse_;
+  std::vector<float> ref_out_, ref_lse_, unq_out_, unq_lse_;
   bool ref_valid_ = false;
+  bool unq_valid_ = false;
   void* d_q_ = nullptr;
   void* d_k_ = nullptr;
   void* d_v_ = nullptr;

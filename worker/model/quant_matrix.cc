@@ -1,8 +1,6 @@
 #include "worker/model/quant_matrix.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -57,35 +55,6 @@ absl::Status CheckFp8Matrix(const Fp8Matrix& m) {
     return SizeError("fp8 scale", m.scale.size(), m.n);
   }
   return absl::OkStatus();
-}
-
-float E4M3ToFloat(uint8_t bits) {
-  const int e = (bits >> 3) & 0xf, mant = bits & 0x7;
-  const float sign = (bits & 0x80) ? -1.0f : 1.0f;
-  if (e == 15 && mant == 7) return std::numeric_limits<float>::quiet_NaN();
-  if (e == 0) return sign * std::ldexp(static_cast<float>(mant), -9);  // subnormal: m * 2^-9
-  return sign * std::ldexp(1.0f + mant / 8.0f, e - 7);
-}
-
-uint8_t FloatToE4M3(float x) {
-  if (std::isnan(x)) return 0x7f;
-  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
-  const double a = std::fabs(static_cast<double>(x));
-  if (a >= 448.0) return sign | 0x7e;  // saturate: the format has no infinity
-  if (a < std::ldexp(1.0, -6)) {
-    // Subnormal steps of 2^-9; a rounded count of 8 is the smallest normal, code 0x08.
-    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, 9)));
-  }
-  int exp2 = 0;
-  std::frexp(a, &exp2);  // a = f * 2^exp2, f in [0.5, 1): a in [2^(exp2-1), 2^exp2)
-  int e = exp2 - 1;
-  // Mantissa steps of 2^(e-3); scaling by a power of two is exact, so one rounding (to even).
-  int mant = static_cast<int>(std::nearbyint(std::ldexp(a, 3 - e))) - 8;
-  if (mant == 8) {
-    mant = 0;
-    ++e;
-  }
-  return sign | static_cast<uint8_t>(((e + 7) << 3) | mant);
 }
 
 void DequantizeInt4(const Int4GroupMatrix& m, float* out) {

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/common/fp8.h"  // E4M3ToFloat / FloatToE4M3: the float8_e4m3fn coding
 
 namespace pkv {
 
@@ -48,11 +49,6 @@ inline void OrInt4(Int4GroupMatrix* m, int64_t r, int64_t j, uint32_t v) {
 // divisibility, zero points above 15, a per-tensor/per-channel scale count other than 1 or n).
 absl::Status CheckInt4GroupMatrix(const Int4GroupMatrix& m);
 absl::Status CheckFp8Matrix(const Fp8Matrix& m);
-
-// float8_e4m3fn <-> float. Decoding is exact; encoding rounds to nearest, ties to even, and
-// saturates to +-448 (the format's largest finite value); NaN encodes as 0x7f.
-float E4M3ToFloat(uint8_t bits);
-uint8_t FloatToE4M3(float x);
 
 // The float32 weights [n][k]. REQUIRES: the matrix passes its Check*() and out has n * k slots.
 // Each element is one float multiply of exactly representable operands, so every backend's

@@ -1,4 +1,4 @@
-// The canonical quantized matrices: FP8 E4M3 coding, 4-bit dequantization at group boundaries,
+// The canonical quantized matrices: 4-bit dequantization at group boundaries,
 // tensor-parallel slices, and the AWQ / GPTQ packings against hand-packed words.
 #include "worker/model/quant_matrix.h"
 
@@ -11,44 +11,6 @@
 
 namespace pkv {
 namespace {
-
-TEST(E4M3Test, DecodesTheFormatsLandmarks) {
-  EXPECT_EQ(E4M3ToFloat(0x00), 0.0f);
-  EXPECT_EQ(E4M3ToFloat(0x38), 1.0f);    // exponent 7 = bias
-  EXPECT_EQ(E4M3ToFloat(0x7e), 448.0f);  // largest finite
-  EXPECT_EQ(E4M3ToFloat(0xfe), -448.0f);
-  EXPECT_EQ(E4M3ToFloat(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
-  EXPECT_EQ(E4M3ToFloat(0x08), std::ldexp(1.0f, -6));  // smallest normal
-  EXPECT_EQ(E4M3ToFloat(0x3c), 1.5f);
-  EXPECT_TRUE(std::isnan(E4M3ToFloat(0x7f)));
-  EXPECT_TRUE(std::isnan(E4M3ToFloat(0xff)));
-}
-
-TEST(E4M3Test, EveryFiniteCodeRoundTrips) {
-  for (int c = 0; c < 256; ++c) {
-    if ((c & 0x7f) == 0x7f) continue;
-    const float v = E4M3ToFloat(static_cast<uint8_t>(c));
-    if (c == 0x80) {
-      EXPECT_EQ(FloatToE4M3(v), 0x80);  // -0 keeps its sign
-      continue;
-    }
-    EXPECT_EQ(FloatToE4M3(v), c) << "code " << c << " value " << v;
-  }
-}
-
-TEST(E4M3Test, RoundsToNearestEvenAndSaturates) {
-  EXPECT_EQ(FloatToE4M3(1.0625f), 0x38);  // halfway 1 and 1.125: even mantissa (1.0)
-  EXPECT_EQ(FloatToE4M3(1.1875f), 0x3a);  // halfway 1.125 and 1.25: even (1.25)
-  EXPECT_EQ(FloatToE4M3(1.07f), 0x39);    // nearer 1.125
-  EXPECT_EQ(FloatToE4M3(1000.0f), 0x7e);  // no infinity: saturate
-  EXPECT_EQ(FloatToE4M3(-1e30f), 0xfe);
-  EXPECT_EQ(FloatToE4M3(INFINITY), 0x7e);
-  EXPECT_EQ(FloatToE4M3(NAN), 0x7f);
-  EXPECT_EQ(FloatToE4M3(std::ldexp(1.0f, -10)), 0x00);   // halfway 0 and 2^-9: even (0)
-  EXPECT_EQ(FloatToE4M3(std::ldexp(3.0f, -10)), 0x02);   // halfway 2^-9 and 2^-8: even (2)
-  EXPECT_EQ(FloatToE4M3(std::ldexp(15.5f, -10)), 0x08);  // rounds up into the normals
-  EXPECT_EQ(FloatToE4M3(15.5f), 0x58);  // halfway 15 (0x57) and 16 (0x58): even mantissa, 16
-}
 
 Int4GroupMatrix CountingMatrix() {
   // 2 rows, k = 16, group 8: q[r][j] = (j + r) % 16; distinct zero/scale per group.
