@@ -33,8 +33,9 @@ void PrintModelInfo(const pkv::v1::ModelInfo& m) {
   std::printf("\nbackend: %s\ndtype: %s\nnum_layers: %u\nnum_q_heads: %u\nnum_kv_heads: %u\n",
               m.backend().c_str(), m.dtype().c_str(), m.num_layers(), m.num_q_heads(),
               m.num_kv_heads());
-  std::printf("head_dim: %u\nhidden_size: %u\nkv_pages_total: %llu\n", m.head_dim(),
-              m.hidden_size(), static_cast<unsigned long long>(m.kv_pages_total()));
+  std::printf("head_dim: %u\nhidden_size: %u\nkv_pages_total: %llu\nkv_cache_dtype: %s\n",
+              m.head_dim(), m.hidden_size(), static_cast<unsigned long long>(m.kv_pages_total()),
+              m.kv_cache_dtype().c_str());
 }
 
 }  // namespace

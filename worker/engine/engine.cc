@@ -17,13 +17,21 @@ namespace pkv {
 namespace {
 
 // The scheduler's configuration with the prefix cache's salt: everything besides the tokens that
-// changes the K/V a page holds (model, its shapes, the KV dtype, the page size).
+// changes the K/V a page holds (model, its shapes, the activation and KV cache dtypes, the page
+// size).
 SchedulerConfig SaltedSchedulerConfig(const EngineOptions& options, const ModelBackend& backend) {
   const ModelConfig& c = backend.config();
   SchedulerConfig config = options.scheduler;
-  config.prefix_cache_salt = PrefixCacheSalt(absl::StrCat(
-      "model=", options.model_name, ";layers=", c.num_layers, ";kv_heads=", c.num_kv_heads,
-      ";head_dim=", c.head_dim, ";dtype=", backend.dtype_name(), ";page=", backend.page_size()));
+  const std::string dtype = backend.dtype_name();
+  PrefixCacheIdentity id;
+  id.model_name = options.model_name;
+  id.num_layers = c.num_layers;
+  id.num_kv_heads = c.num_kv_heads;
+  id.head_dim = c.head_dim;
+  id.dtype = dtype;
+  id.kv_cache_dtype = KvCacheDtypeName(backend.kv_cache_dtype());
+  id.page_size = backend.page_size();
+  config.prefix_cache_salt = PrefixCacheSalt(id);
   return config;
 }
 
@@ -213,6 +221,7 @@ pkv::v1::ModelInfo Engine::GetModelInfo() const {
   for (int32_t eos : c.eos_token_ids) info.add_eos_token_ids(static_cast<uint32_t>(eos));
   info.set_backend(backend_->backend_name());
   info.set_dtype(backend_->dtype_name());
+  info.set_kv_cache_dtype(KvCacheDtypeName(backend_->kv_cache_dtype()));
   info.set_num_layers(static_cast<uint32_t>(c.num_layers));
   info.set_num_q_heads(static_cast<uint32_t>(c.num_q_heads));
   info.set_num_kv_heads(static_cast<uint32_t>(c.num_kv_heads));

@@ -36,6 +36,7 @@ class FaultInjectingBackend : public ModelBackend {
   int64_t num_kv_pages() const override { return inner_->num_kv_pages(); }
   std::string backend_name() const override { return inner_->backend_name(); }
   std::string dtype_name() const override { return inner_->dtype_name(); }
+  KvCacheDtype kv_cache_dtype() const override { return inner_->kv_cache_dtype(); }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;

@@ -39,7 +39,8 @@ const char* AbortReasonLabel(AbortReason reason) {
 }
 
 WorkerMetrics::WorkerMetrics(prometheus::Registry* registry, std::string_view worker_id,
-                             std::string_view backend, std::string_view model_name) {
+                             std::string_view backend, std::string_view model_name,
+                             std::string_view kv_cache_dtype) {
   prometheus::Registry& r = *registry;
   auto& step_seconds = BuildHistogram()
                            .Name("pkv_decode_step_seconds")
@@ -171,6 +172,14 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry* registry, std::string_view wo
             {"worker_id", std::string(worker_id)},
             {"backend", std::string(backend)},
             {"model", std::string(model_name)}})
+      .Set(1);
+  // Its own info metric rather than a build_info label: dashboards join KV capacity and decode
+  // speed on it, and build_info's labels describe the binary.
+  BuildGauge()
+      .Name("pkv_kv_cache_info")
+      .Help("Constant 1, labelled with what the KV pages store (auto: the model's dtype)")
+      .Register(r)
+      .Add({{"dtype", std::string(kv_cache_dtype)}})
       .Set(1);
 
   vllm_running_ = &BuildGauge()

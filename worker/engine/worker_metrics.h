@@ -26,8 +26,11 @@ const char* AbortReasonLabel(AbortReason reason);
 
 class WorkerMetrics {
  public:
+  // kv_cache_dtype: what the KV pages store ("auto", "fp8_e4m3", "fp8_e5m2"), exported as the
+  // constant gauge pkv_kv_cache_info{dtype}.
   WorkerMetrics(prometheus::Registry* registry, std::string_view worker_id,
-                std::string_view backend, std::string_view model_name);
+                std::string_view backend, std::string_view model_name,
+                std::string_view kv_cache_dtype = "auto");
 
   // Per-step engine metrics. `route` outside kRouteLabels is counted as "cpu-reference".
   void RecordDecodeStep(std::string_view route, double seconds, int launches, double occupancy);

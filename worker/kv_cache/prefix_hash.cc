@@ -1,7 +1,9 @@
 #include "worker/kv_cache/prefix_hash.h"
 
 #include <cstring>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "xxhash.h"
 
@@ -9,6 +11,14 @@ namespace pkv {
 
 uint64_t PrefixCacheSalt(std::string_view identity) {
   return XXH3_64bits(identity.data(), identity.size());
+}
+
+uint64_t PrefixCacheSalt(const PrefixCacheIdentity& id) {
+  // Debian's absl::StrCat takes absl::string_view, which is not std::string_view there.
+  return PrefixCacheSalt(absl::StrCat(
+      "model=", std::string(id.model_name), ";layers=", id.num_layers,
+      ";kv_heads=", id.num_kv_heads, ";head_dim=", id.head_dim, ";dtype=", std::string(id.dtype),
+      ";kv_cache_dtype=", std::string(id.kv_cache_dtype), ";page=", id.page_size));
 }
 
 PageHash HashPage(const PageHash* parent, const int32_t* tokens, int32_t num_tokens,

@@ -8,31 +8,39 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "kernels/attention/reference.h"
 #include "worker/model/batch_check.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/cpu_ops.h"
 #include "worker/model/cpu_step.h"
+#include "worker/model/kv_cache_scales.h"
 #include "worker/model/rope.h"
 
 namespace pkv {
 
-CpuModelBackend::CpuModelBackend(LlamaWeights weights, int32_t page_size, int64_t num_kv_pages)
-    : weights_(std::move(weights)), page_size_(page_size), num_kv_pages_(num_kv_pages) {
-  const ModelConfig& c = weights_.config;
-  PKV_CHECK(CheckLlamaWeightSizes(weights_).ok());
-  PKV_CHECK(page_size_ > 0 && num_kv_pages_ > 0);
-  inv_freq_ = RopeInvFrequencies(c);
-  const size_t layer_elems = static_cast<size_t>(num_kv_pages_) * c.num_kv_heads * page_size_ *
-                             static_cast<size_t>(c.head_dim);
-  k_cache_.assign(c.num_layers, std::vector<float>(layer_elems, 0.0f));
-  v_cache_.assign(c.num_layers, std::vector<float>(layer_elems, 0.0f));
+namespace {
+
+KvShape AttentionShape(const ModelConfig& c, int32_t page_size) {
+  return KvShape{c.num_q_heads, c.num_kv_heads, c.head_dim, page_size};
 }
 
-absl::StatusOr<std::unique_ptr<CpuModelBackend>> CpuModelBackend::Create(LlamaWeights weights,
-                                                                         int32_t page_size,
-                                                                         int64_t num_kv_pages) {
+}  // namespace
+
+CpuModelBackend::CpuModelBackend(LlamaWeights weights, int32_t page_size, int64_t num_kv_pages,
+                                 const CpuKvCacheOptions& kv)
+    : weights_(std::move(weights)),
+      page_size_(page_size),
+      num_kv_pages_(num_kv_pages),
+      kv_(weights_.config.num_layers, AttentionShape(weights_.config, page_size), num_kv_pages,
+          kv) {
+  PKV_CHECK(CheckLlamaWeightSizes(weights_).ok());
+  PKV_CHECK(page_size_ > 0 && num_kv_pages_ > 0);
+  inv_freq_ = RopeInvFrequencies(weights_.config);
+}
+
+absl::StatusOr<std::unique_ptr<CpuModelBackend>> CpuModelBackend::Create(
+    LlamaWeights weights, int32_t page_size, int64_t num_kv_pages, const CpuKvCacheOptions& kv) {
   PKV_RETURN_IF_ERROR(CheckLlamaWeightSizes(weights));
+  PKV_RETURN_IF_ERROR(CheckCpuKvCacheOptions(kv, weights.config.num_layers));
   if (page_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("page_size must be positive, got ", page_size));
   }
@@ -43,7 +51,7 @@ absl::StatusOr<std::unique_ptr<CpuModelBackend>> CpuModelBackend::Create(LlamaWe
     return absl::InvalidArgumentError(
         absl::StrCat("num_kv_pages ", num_kv_pages, " is not in [1, what fits the address space]"));
   }
-  return std::make_unique<CpuModelBackend>(std::move(weights), page_size, num_kv_pages);
+  return std::make_unique<CpuModelBackend>(std::move(weights), page_size, num_kv_pages, kv);
 }
 
 absl::Status CpuModelBackend::ValidateBatch(absl::Span<const BatchRow> rows,
@@ -94,24 +102,6 @@ void CpuModelBackend::PrepareBatch(absl::Span<const BatchRow> rows) {
   }
 }
 
-void CpuModelBackend::WriteKv(int layer) {
-  const ModelConfig& c = weights_.config;
-  const int64_t d = c.head_dim;
-  float* kc = k_cache_[layer].data();
-  float* vc = v_cache_[layer].data();
-  for (int64_t t = 0; t < num_tokens_; ++t) {
-    const int32_t slot = positions_[t] % page_size_;
-    for (int32_t h = 0; h < c.num_kv_heads; ++h) {
-      // Offset of (page, head, slot) in the [page][H_kv][page_size][D] layout.
-      const int64_t off =
-          ((static_cast<int64_t>(token_page_[t]) * c.num_kv_heads + h) * page_size_ + slot) * d;
-      const int64_t src = (t * c.num_kv_heads + h) * d;
-      std::copy_n(&k_[src], d, kc + off);
-      std::copy_n(&v_[src], d, vc + off);
-    }
-  }
-}
-
 void CpuModelBackend::AttentionBlock(int layer) {
   const ModelConfig& c = weights_.config;
   const LlamaLayerWeights& w = weights_.layers[layer];
@@ -132,19 +122,14 @@ void CpuModelBackend::AttentionBlock(int layer) {
     ApplyRope(&q_[i * qd], c.num_q_heads, c.head_dim, cs, sn);
     ApplyRope(&k_[i * kvd], c.num_kv_heads, c.head_dim, cs, sn);
   }
-  WriteKv(layer);
-  PagedKvView<const float> kv;
-  kv.k = k_cache_[layer].data();
-  kv.v = v_cache_[layer].data();
-  kv.num_pages = num_kv_pages_;
-  kv.shape = KvShape{c.num_q_heads, c.num_kv_heads, c.head_dim, page_size_};
+  kv_.Write(layer, k_.data(), v_.data(), t, positions_.data(), token_page_.data());
   BlockTableView table;
   table.page_indptr = page_indptr_.data();
   table.page_ids = page_ids_.data();
   table.lengths = lengths_.data();
   table.num_rows = static_cast<int32_t>(lengths_.size());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  ReferencePrefillAttention<float>(q_.data(), qo_indptr_.data(), kv, table, scale, attn_.data());
+  kv_.Attend(layer, q_.data(), qo_indptr_.data(), table, scale, attn_.data());
   LinearAccumulate(attn_.data(), t, qd, w.o_proj.data(), h, bias(w.o_bias), x_.data());
 }
 
@@ -204,18 +189,23 @@ absl::Status CpuModelBackend::Forward(absl::Span<const BatchRow> rows, std::vect
 
 absl::StatusOr<std::unique_ptr<ModelBackend>> LoadCpuBackend(const std::string& model_dir,
                                                              int32_t page_size,
-                                                             int64_t num_kv_pages) {
+                                                             int64_t num_kv_pages,
+                                                             KvCacheDtype kv_dtype) {
   PKV_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(model_dir));
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   PKV_ASSIGN_OR_RETURN(LlamaWeights weights, LoadLlamaWeightsF32(config, *checkpoint));
+  CpuKvCacheOptions kv;
+  kv.dtype = kv_dtype;
+  if (IsFp8(kv_dtype)) {
+    PKV_ASSIGN_OR_RETURN(kv.scales, LoadKvCacheScales(*checkpoint, config.num_layers));
+  }
   checkpoint.reset();  // unmap the files: the float32 copy is all the CPU backend needs
-  const double kv_mib = 2.0 * config.num_layers * num_kv_pages * config.num_kv_heads * page_size *
-                        config.head_dim * sizeof(float) / (1 << 20);
-  PKV_LOG(INFO) << "cpu backend: " << model_dir << ", " << config.num_layers << " layers, "
-                << num_kv_pages << " KV pages of " << page_size << " tokens (" << kv_mib
-                << " MiB float32)";
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<CpuModelBackend> backend,
-                       CpuModelBackend::Create(std::move(weights), page_size, num_kv_pages));
+                       CpuModelBackend::Create(std::move(weights), page_size, num_kv_pages, kv));
+  PKV_LOG(INFO) << "cpu backend: " << model_dir << ", " << config.num_layers << " layers, "
+                << num_kv_pages << " KV pages of " << page_size << " tokens ("
+                << backend->kv_bytes() / double(1 << 20) << " MiB " << CpuKvCacheDescription(kv)
+                << ")";
   return std::unique_ptr<ModelBackend>(std::move(backend));
 }
 

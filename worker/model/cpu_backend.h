@@ -1,13 +1,14 @@
 // The CPU model backend: a float32 Llama-family forward pass over the paged KV cache, the
 // runtime's reference and the backend CI runs every worker feature on.
 //
-// KV storage: per layer, K and V each float32 [num_kv_pages][H_kv][page_size][D]
-// (kernels/attention/kv_layout.h). One Step() gathers every fed token of the batch into one
-// [T][hidden] activation matrix, so each layer streams its weights once:
+// KV storage: per layer, K and V each [num_kv_pages][H_kv][page_size][D]
+// (kernels/attention/kv_layout.h), float32 or FP8 codes with per-layer scales (cpu_kv_cache.h). One
+// Step() gathers every fed token of the batch into one [T][hidden] activation matrix, so each layer
+// streams its weights once:
 //   embed -> per layer { RMSNorm -> q/k/v proj (+bias) -> [Qwen3: per-head q/k RMSNorm] -> RoPE
-//   -> write K,V of each token to its row's page slot -> paged causal attention
-//   (ReferencePrefillAttention over the batch's block table, lengths = start_pos + num_tokens,
-//   which covers decode rows too; softmax scale 1/sqrt(D)) -> o_proj (+bias) + residual
+//   -> write K,V of each token to its row's page slot (quantized in FP8 mode) -> paged causal
+//   attention (ReferencePrefillAttention[Fp8] over the batch's block table, lengths = start_pos +
+//   num_tokens, which covers decode rows too; softmax scale 1/sqrt(D)) -> o_proj (+bias) + residual
 //   -> RMSNorm -> down(silu(gate) * up) + residual } -> final RMSNorm (sampled rows' last token
 //   only) -> LM head -> sampling (sampler.h).
 //
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/model/cpu_kv_cache.h"
 #include "worker/model/llama_weights.h"
 #include "worker/model/model_backend.h"
 #include "worker/model/sampler.h"
@@ -34,17 +36,22 @@ class CpuModelBackend : public ModelBackend {
  public:
   // REQUIRES: CheckLlamaWeightSizes(weights) is OK, page_size > 0, num_kv_pages > 0
   // (Create() checks these and is the way to build one from untrusted sizes).
-  CpuModelBackend(LlamaWeights weights, int32_t page_size, int64_t num_kv_pages);
+  // kv: the KV cache's dtype and scales (REQUIRES: scales empty or one per layer, positive).
+  CpuModelBackend(LlamaWeights weights, int32_t page_size, int64_t num_kv_pages,
+                  const CpuKvCacheOptions& kv = {});
 
   static absl::StatusOr<std::unique_ptr<CpuModelBackend>> Create(LlamaWeights weights,
                                                                  int32_t page_size,
-                                                                 int64_t num_kv_pages);
+                                                                 int64_t num_kv_pages,
+                                                                 const CpuKvCacheOptions& kv = {});
 
   const ModelConfig& config() const override { return weights_.config; }
   int32_t page_size() const override { return page_size_; }
   int64_t num_kv_pages() const override { return num_kv_pages_; }
   std::string backend_name() const override { return "cpu"; }
   std::string dtype_name() const override { return "float32"; }
+  KvCacheDtype kv_cache_dtype() const override { return kv_.dtype(); }
+  int64_t kv_bytes() const { return kv_.bytes(); }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
@@ -57,15 +64,13 @@ class CpuModelBackend : public ModelBackend {
   void PrepareBatch(absl::Span<const BatchRow> rows);
   void AttentionBlock(int layer);
   void MlpBlock(int layer);
-  void WriteKv(int layer);
   void ComputeLogits();
 
   LlamaWeights weights_;
   int32_t page_size_;
   int64_t num_kv_pages_;
   std::vector<double> inv_freq_;             // [D/2] RoPE inverse frequencies
-  std::vector<std::vector<float>> k_cache_;  // [L][num_kv_pages][H_kv][page_size][D]
-  std::vector<std::vector<float>> v_cache_;  // [L][num_kv_pages][H_kv][page_size][D]
+  CpuKvCache kv_;
 
   // Per-step batch description (rebuilt by PrepareBatch).
   int64_t num_tokens_ = 0;            // T, fed tokens of the whole batch
@@ -96,9 +101,10 @@ class CpuModelBackend : public ModelBackend {
 };
 
 // Loads <model_dir> (config.json, generation_config.json, safetensors) into a CPU backend with
-// num_kv_pages pages of page_size tokens.
-absl::StatusOr<std::unique_ptr<ModelBackend>> LoadCpuBackend(const std::string& model_dir,
-                                                             int32_t page_size,
-                                                             int64_t num_kv_pages);
+// num_kv_pages pages of page_size tokens whose KV is stored as kv_dtype (FP8: the checkpoint's
+// k_scale/v_scale when it has them, else 1.0; kv_cache_scales.h).
+absl::StatusOr<std::unique_ptr<ModelBackend>> LoadCpuBackend(
+    const std::string& model_dir, int32_t page_size, int64_t num_kv_pages,
+    KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
 }  // namespace pkv

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "kernels/attention/fp8_kv.h"
 #include "worker/model/model_config.h"
 #include "worker/model/sampling_params.h"
 
@@ -65,6 +66,8 @@ class ModelBackend {
   virtual int64_t num_kv_pages() const = 0;
   virtual std::string backend_name() const = 0;  // "cpu" or "cuda"
   virtual std::string dtype_name() const = 0;    // "float32", "float16", "bfloat16"
+  // What the KV pages store: kAuto (dtype_name()) or an FP8 format (kernels/attention/fp8_kv.h).
+  virtual KvCacheDtype kv_cache_dtype() const { return KvCacheDtype::kAuto; }
 
   // Runs the batch and appends one SampleResult per row with `sample` set, in row order.
   // On error the KV written by this step is unspecified; the caller fails the whole batch.

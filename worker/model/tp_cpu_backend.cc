@@ -9,6 +9,7 @@
 #include "worker/model/batch_check.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/cpu_step.h"
+#include "worker/model/kv_cache_scales.h"
 #include "worker/model/rope.h"
 #include "worker/model/tp_shard.h"
 
@@ -43,10 +44,11 @@ absl::Status CheckShards(const ModelConfig& config, const std::vector<LlamaWeigh
 }  // namespace
 
 TpCpuBackend::TpCpuBackend(const ModelConfig& config, int32_t page_size, int64_t num_kv_pages,
-                           std::unique_ptr<InProcessGroup> group)
+                           KvCacheDtype kv_dtype, std::unique_ptr<InProcessGroup> group)
     : config_(config),
       page_size_(page_size),
       num_kv_pages_(num_kv_pages),
+      kv_dtype_(kv_dtype),
       inv_freq_(RopeInvFrequencies(config)),
       group_(std::move(group)) {}
 
@@ -55,8 +57,10 @@ TpCpuBackend::~TpCpuBackend() = default;
 absl::StatusOr<std::unique_ptr<TpCpuBackend>> TpCpuBackend::Create(const ModelConfig& config,
                                                                    std::vector<LlamaWeights> shards,
                                                                    int32_t page_size,
-                                                                   int64_t num_kv_pages) {
+                                                                   int64_t num_kv_pages,
+                                                                   const CpuKvCacheOptions& kv) {
   PKV_RETURN_IF_ERROR(CheckShards(config, shards));
+  PKV_RETURN_IF_ERROR(CheckCpuKvCacheOptions(kv, config.num_layers));
   if (page_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("page_size must be positive, got ", page_size));
   }
@@ -70,10 +74,10 @@ absl::StatusOr<std::unique_ptr<TpCpuBackend>> TpCpuBackend::Create(const ModelCo
   }
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<InProcessGroup> group, InProcessGroup::Create(tp));
   std::unique_ptr<TpCpuBackend> b(
-      new TpCpuBackend(config, page_size, num_kv_pages, std::move(group)));
+      new TpCpuBackend(config, page_size, num_kv_pages, kv.dtype, std::move(group)));
   for (int r = 0; r < tp; ++r) {
     b->ranks_.push_back(std::make_unique<TpRank>(config, std::move(shards[r]), page_size,
-                                                 num_kv_pages, b->group_->rank(r)));
+                                                 num_kv_pages, b->group_->rank(r), kv));
   }
   b->threads_ = std::make_unique<RankThreads>(tp);
   return b;
@@ -141,7 +145,8 @@ absl::Status TpCpuBackend::Forward(absl::Span<const BatchRow> rows, std::vector<
 
 absl::StatusOr<std::unique_ptr<TpCpuBackend>> TpCpuBackend::Load(const std::string& model_dir,
                                                                  int tp, int32_t page_size,
-                                                                 int64_t num_kv_pages) {
+                                                                 int64_t num_kv_pages,
+                                                                 KvCacheDtype kv_dtype) {
   PKV_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(model_dir));
   PKV_RETURN_IF_ERROR(ValidateTensorParallel(config, tp));
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
@@ -150,22 +155,30 @@ absl::StatusOr<std::unique_ptr<TpCpuBackend>> TpCpuBackend::Load(const std::stri
     PKV_ASSIGN_OR_RETURN(LlamaWeights shard, LoadLlamaShardF32(config, *checkpoint, tp, r));
     shards.push_back(std::move(shard));
   }
+  CpuKvCacheOptions kv;
+  kv.dtype = kv_dtype;
+  if (IsFp8(kv_dtype)) {
+    PKV_ASSIGN_OR_RETURN(kv.scales, LoadKvCacheScales(*checkpoint, config.num_layers));
+  }
   checkpoint.reset();  // the float32 shards are all the ranks need
-  PKV_ASSIGN_OR_RETURN(std::unique_ptr<TpCpuBackend> backend,
-                       TpCpuBackend::Create(config, std::move(shards), page_size, num_kv_pages));
+  PKV_ASSIGN_OR_RETURN(
+      std::unique_ptr<TpCpuBackend> backend,
+      TpCpuBackend::Create(config, std::move(shards), page_size, num_kv_pages, kv));
   PKV_LOG(INFO) << "cpu backend, tensor parallel " << tp << " (in-process ranks): " << model_dir
                 << ", " << config.num_layers << " layers, per rank " << config.num_kv_heads / tp
                 << " KV heads, " << backend->rank_weight_bytes() / double(1 << 20)
-                << " MiB weights, " << backend->rank_kv_bytes() / double(1 << 20) << " MiB KV ("
-                << num_kv_pages << " pages of " << page_size << " tokens)";
+                << " MiB weights, " << backend->rank_kv_bytes() / double(1 << 20) << " MiB KV "
+                << CpuKvCacheDescription(kv) << " (" << num_kv_pages << " pages of " << page_size
+                << " tokens)";
   return backend;
 }
 
 absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(const std::string& model_dir, int tp,
                                                                int32_t page_size,
-                                                               int64_t num_kv_pages) {
+                                                               int64_t num_kv_pages,
+                                                               KvCacheDtype kv_dtype) {
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<TpCpuBackend> backend,
-                       TpCpuBackend::Load(model_dir, tp, page_size, num_kv_pages));
+                       TpCpuBackend::Load(model_dir, tp, page_size, num_kv_pages, kv_dtype));
   return std::unique_ptr<ModelBackend>(std::move(backend));
 }
 

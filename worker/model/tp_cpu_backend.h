@@ -42,16 +42,19 @@ class TpCpuBackend : public ModelBackend {
   // shards[r] = rank r's weights (LoadLlamaShardF32 / ShardLlamaWeights of `config`), tp =
   // shards.size(). INVALID_ARGUMENT for a config tp cannot split, shards that do not match
   // ShardConfig(config, tp, r), page_size <= 0 or num_kv_pages out of range.
+  // kv: the KV cache's dtype and per-layer scales (INVALID_ARGUMENT when they do not fit).
   static absl::StatusOr<std::unique_ptr<TpCpuBackend>> Create(const ModelConfig& config,
                                                               std::vector<LlamaWeights> shards,
                                                               int32_t page_size,
-                                                              int64_t num_kv_pages);
+                                                              int64_t num_kv_pages,
+                                                              const CpuKvCacheOptions& kv = {});
   // Loads <model_dir> split tp ways: each rank reads only its slices of the checkpoint
   // (LoadLlamaShardF32). INVALID_ARGUMENT (naming the field and the valid --tp values) when the
   // model cannot be split tp ways.
-  static absl::StatusOr<std::unique_ptr<TpCpuBackend>> Load(const std::string& model_dir, int tp,
-                                                            int32_t page_size,
-                                                            int64_t num_kv_pages);
+  // kv_dtype: as LoadCpuBackend's (FP8 scales from the checkpoint, else 1.0).
+  static absl::StatusOr<std::unique_ptr<TpCpuBackend>> Load(
+      const std::string& model_dir, int tp, int32_t page_size, int64_t num_kv_pages,
+      KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
   ~TpCpuBackend() override;
 
   const ModelConfig& config() const override { return config_; }
@@ -59,6 +62,7 @@ class TpCpuBackend : public ModelBackend {
   int64_t num_kv_pages() const override { return num_kv_pages_; }
   std::string backend_name() const override { return "cpu"; }
   std::string dtype_name() const override { return "float32"; }
+  KvCacheDtype kv_cache_dtype() const override { return kv_dtype_; }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
@@ -75,13 +79,14 @@ class TpCpuBackend : public ModelBackend {
 
  private:
   TpCpuBackend(const ModelConfig& config, int32_t page_size, int64_t num_kv_pages,
-               std::unique_ptr<InProcessGroup> group);
+               KvCacheDtype kv_dtype, std::unique_ptr<InProcessGroup> group);
   void PrepareBatch(absl::Span<const BatchRow> rows);
   absl::Status Run(absl::Span<const BatchRow> rows, bool need_params);
 
   const ModelConfig config_;
   const int32_t page_size_;
   const int64_t num_kv_pages_;
+  const KvCacheDtype kv_dtype_;
   std::vector<double> inv_freq_;  // [D/2] RoPE inverse frequencies
   std::unique_ptr<InProcessGroup> group_;
   std::vector<std::unique_ptr<TpRank>> ranks_;  // [tp]
@@ -92,8 +97,8 @@ class TpCpuBackend : public ModelBackend {
 };
 
 // TpCpuBackend::Load as a ModelBackend (the worker's --tp).
-absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(const std::string& model_dir, int tp,
-                                                               int32_t page_size,
-                                                               int64_t num_kv_pages);
+absl::StatusOr<std::unique_ptr<ModelBackend>> LoadTpCpuBackend(
+    const std::string& model_dir, int tp, int32_t page_size, int64_t num_kv_pages,
+    KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
 }  // namespace pkv

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/status_macros.h"
-#include "kernels/attention/reference.h"
 #include "worker/model/cpu_ops.h"
 #include "worker/model/rope.h"
 
@@ -18,20 +17,18 @@ const float* BiasOrNull(const std::vector<float>& b) { return b.empty() ? nullpt
 }  // namespace
 
 TpRank::TpRank(const ModelConfig& full, LlamaWeights shard, int32_t page_size, int64_t num_kv_pages,
-               Communicator* comm)
+               Communicator* comm, const CpuKvCacheOptions& kv)
     : full_(full),
       w_(std::move(shard)),
       vocab_(VocabShardOf(full.vocab_size, comm->world_size(), comm->rank())),
       page_size_(page_size),
       num_kv_pages_(num_kv_pages),
-      comm_(comm) {
+      comm_(comm),
+      kv_(w_.config.num_layers,
+          KvShape{w_.config.num_q_heads, w_.config.num_kv_heads, w_.config.head_dim, page_size},
+          num_kv_pages, kv) {
   PKV_CHECK(CheckLlamaWeightSizes(w_).ok());
   PKV_CHECK(w_.config.vocab_size == vocab_.end - vocab_.begin);
-  const ModelConfig& c = w_.config;
-  const size_t layer_elems = static_cast<size_t>(num_kv_pages_) * c.num_kv_heads * page_size_ *
-                             static_cast<size_t>(c.head_dim);
-  k_cache_.assign(c.num_layers, std::vector<float>(layer_elems, 0.0f));
-  v_cache_.assign(c.num_layers, std::vector<float>(layer_elems, 0.0f));
 }
 
 int64_t TpRank::weight_bytes() const {
@@ -40,11 +37,7 @@ int64_t TpRank::weight_bytes() const {
   return n * static_cast<int64_t>(sizeof(float));
 }
 
-int64_t TpRank::kv_bytes() const {
-  return 2 * static_cast<int64_t>(k_cache_.size()) *
-         (k_cache_.empty() ? 0 : static_cast<int64_t>(k_cache_[0].size())) *
-         static_cast<int64_t>(sizeof(float));
-}
+int64_t TpRank::kv_bytes() const { return kv_.bytes(); }
 
 absl::Status TpRank::AllReduce(float* data, int64_t count) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -68,24 +61,6 @@ absl::Status TpRank::Embed(const TpStepBatch& b) {
   return AllReduce(x_.data(), t * h);
 }
 
-void TpRank::WriteKv(int layer, const TpStepBatch& b) {
-  const ModelConfig& c = w_.config;
-  const int64_t d = c.head_dim;
-  float* kc = k_cache_[layer].data();
-  float* vc = v_cache_[layer].data();
-  for (int64_t t = 0; t < b.num_tokens; ++t) {
-    const int32_t slot = b.positions[t] % page_size_;
-    for (int32_t h = 0; h < c.num_kv_heads; ++h) {
-      // (page, local head, slot) in this rank's [page][H_kv/tp][page_size][D] pool.
-      const int64_t off =
-          ((static_cast<int64_t>(b.token_page[t]) * c.num_kv_heads + h) * page_size_ + slot) * d;
-      const int64_t src = (t * c.num_kv_heads + h) * d;
-      std::copy_n(&k_[src], d, kc + off);
-      std::copy_n(&v_[src], d, vc + off);
-    }
-  }
-}
-
 absl::Status TpRank::AttentionBlock(int layer, const TpStepBatch& b) {
   const ModelConfig& c = w_.config;  // local head counts
   const LlamaLayerWeights& w = w_.layers[layer];
@@ -105,19 +80,14 @@ absl::Status TpRank::AttentionBlock(int layer, const TpStepBatch& b) {
     ApplyRope(&q_[i * qd], c.num_q_heads, c.head_dim, cs, sn);
     ApplyRope(&k_[i * kvd], c.num_kv_heads, c.head_dim, cs, sn);
   }
-  WriteKv(layer, b);
-  PagedKvView<const float> kv;
-  kv.k = k_cache_[layer].data();
-  kv.v = v_cache_[layer].data();
-  kv.num_pages = num_kv_pages_;
-  kv.shape = KvShape{c.num_q_heads, c.num_kv_heads, c.head_dim, page_size_};
+  kv_.Write(layer, k_.data(), v_.data(), t, b.positions.data(), b.token_page.data());
   BlockTableView table;
   table.page_indptr = b.page_indptr.data();
   table.page_ids = b.page_ids.data();
   table.lengths = b.lengths.data();
   table.num_rows = static_cast<int32_t>(b.lengths.size());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  ReferencePrefillAttention<float>(q_.data(), b.qo_indptr.data(), kv, table, scale, attn_.data());
+  kv_.Attend(layer, q_.data(), b.qo_indptr.data(), table, scale, attn_.data());
   // Row-parallel o_proj: this rank's heads' contribution to every output feature.
   Linear(attn_.data(), t, qd, w.o_proj.data(), h, nullptr, delta_.data());
   PKV_RETURN_IF_ERROR(AllReduce(delta_.data(), t * h));

@@ -6,7 +6,8 @@
 //   embed: rows of the rank's vocabulary slice, zeros for other tokens -> AllReduceSum = the
 //     embedding (exactly: one rank contributes each row);
 //   per layer { RMSNorm (replicated residual) -> column-parallel q/k/v of the rank's heads
-//     (+ bias, q/k norm, RoPE) -> write K/V of the rank's KV heads into the shared page ids ->
+//     (+ bias, q/k norm, RoPE) -> write K/V of the rank's KV heads into the shared page ids
+//     (float32 or FP8 codes: cpu_kv_cache.h) ->
 //     paged attention of the rank's query heads -> row-parallel o_proj partial ->
 //     AllReduceSum -> + o_bias + residual;
 //     RMSNorm -> column-parallel gate/up -> SiLU*mul -> row-parallel down partial ->
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "worker/model/cpu_kv_cache.h"
 #include "worker/model/llama_weights.h"
 #include "worker/model/model_config.h"
 #include "worker/model/tp_shard.h"
@@ -49,8 +51,10 @@ class TpRank {
  public:
   // REQUIRES: CheckLlamaWeightSizes(shard) OK, shard.config == ShardConfig(full, tp, rank) with
   // tp = comm->world_size(), rank = comm->rank(); page_size, num_kv_pages > 0. comm not owned.
+  // kv: the KV cache's dtype and per-layer scales (the same on every rank: a layer's scale covers
+  // all of its heads). REQUIRES: CheckCpuKvCacheOptions(kv, layers) OK.
   TpRank(const ModelConfig& full, LlamaWeights shard, int32_t page_size, int64_t num_kv_pages,
-         Communicator* comm);
+         Communicator* comm, const CpuKvCacheOptions& kv = {});
 
   // Runs the step. logits: [S][V] full-vocabulary logits of the sampled tokens, written when
   // non-null (rank 0 passes its buffer, the others nullptr).
@@ -68,7 +72,6 @@ class TpRank {
   absl::Status Embed(const TpStepBatch& b);
   absl::Status AttentionBlock(int layer, const TpStepBatch& b);
   absl::Status MlpBlock(int layer, const TpStepBatch& b);
-  void WriteKv(int layer, const TpStepBatch& b);
   absl::Status Logits(const TpStepBatch& b, std::vector<float>* logits);
 
   const ModelConfig full_;
@@ -77,8 +80,7 @@ class TpRank {
   const int32_t page_size_;
   const int64_t num_kv_pages_;
   Communicator* const comm_;
-  std::vector<std::vector<float>> k_cache_;  // [L][num_kv_pages][H_kv/tp][page_size][D]
-  std::vector<std::vector<float>> v_cache_;  // [L][num_kv_pages][H_kv/tp][page_size][D]
+  CpuKvCache kv_;  // this rank's H_kv/tp heads of every page
 
   // Activations, grown to the largest batch and reused.
   std::vector<float> x_;       // [T][hidden] residual stream (identical on every rank)

@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "worker/engine/fault_injecting_backend.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/cpu_kv_cache.h"
+#include "worker/model/model_config.h"
 #include "worker/model/tp_cpu_backend.h"
 #if PKV_HAVE_CUDA
 #include "worker/cuda_backend/cuda_backend.h"
@@ -20,7 +22,19 @@
 namespace pkv {
 namespace {
 
-constexpr int64_t kDefaultCpuKvPages = 2048;
+// The CPU pool's default memory budget: the bytes of 2048 float32 pages of the model, so FP8 KV
+// holds 4x the pages (tokens) in the same memory.
+constexpr int64_t kDefaultCpuKvBudgetPages = 2048;
+
+int64_t DefaultCpuKvPages(const std::string& model_dir, int32_t page_size, KvCacheDtype dtype) {
+  absl::StatusOr<ModelConfig> c = LoadModelConfig(model_dir);
+  if (!c.ok()) return kDefaultCpuKvBudgetPages;  // the loader reports the error
+  const int64_t budget_bytes =
+      kDefaultCpuKvBudgetPages * CpuKvBytesPerPage(c->num_layers, c->num_kv_heads, c->head_dim,
+                                                   page_size, KvCacheDtype::kAuto);
+  return budget_bytes /
+         CpuKvBytesPerPage(c->num_layers, c->num_kv_heads, c->head_dim, page_size, dtype);
+}
 
 // --tp / --gpu against the backend that will run. Errors say what to do next.
 absl::Status CheckParallelFlags(const WorkerOptions& o, bool use_cuda) {
@@ -86,6 +100,11 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     return absl::InvalidArgumentError(
         absl::StrCat("--backend must be auto, cpu or cuda, got '", o.backend, "'"));
   }
+  absl::StatusOr<KvCacheDtype> kv_dtype = ParseKvCacheDtype(o.kv_cache_dtype);
+  if (!kv_dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv_cache_dtype: ", kv_dtype.status().message()));
+  }
   bool use_cuda = o.backend == "cuda";
 #if PKV_HAVE_CUDA
   if (use_cuda || o.backend == "auto") {
@@ -99,6 +118,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.page_size = o.page_size;
     c.num_kv_pages = o.kv_pages;
     c.kv_memory_fraction = o.kv_memory_fraction;
+    c.kv_cache_dtype = *kv_dtype;
     c.policy_file = o.policy_file;
     c.policy_dir = o.policy_dir;
     c.decode_policy = o.decode_policy;
@@ -125,9 +145,10 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
   }
   if (absl::Status s = CheckParallelFlags(o, use_cuda); !s.ok()) return s;
 #endif
-  const int64_t pages = o.kv_pages > 0 ? o.kv_pages : kDefaultCpuKvPages;
-  if (o.tp > 1) return LoadTpCpuBackend(o.model_dir, o.tp, o.page_size, pages);
-  return LoadCpuBackend(o.model_dir, o.page_size, pages);
+  const int64_t pages =
+      o.kv_pages > 0 ? o.kv_pages : DefaultCpuKvPages(o.model_dir, o.page_size, *kv_dtype);
+  if (o.tp > 1) return LoadTpCpuBackend(o.model_dir, o.tp, o.page_size, pages, *kv_dtype);
+  return LoadCpuBackend(o.model_dir, o.page_size, pages, *kv_dtype);
 }
 
 }  // namespace

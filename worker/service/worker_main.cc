@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, backend, kDefaults.backend,
           "auto | cpu | cuda (auto: cuda when a GPU is usable)");
 ABSL_FLAG(int32_t, page_size, kDefaults.page_size, "KV tokens per page");
 ABSL_FLAG(int64_t, kv_pages, kDefaults.kv_pages, "KV pages in the pool (0: backend default)");
+ABSL_FLAG(std::string, kv_cache_dtype, kDefaults.kv_cache_dtype,
+          "What KV pages store: auto (the model's dtype) | fp8_e4m3 | fp8_e5m2 (half the bytes "
+          "of 16-bit KV, per-layer K/V scales from the checkpoint's k_scale/v_scale, else 1.0)");
 ABSL_FLAG(double, kv_memory_fraction, kDefaults.kv_memory_fraction,
           "CUDA backend with --kv_pages=0: share of the GPU "
           "memory left free after weights and buffers that the KV pool takes");
@@ -101,6 +104,7 @@ int main(int argc, char** argv) {
   o.backend = absl::GetFlag(FLAGS_backend);
   o.page_size = absl::GetFlag(FLAGS_page_size);
   o.kv_pages = absl::GetFlag(FLAGS_kv_pages);
+  o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
   o.policy_file = absl::GetFlag(FLAGS_policy_file);
   o.policy_dir = absl::GetFlag(FLAGS_policy_dir);

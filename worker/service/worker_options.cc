@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/attention/fp8_kv.h"
 
 namespace pkv {
 
@@ -36,6 +37,9 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
         at_least("max_message_bytes", o.max_message_bytes, 1024),
         at_least("max_metadata_bytes", o.max_metadata_bytes, 1024)}) {
     if (!s.ok()) return s;
+  }
+  if (absl::StatusOr<KvCacheDtype> d = ParseKvCacheDtype(o.kv_cache_dtype); !d.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype: ", d.status().message()));
   }
   if (!(o.kv_memory_fraction > 0 && o.kv_memory_fraction <= 1)) {
     return absl::InvalidArgumentError(

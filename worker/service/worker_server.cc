@@ -121,7 +121,8 @@ absl::Status WorkerProcess::StartEngine() {
   PKV_LOG(INFO) << "loading model from " << o_.model_dir;
   PKV_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(o_, faults_));
   metrics_ = std::make_unique<WorkerMetrics>(registry_.get(), worker_id_,
-                                             model.backend->backend_name(), o_.model_dir);
+                                             model.backend->backend_name(), o_.model_dir,
+                                             KvCacheDtypeName(model.backend->kv_cache_dtype()));
   EngineOptions eo;
   eo.worker_id = worker_id_;
   eo.model_name = o_.model_dir;
