@@ -66,6 +66,35 @@ TEST(PrefixHashTest, HashNamesTheWholePrefixAndTheSalt) {
   EXPECT_NE(ha[0], ha[1]);
 }
 
+// Pages of the same tokens stored as float and as FP8 are different bytes: the KV dtype seeds the
+// chain, so no page key of one dtype matches one of the other.
+TEST(PrefixHashTest, KvCacheDtypeIsPartOfThePageIdentity) {
+  PrefixCacheIdentity id;
+  id.model_name = "models/tiny";
+  id.num_layers = 2;
+  id.num_kv_heads = 2;
+  id.head_dim = 16;
+  id.dtype = "float32";
+  id.page_size = 4;
+  id.kv_cache_dtype = "auto";
+  const uint64_t salt_auto = PrefixCacheSalt(id);
+  id.kv_cache_dtype = "fp8_e4m3";
+  const uint64_t salt_e4m3 = PrefixCacheSalt(id);
+  id.kv_cache_dtype = "fp8_e5m2";
+  const uint64_t salt_e5m2 = PrefixCacheSalt(id);
+  EXPECT_NE(salt_auto, salt_e4m3);
+  EXPECT_NE(salt_auto, salt_e5m2);
+  EXPECT_NE(salt_e4m3, salt_e5m2);
+  EXPECT_EQ(PrefixCacheSalt(id), salt_e5m2) << "deterministic";
+  const std::vector<int32_t> tokens = Iota(8, 0);
+  std::vector<PageHash> h_auto, h_e4m3;
+  ExtendPageHashes(tokens, 4, 2, salt_auto, &h_auto);
+  ExtendPageHashes(tokens, 4, 2, salt_e4m3, &h_e4m3);
+  for (const PageHash& a : h_auto) {
+    for (const PageHash& b : h_e4m3) EXPECT_NE(a, b);
+  }
+}
+
 TEST(PrefixHashTest, ExtendIsIncremental) {
   const std::vector<int32_t> tokens = Iota(12, 5);
   std::vector<PageHash> all, steps;

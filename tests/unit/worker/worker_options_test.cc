@@ -32,6 +32,15 @@ TEST(WorkerOptionsTest, PrefixCachingIsOnByDefaultAndReachesTheScheduler) {
   EXPECT_FALSE(o.Scheduler(16).prefix_caching);
 }
 
+TEST(WorkerOptionsTest, KvCacheDtypeDefaultsToAutoAndAcceptsTheFp8Formats) {
+  WorkerOptions o;
+  EXPECT_EQ(o.kv_cache_dtype, "auto");
+  for (const char* d : {"auto", "fp8_e4m3", "fp8_e5m2"}) {
+    o.kv_cache_dtype = d;
+    EXPECT_TRUE(ValidateWorkerOptions(o).ok()) << d;
+  }
+}
+
 TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
   const std::vector<std::pair<std::string, std::function<void(WorkerOptions&)>>> cases = {
       {"--page_size", [](WorkerOptions& o) { o.page_size = 0; }},
@@ -50,6 +59,8 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--engine_stall_timeout",
        [](WorkerOptions& o) { o.engine_stall_timeout = absl::Milliseconds(-5); }},
       {"--backend", [](WorkerOptions& o) { o.backend = "tpu"; }},
+      {"--kv_cache_dtype", [](WorkerOptions& o) { o.kv_cache_dtype = "fp8"; }},
+      {"--kv_cache_dtype", [](WorkerOptions& o) { o.kv_cache_dtype = "int8"; }},
   };
   for (const auto& [flag, spoil] : cases) {
     WorkerOptions o;
