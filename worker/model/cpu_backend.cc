@@ -203,9 +203,8 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadCpuBackend(const std::string& 
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<CpuModelBackend> backend,
                        CpuModelBackend::Create(std::move(weights), page_size, num_kv_pages, kv));
   PKV_LOG(INFO) << "cpu backend: " << model_dir << ", " << config.num_layers << " layers, "
-                << num_kv_pages << " KV pages of " << page_size << " tokens ("
-                << backend->kv_bytes() / double(1 << 20) << " MiB " << CpuKvCacheDescription(kv)
-                << ")";
+                << num_kv_pages << " KV pages of " << page_size << " tokens, "
+                << backend->kv_bytes() / double(1 << 20) << " MiB KV " << CpuKvCacheDescription(kv);
   return std::unique_ptr<ModelBackend>(std::move(backend));
 }
 
