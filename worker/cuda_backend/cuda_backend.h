@@ -41,7 +41,6 @@ struct CudaBackendOptions {
   int32_t page_size = 16;
   int64_t num_kv_pages = 0;         // 0: kv_memory_fraction of the free memory after the rest
   double kv_memory_fraction = 0.9;  // in (0, 1]
-  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
   int32_t max_step_tokens = 8192;   // tokens one Step() may feed (activation buffers)
   int32_t max_rows = 256;           // rows one Step() may hold
   bool cuda_graphs = true;          // replay decode-only steps from per-bucket CUDA graphs
