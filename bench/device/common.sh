@@ -5,6 +5,8 @@
 #   start_workers MODEL N FLAG...   N CUDA workers on 50061.. (metrics 9101..); WPIDS, WADDRS
 #   start_router FLAG...            a router on 50051 (metrics 9100) over WADDRS; RPID
 #   stop_all                        SIGTERM (drain) router and workers, wait for them
+#   run_device_tests NAME:SECONDS...  each gtest binary of the bundle under a timeout, into
+#                                     $OUT/device_tests.log; rc lines and gtest totals into $S
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S=$OUT/summary.txt
 T0=$(date +%s)
@@ -35,3 +37,14 @@ start_router() {
   RPID=$!; wait_healthy 127.0.0.1:50051 pkv.v1.Generation
 }
 stop_all() { kill -TERM ${RPID:-} "${WPIDS[@]}" 2>/dev/null; wait ${RPID:-} "${WPIDS[@]}" 2>/dev/null; RPID=; }
+run_device_tests() {
+  local T=$OUT/device_tests.log tl t c
+  for tl in "$@"; do
+    IFS=: read -r t c <<< "$tl"
+    [ -x "$B/bin/$t" ] || { echo "missing $t" >> "$S"; continue; }
+    echo "=== $t" >> "$T"
+    timeout "$c" "$R" "$t" --gtest_brief=1 >> "$T" 2>&1
+    echo "rc=$? $t" | tee -a "$T" >> "$S"
+  done
+  grep -E "PASSED|FAILED|tests ran" "$T" >> "$S"
+}

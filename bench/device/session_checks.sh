@@ -18,15 +18,8 @@ unpack s1
   echo "revision $(cat $B/REVISION)"; nproc; date -u; } > "$S" 2>&1
 
 el "device tests"
-T=$OUT/device_tests.log
-for tl in cuda_backend_device_test:150 prefill_attention_device_test:60 \
-          decode_attention_device_test:120 sampling_kernel_device_test:40 cuda_tp_device_test:60; do
-  IFS=: read -r t c <<< "$tl"
-  echo "=== $t" >> "$T"
-  timeout "$c" "$R" "$t" --gtest_brief=1 >> "$T" 2>&1
-  echo "rc=$? $t" | tee -a "$T" >> "$S"
-done
-grep -E "PASSED|FAILED|tests ran" "$T" >> "$S"
+run_device_tests cuda_backend_device_test:150 prefill_attention_device_test:60 \
+  decode_attention_device_test:120 sampling_kernel_device_test:40 cuda_tp_device_test:60
 
 el "integration on the CUDA backend"
 I=$OUT/integration_cuda.log

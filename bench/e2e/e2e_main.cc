@@ -1,6 +1,6 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
-//   [--warmup 3] [--quant awq,gptq,fp8] [--out FILE]
+//   [--warmup 3] [--quant awq,gptq,fp8] [--kv_cache_dtype auto,fp8_e4m3] [--out FILE]
 // See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
 // packed in each listed format (model "llama3-8b+awq"; awq and gptq pack alike), after the dense
 // run, so the dense model and its quantized twins are measured side by side in one run. Prints a
@@ -39,6 +39,10 @@ ABSL_FLAG(std::string, variants, "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf
           "e2e: backend variants (e2e_variants.h)");
 ABSL_FLAG(int32_t, warmup, 3, "e2e: untimed decode steps first");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
+ABSL_FLAG(
+    std::string, kv_cache_dtype, "auto",
+    "e2e: KV cache dtypes, comma-separated (auto,fp8_e4m3,fp8_e5m2): each shape runs once per "
+    "dtype, side by side (FP8: half the bytes a page, twice the pages for the same memory)");
 ABSL_FLAG(std::string, quant, "",
           "e2e: after each random shape's dense run, its quantized twins (awq,gptq,fp8)");
 
@@ -168,12 +172,14 @@ std::vector<int32_t> ParseInts(const std::string& s) {
 }
 
 // `quant`: "" (dense) or a --quant method the random weights of `shape` are packed in.
-absl::Status RunShape(const std::string& shape, const std::string& quant, const Ceilings& ceil,
-                      const std::vector<TraceLine>& trace, Report* report) {
+// `kv`: the KV cache dtype; FP8 runs are reported as model "<shape>+kv_fp8_e4m3".
+absl::Status RunShape(const std::string& shape, const std::string& quant, KvCacheDtype kv,
+                      const Ceilings& ceil, const std::vector<TraceLine>& trace, Report* report) {
   CudaBackendOptions o;
   o.max_step_tokens = 8192;
   o.max_rows = 256;
   o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  o.kv_cache_dtype = kv;
   std::unique_ptr<CudaModelBackend> b;
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
   if (!model_dir.empty()) {
@@ -190,11 +196,14 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, const 
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
   PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants,
                        ParseVariants(absl::GetFlag(FLAGS_variants)));
-  const std::string model = !model_dir.empty() ? model_dir
-                            : quant.empty()    ? shape
-                                               : absl::StrCat(shape, "+", quant);
-  std::printf("%s: weights a decode step reads %.3f GiB, KV pool %lld pages\n", model.c_str(),
-              b->weight_read_bytes() / 1073741824.0, static_cast<long long>(b->num_kv_pages()));
+  std::string model = !model_dir.empty() ? model_dir
+                      : quant.empty()    ? shape
+                                         : absl::StrCat(shape, "+", quant);
+  if (IsFp8(kv)) absl::StrAppend(&model, "+kv_", KvCacheDtypeName(kv));
+  std::printf("%s: weights a decode step reads %.3f GiB, KV pool %lld pages = %lld tokens (%s)\n",
+              model.c_str(), b->weight_read_bytes() / 1073741824.0,
+              static_cast<long long>(b->num_kv_pages()),
+              static_cast<long long>(b->num_kv_pages() * b->page_size()), KvCacheDtypeName(kv));
   const std::vector<std::string> lines =
       absl::StrSplit(absl::GetFlag(FLAGS_decode_lines), ',', absl::SkipEmpty());
   for (const std::string& name : lines) {
@@ -259,15 +268,28 @@ int E2eMain() {
       quants.emplace_back(q);
     }
   }
+  std::vector<KvCacheDtype> kv_dtypes;
+  for (absl::string_view k :
+       absl::StrSplit(absl::GetFlag(FLAGS_kv_cache_dtype), ',', absl::SkipEmpty())) {
+    absl::StatusOr<KvCacheDtype> d = ParseKvCacheDtype(std::string(k));
+    if (!d.ok()) {
+      std::fprintf(stderr, "pkv-bench e2e: %s\n", std::string(d.status().message()).c_str());
+      return 1;
+    }
+    kv_dtypes.push_back(*d);
+  }
   for (const std::string& shape : shapes) {
     for (const std::string& quant : quants) {
-      const absl::Status st = RunShape(shape, quant, *ceil, *trace, &report);
-      if (!st.ok()) {
-        std::fprintf(stderr, "pkv-bench e2e %s%s: %s\n", shape.c_str(),
-                     quant.empty() ? "" : ("+" + quant).c_str(), st.ToString().c_str());
-        rc = 1;
+      for (KvCacheDtype kv : kv_dtypes) {
+        const absl::Status st = RunShape(shape, quant, kv, *ceil, *trace, &report);
+        if (!st.ok()) {
+          std::fprintf(stderr, "pkv-bench e2e %s%s kv %s: %s\n", shape.c_str(),
+                       quant.empty() ? "" : ("+" + quant).c_str(), KvCacheDtypeName(kv),
+                       st.ToString().c_str());
+          rc = 1;
+        }
+        std::fflush(stdout);
       }
-      std::fflush(stdout);
     }
   }
   report.PrintSummary();

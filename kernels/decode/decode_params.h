@@ -45,12 +45,12 @@ struct DecodeParams {
 
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
-  int32_t group = 0;            // num_q_heads / num_kv_heads, 1..8
-  int32_t head_dim = 0;         // 64, 128, 256 (the kernels are compiled per head_dim)
-  int32_t page_size = 0;        // 1..128
-  FastDivmod page_div;          // division by page_size
-  float scale_log2 = 0.f;       // softmax scale * log2(e)
-  float k_scale = 1.f;          // FP8 pages: dequantization scales (fp8_kv.h); 16-bit pages: 1
+  int32_t group = 0;       // num_q_heads / num_kv_heads, 1..8
+  int32_t head_dim = 0;    // 64, 128, 256 (the kernels are compiled per head_dim)
+  int32_t page_size = 0;   // 1..128
+  FastDivmod page_div;     // division by page_size
+  float scale_log2 = 0.f;  // softmax scale * log2(e)
+  float k_scale = 1.f;     // FP8 pages: dequantization scales (fp8_kv.h); 16-bit pages: 1
   float v_scale = 1.f;
   int32_t stages = 0;           // shared-memory ring depth (tiles in flight), 2..kMaxStages
   int32_t merge_in_kernel = 0;  // 1: the last split of a pair merges; 0: a merge launch does

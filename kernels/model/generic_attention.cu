@@ -2,9 +2,12 @@
 // walks the token's keys in chunks of one key per thread, with an online softmax (natural exp)
 // and one output dimension per thread and chunk pass. Correct for every shape, fast for none: the
 // model backend uses it only where the tensor-core kernels are not compiled (head_dim 16 of the
-// tiny test model).
+// tiny test model). FP8 pages (Kv = KvE4M3 / KvE5M2) are decoded per element in software
+// (fp8_kv_device.cuh) with the K scale folded into q and the V scale into the output.
 #include <cmath>
+#include <type_traits>
 
+#include "kernels/model/fp8_kv_device.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
 
@@ -14,16 +17,30 @@ namespace {
 constexpr int kGenericThreads = 128;
 constexpr int kMaxDimsPerThread = 4;  // head_dim <= kGenericThreads * 4 = 512
 
-template <typename T>
-__device__ const T* KvRow(const GenericAttentionArgs& a, const void* cache, int base, int key,
-                          int kvh) {
+// Kv: the page element (T, or the FP8 tags); KvRow points at one key's row of such elements.
+template <typename Kv>
+using KvElem = std::conditional_t<decode::dev::kIsFp8Kv<Kv>, uint8_t, Kv>;
+
+template <typename Kv>
+__device__ const KvElem<Kv>* KvRow(const GenericAttentionArgs& a, const void* cache, int base,
+                                   int key, int kvh) {
   const int64_t page = a.page_ids[base + key / a.page_size];
   const int64_t slot = key % a.page_size;
-  return static_cast<const T*>(cache) +
+  return static_cast<const KvElem<Kv>*>(cache) +
          ((page * a.num_kv_heads + kvh) * a.page_size + slot) * a.head_dim;
 }
 
-template <typename T>
+// The stored value without the FP8 scale.
+template <typename Kv>
+__device__ __forceinline__ float KvValue(KvElem<Kv> x) {
+  if constexpr (decode::dev::kIsFp8Kv<Kv>) {
+    return dev::DecodeFp8<Kv>(x);
+  } else {
+    return dev::ToF(x);
+  }
+}
+
+template <typename T, typename Kv>
 __global__ void __launch_bounds__(kGenericThreads)
     GenericAttentionKernel(const GenericAttentionArgs a) {
   extern __shared__ float smem[];  // q [head_dim] (pre-scaled), p [kGenericThreads]
@@ -40,7 +57,11 @@ __global__ void __launch_bounds__(kGenericThreads)
   const int pos = a.positions[t];
   const int kvh = h / (a.num_q_heads / a.num_kv_heads);
   const T* q = static_cast<const T*>(a.q) + (static_cast<int64_t>(t) * a.num_q_heads + h) * d;
-  for (int i = tid; i < d; i += blockDim.x) qs[i] = dev::ToF(q[i]) * a.scale;
+  // FP8: Fp8ToFloat(code) * k_scale dotted with q == code values dotted with q * k_scale.
+  const bool fp8 = decode::dev::kIsFp8Kv<Kv>;
+  const float q_scale = a.scale * (fp8 ? a.kv_scales.k : 1.f);
+  const float v_scale = fp8 ? a.kv_scales.v : 1.f;
+  for (int i = tid; i < d; i += blockDim.x) qs[i] = dev::ToF(q[i]) * q_scale;
   __syncthreads();
 
   float m = -INFINITY, l = 0.f;
@@ -49,9 +70,9 @@ __global__ void __launch_bounds__(kGenericThreads)
     const int k = k0 + tid;
     float s = -INFINITY;
     if (k <= pos) {
-      const T* kr = KvRow<T>(a, a.k_cache, base, k, kvh);
+      const KvElem<Kv>* kr = KvRow<Kv>(a, a.k_cache, base, k, kvh);
       s = 0.f;
-      for (int i = 0; i < d; ++i) s += qs[i] * dev::ToF(kr[i]);
+      for (int i = 0; i < d; ++i) s += qs[i] * KvValue<Kv>(kr[i]);
     }
     const float m_new = fmaxf(m, dev::BlockMax(s, scratch));  // finite: key k0 <= pos is valid
     const float alpha = expf(m - m_new);
@@ -62,12 +83,12 @@ __global__ void __launch_bounds__(kGenericThreads)
 #pragma unroll
     for (int j = 0; j < kMaxDimsPerThread; ++j) acc[j] *= alpha;
     for (int kk = 0; kk < n; ++kk) {
-      const T* vr = KvRow<T>(a, a.v_cache, base, k0 + kk, kvh);
+      const KvElem<Kv>* vr = KvRow<Kv>(a, a.v_cache, base, k0 + kk, kvh);
       const float pk = ps[kk];
 #pragma unroll
       for (int j = 0; j < kMaxDimsPerThread; ++j) {
         const int dd = tid + j * kGenericThreads;
-        if (dd < d) acc[j] += pk * dev::ToF(vr[dd]);
+        if (dd < d) acc[j] += pk * KvValue<Kv>(vr[dd]);
       }
     }
     m = m_new;
@@ -76,7 +97,7 @@ __global__ void __launch_bounds__(kGenericThreads)
 #pragma unroll
   for (int j = 0; j < kMaxDimsPerThread; ++j) {
     const int dd = tid + j * kGenericThreads;
-    if (dd < d) out[dd] = dev::FromF<T>(acc[j] / l);
+    if (dd < d) out[dd] = dev::FromF<T>(acc[j] / l * v_scale);
   }
 }
 
@@ -95,9 +116,11 @@ absl::Status LaunchGenericAttention(const GenericAttentionArgs& a, cudaStream_t 
   const size_t smem = (a.head_dim + kGenericThreads) * sizeof(float);
   return DispatchDType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    GenericAttentionKernel<T>
-        <<<dim3(a.num_tokens, a.num_q_heads), kGenericThreads, smem, stream>>>(a);
-    return CheckLaunch("GenericAttentionKernel");
+    return dev::DispatchKvElem<T>(a.kv_dtype, [&](auto kv_tag) {
+      GenericAttentionKernel<T, decltype(kv_tag)>
+          <<<dim3(a.num_tokens, a.num_q_heads), kGenericThreads, smem, stream>>>(a);
+      return CheckLaunch("GenericAttentionKernel");
+    });
   });
 }
 

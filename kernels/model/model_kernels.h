@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/decode/decode_params.h"
 
 namespace pkv::gpu {
@@ -67,7 +68,9 @@ absl::Status LaunchAddRmsNorm(const AddNormArgs& a, cudaStream_t stream);
 // and k head with q_norm / k_norm; rotate q and k heads (rotate-half convention, angle =
 // position * inv_freq[i] in double); write q to q_out and k, v into the token's KV slot.
 // The slot is page * page_size + offset in the page (kernels/attention/kv_layout.h); a negative
-// slot (graph padding) writes no K/V.
+// slot (graph padding) writes no K/V. FP8 pages (kv_dtype fp8_*): K and V are stored as
+// FloatToFp8(x * (1 / scale)) of the fp32 value (one rounding, bit for bit QuantizeFp8 in
+// kernels/attention/fp8_kv.h); q stays 16-bit.
 struct QkvRopeArgs {
   DType dtype = DType::kBFloat16;
   const float* qkv = nullptr;   // [num_tokens][(H_q + 2 H_kv) * D] fp32: q heads, k heads, v heads
@@ -84,9 +87,11 @@ struct QkvRopeArgs {
   int32_t head_dim = 0;  // even, <= 512
   int32_t page_size = 0;
   void* q_out = nullptr;    // [num_tokens][H_q][D] dtype
-  void* k_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype, this layer
-  void* v_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype, this layer
-  bool pdl = false;         // programmatic dependent launch (pdl.cuh)
+  void* k_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype (or FP8 codes), this layer
+  void* v_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype (or FP8 codes), this layer
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // kAuto: pages of `dtype`
+  Fp8KvScales kv_scales;                        // this layer's (FP8 pages only); > 0
+  bool pdl = false;                             // programmatic dependent launch (pdl.cuh)
 };
 absl::Status LaunchQkvRopeKvWrite(const QkvRopeArgs& a, cudaStream_t stream);
 
@@ -104,8 +109,10 @@ absl::Status LaunchSiluMul(DType dtype, const void* gate_up, int64_t num_tokens,
 struct GenericAttentionArgs {
   DType dtype = DType::kBFloat16;
   const void* q = nullptr;        // [num_tokens][H_q][D]
-  const void* k_cache = nullptr;  // [num_pages][H_kv][page_size][D]
+  const void* k_cache = nullptr;  // [num_pages][H_kv][page_size][D] dtype or FP8 codes
   const void* v_cache = nullptr;
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: a key is Fp8ToFloat(code) * kv_scales.k
+  Fp8KvScales kv_scales;
   const int32_t* page_ids = nullptr;   // block-table entries
   const int32_t* positions = nullptr;  // [num_tokens]
   const int32_t* page_base = nullptr;  // [num_tokens] first block-table entry of the token's row

@@ -5,6 +5,7 @@
 // layer one after another, each a dependent round trip to memory (18 us at B = 64 on an H200).
 #include <cmath>
 
+#include "kernels/model/fp8_kv_device.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
 #include "kernels/model/pdl.cuh"
@@ -16,8 +17,22 @@ constexpr int kRopeWarps = 8;
 constexpr int kRopeThreads = 32 * kRopeWarps;
 constexpr int kMaxHeadDim = 512;
 
-template <typename T>
-__global__ void __launch_bounds__(kRopeThreads) QkvRopeKvWriteKernel(const QkvRopeArgs a) {
+// Element `i` of a K or V page: the 16-bit value, or (FP8 pages, Kv = KvE4M3 / KvE5M2) the code
+// of x * inv_scale, as QuantizeFp8 (kernels/attention/fp8_kv.h) computes it.
+template <typename T, typename Kv>
+__device__ __forceinline__ void StoreKv(void* cache, int64_t i, float x, float inv_scale) {
+  if constexpr (decode::dev::kIsFp8Kv<Kv>) {
+    static_cast<uint8_t*>(cache)[i] = dev::EncodeFp8<Kv>(x * inv_scale);
+  } else {
+    static_cast<T*>(cache)[i] = dev::FromF<T>(x);
+  }
+}
+
+// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages. inv_*_scale: 1 / the layer's scale,
+// computed on the host as QuantizeFp8 does (a reciprocal there, so the product here is the same).
+template <typename T, typename Kv>
+__global__ void __launch_bounds__(kRopeThreads)
+    QkvRopeKvWriteKernel(const QkvRopeArgs a, float inv_k_scale, float inv_v_scale) {
   __shared__ float cos_t[kMaxHeadDim / 2];
   __shared__ float sin_t[kMaxHeadDim / 2];
   PdlWait();  // qkv comes from the previous kernel
@@ -57,24 +72,29 @@ __global__ void __launch_bounds__(kRopeThreads) QkvRopeKvWriteKernel(const QkvRo
       float v = src[i] + (bias ? bias[i] : 0.f);
       return norm_w != nullptr ? v * inv * norm_w[i] : v;
     };
-    T* dst;
     if (is_q) {
-      dst = static_cast<T*>(a.q_out) + (static_cast<int64_t>(t) * hq + h) * d;
-    } else {
-      if (slot < 0) return;  // graph padding: no KV slot
-      const int kvh = is_k ? h - hq : h - hq - hkv;
-      const int64_t page = slot / a.page_size, off = slot % a.page_size;
-      T* cache = static_cast<T*>(is_k ? a.k_cache : a.v_cache);
-      dst = cache + ((page * hkv + kvh) * a.page_size + off) * d;
-    }
-    if (is_q || is_k) {
+      T* dst = static_cast<T*>(a.q_out) + (static_cast<int64_t>(t) * hq + h) * d;
       for (int i = lane; i < half; i += 32) {
         const float x1 = value(i), x2 = value(i + half);
         dst[i] = dev::FromF<T>(x1 * cos_t[i] - x2 * sin_t[i]);
         dst[i + half] = dev::FromF<T>(x2 * cos_t[i] + x1 * sin_t[i]);
       }
+      return;
+    }
+    if (slot < 0) return;  // graph padding: no KV slot
+    const int kvh = is_k ? h - hq : h - hq - hkv;
+    const int64_t page = slot / a.page_size, off = slot % a.page_size;
+    const int64_t row = ((page * hkv + kvh) * a.page_size + off) * d;  // element index
+    void* cache = is_k ? a.k_cache : a.v_cache;
+    const float inv_scale = is_k ? inv_k_scale : inv_v_scale;
+    if (is_k) {
+      for (int i = lane; i < half; i += 32) {
+        const float x1 = value(i), x2 = value(i + half);
+        StoreKv<T, Kv>(cache, row + i, x1 * cos_t[i] - x2 * sin_t[i], inv_scale);
+        StoreKv<T, Kv>(cache, row + i + half, x2 * cos_t[i] + x1 * sin_t[i], inv_scale);
+      }
     } else {
-      for (int i = lane; i < d; i += 32) dst[i] = dev::FromF<T>(value(i));
+      for (int i = lane; i < d; i += 32) StoreKv<T, Kv>(cache, row + i, value(i), inv_scale);
     }
   }
 }
@@ -89,13 +109,22 @@ absl::Status LaunchQkvRopeKvWrite(const QkvRopeArgs& a, cudaStream_t stream) {
   if ((a.q_norm == nullptr) != (a.k_norm == nullptr)) {
     return absl::InvalidArgumentError("rope: q_norm and k_norm must be given together");
   }
+  if (IsFp8(a.kv_dtype) && !(a.kv_scales.k > 0.f && a.kv_scales.v > 0.f)) {
+    return absl::InvalidArgumentError(absl::StrCat("rope: FP8 KV scales k=", a.kv_scales.k,
+                                                   " v=", a.kv_scales.v, " must be positive"));
+  }
   if (a.num_tokens <= 0) return absl::OkStatus();
+  const float inv_k = IsFp8(a.kv_dtype) ? 1.0f / a.kv_scales.k : 1.0f;
+  const float inv_v = IsFp8(a.kv_dtype) ? 1.0f / a.kv_scales.v : 1.0f;
   return DispatchDType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const int head_groups = (a.num_q_heads + 2 * a.num_kv_heads + kRopeWarps - 1) / kRopeWarps;
-    return CudaStatus(LaunchMaybePdl(QkvRopeKvWriteKernel<T>, dim3(a.num_tokens, head_groups),
-                                     dim3(kRopeThreads), 0, stream, a.pdl, a),
-                      "QkvRopeKvWriteKernel");
+    return dev::DispatchKvElem<T>(a.kv_dtype, [&](auto kv_tag) {
+      using Kv = decltype(kv_tag);
+      const int head_groups = (a.num_q_heads + 2 * a.num_kv_heads + kRopeWarps - 1) / kRopeWarps;
+      return CudaStatus(LaunchMaybePdl(QkvRopeKvWriteKernel<T, Kv>, dim3(a.num_tokens, head_groups),
+                                       dim3(kRopeThreads), 0, stream, a.pdl, a, inv_k, inv_v),
+                        "QkvRopeKvWriteKernel");
+    });
   });
 }
 

@@ -10,6 +10,12 @@
 // Masking: key k is visible to query row r iff k <= start_pos + m_begin + r; rows past the
 // tile's queries compute garbage that is never stored. Key 0 is visible to every row, so the
 // running max is finite after the first key tile (no -inf - -inf).
+// FP8 pages (Kv = KvE4M3 / KvE5M2): the K/V tiles are read from global memory into registers
+// (8 codes = 8 bytes a chunk) at the top of an iteration, converted to T pairs in registers
+// (fp8_convert.cuh: cvt.f16x2.e4m3x2 on sm_89+, bit moves below) and stored into the same
+// swizzled 16-bit tiles after the iteration's MMAs, so the loads' latency overlaps the math as
+// cp.async's does and the ldmatrix / MMA code is the 16-bit path's. The K scale (and the 2^8 of
+// sm_80/86 E4M3 conversions) is folded into the softmax scale, the V scale into the output.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,6 +24,7 @@
 #include <cstdint>
 
 #include "kernels/decode/device_util.cuh"
+#include "kernels/decode/fp8_convert.cuh"
 #include "kernels/prefill/prefill_plan.h"
 
 namespace pkv::prefill::dev {
@@ -26,6 +33,9 @@ using decode::dev::CpAsync16;
 using decode::dev::CpAsyncCommit;
 using decode::dev::CpAsyncWait;
 using decode::dev::Exp2;
+using decode::dev::Fp8Unit;
+using decode::dev::Fp8x2To;
+using decode::dev::kIsFp8Kv;
 using decode::dev::Ldmatrix4;
 using decode::dev::Ldmatrix4Trans;
 using decode::dev::Mma16816;
@@ -50,6 +60,8 @@ struct PrefillParams {
   int32_t group;
   int32_t page_size;
   float scale_log2;  // softmax scale * log2(e)
+  float k_scale;     // FP8 pages: the layer's dequantization scales (fp8_kv.h); 16-bit: 1
+  float v_scale;
 };
 
 template <int kD>
@@ -84,6 +96,56 @@ __device__ __forceinline__ void LoadKvTile(const PrefillParams& p, const Prefill
     }
     CpAsync16(SmemAddr(sk + Swz<kD>(r, c)), kc + off, valid);
     CpAsync16(SmemAddr(sv + Swz<kD>(r, c)), vc + off, valid);
+  }
+}
+
+// One stage's FP8 K and V chunks held in registers between the global load and the shared store.
+template <int kD>
+struct Fp8KvRegs {
+  static constexpr int kPerThread = kBlockN * (kD / 8) / kThreads;
+  static_assert(kBlockN * (kD / 8) % kThreads == 0, "chunks divide evenly over the CTA");
+  uint2 k[kPerThread];
+  uint2 v[kPerThread];
+};
+
+// Reads keys [n0, n0 + kBlockN) of K and V as 8-code chunks (chunk c of row r: head dims
+// 8c..8c+7, the 16-bit tile's chunk); keys at or past kv_end read as zero codes.
+template <int kD>
+__device__ __forceinline__ void LoadKvFp8(const PrefillParams& p, const PrefillTile& tile, int kvh,
+                                          int n0, int kv_end, Fp8KvRegs<kD>& regs) {
+  constexpr int kChunks = kD / 8;
+  const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache);
+  const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache);
+#pragma unroll
+  for (int j = 0; j < Fp8KvRegs<kD>::kPerThread; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    const int r = i / kChunks, c = i % kChunks;
+    const int key = n0 + r;
+    regs.k[j] = regs.v[j] = make_uint2(0u, 0u);
+    if (key < kv_end) {
+      const int64_t page = p.page_ids[tile.page_base + key / p.page_size];
+      const int slot = key % p.page_size;
+      const int64_t off = ((page * p.num_kv_heads + kvh) * p.page_size + slot) * kD + c * 8;
+      regs.k[j] = *reinterpret_cast<const uint2*>(kc + off);
+      regs.v[j] = *reinterpret_cast<const uint2*>(vc + off);
+    }
+  }
+}
+
+// Converts the chunks to T and stores them where LoadKvTile's cp.async would have put them.
+template <typename T, int kD, typename Kv>
+__device__ __forceinline__ void StoreKvFp8(const Fp8KvRegs<kD>& regs, T* sk, T* sv) {
+  constexpr int kChunks = kD / 8;
+  auto widen = [](uint2 w) {
+    return make_uint4(Fp8x2To<Kv, T>(w.x), Fp8x2To<Kv, T>(w.x >> 16), Fp8x2To<Kv, T>(w.y),
+                      Fp8x2To<Kv, T>(w.y >> 16));
+  };
+#pragma unroll
+  for (int j = 0; j < Fp8KvRegs<kD>::kPerThread; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    const int r = i / kChunks, c = i % kChunks;
+    *reinterpret_cast<uint4*>(sk + Swz<kD>(r, c)) = widen(regs.k[j]);
+    *reinterpret_cast<uint4*>(sv + Swz<kD>(r, c)) = widen(regs.v[j]);
   }
 }
 
@@ -197,16 +259,18 @@ __device__ __forceinline__ void OnlineSoftmax(float (&s)[kBlockN / 8][4], float 
   }
 }
 
+// out_scale: the V dequantization scale (1 for 16-bit pages).
 template <typename T, int kD>
 __device__ __forceinline__ void StoreOutput(const PrefillParams& p, const PrefillTile& tile, int h,
-                                            int m_rows, float (&o)[kD / 8][4], float (&l)[2]) {
+                                            int m_rows, float (&o)[kD / 8][4], float (&l)[2],
+                                            float out_scale) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     float sum = l[hh];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = 1.f / sum;
+    const float inv = out_scale / sum;
     const int r = warp * 16 + (lane >> 2) + hh * 8;
     if (r >= m_rows) continue;
     const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
@@ -219,8 +283,10 @@ __device__ __forceinline__ void StoreOutput(const PrefillParams& p, const Prefil
   }
 }
 
-template <typename T, int kD>
+// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages.
+template <typename T, int kD, typename Kv = T>
 __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const PrefillParams p) {
+  constexpr bool kFp8 = kIsFp8Kv<Kv>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   T* sq = reinterpret_cast<T*>(smem_raw);
   T* sk = sq + kBlockM * kD;      // [2][kBlockN][kD]
@@ -233,9 +299,20 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   const int q_pos0 = tile.start_pos + tile.m_begin;  // position of the tile's first query
   const int kv_end = q_pos0 + m_rows;                // keys [0, kv_end) are visible to some row
   const int num_n_tiles = (kv_end + kBlockN - 1) / kBlockN;
+  float scale_log2 = p.scale_log2, out_scale = 1.f;
+  if constexpr (kFp8) {
+    scale_log2 *= p.k_scale * Fp8Unit<Kv>();
+    out_scale = p.v_scale * Fp8Unit<Kv>();
+  }
 
   LoadQTile<T, kD>(p, tile, h, m_rows, sq);
-  LoadKvTile<T, kD>(p, tile, kvh, 0, kv_end, sk, sv);
+  if constexpr (kFp8) {
+    Fp8KvRegs<kD> first;
+    LoadKvFp8<kD>(p, tile, kvh, 0, kv_end, first);
+    StoreKvFp8<T, kD, Kv>(first, sk, sv);  // published by the first iteration's barrier
+  } else {
+    LoadKvTile<T, kD>(p, tile, kvh, 0, kv_end, sk, sv);
+  }
   CpAsyncCommit();
 
   uint32_t qf[kD / 16][4];
@@ -247,9 +324,14 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
 
   for (int j = 0; j < num_n_tiles; ++j) {
     const int stage = j & 1;
-    if (j + 1 < num_n_tiles) {
-      LoadKvTile<T, kD>(p, tile, kvh, (j + 1) * kBlockN, kv_end, sk + (stage ^ 1) * kBlockN * kD,
-                        sv + (stage ^ 1) * kBlockN * kD);
+    const bool prefetch = j + 1 < num_n_tiles;
+    T* next_k = sk + (stage ^ 1) * kBlockN * kD;
+    T* next_v = sv + (stage ^ 1) * kBlockN * kD;
+    [[maybe_unused]] Fp8KvRegs<kD> next;
+    if constexpr (kFp8) {
+      if (prefetch) LoadKvFp8<kD>(p, tile, kvh, (j + 1) * kBlockN, kv_end, next);
+    } else {
+      if (prefetch) LoadKvTile<T, kD>(p, tile, kvh, (j + 1) * kBlockN, kv_end, next_k, next_v);
     }
     CpAsyncCommit();  // possibly empty: keeps "all but the newest group" meaning tile j
     CpAsyncWait<1>();
@@ -264,11 +346,15 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
     float s[kBlockN / 8][4];
     QkTile<T, kD>(qf, sk + stage * kBlockN * kD, s);
     const bool mask = n0 + kBlockN - 1 > q_pos_row0 || n0 + kBlockN > kv_end;
-    OnlineSoftmax<kD>(s, o, m, l, p.scale_log2, mask, n0, q_pos_row0, kv_end);
+    OnlineSoftmax<kD>(s, o, m, l, scale_log2, mask, n0, q_pos_row0, kv_end);
     PvTile<T, kD>(s, sv + stage * kBlockN * kD, o);
+    if constexpr (kFp8) {
+      // The other stage was last read in iteration j - 1, which ended with a barrier.
+      if (prefetch) StoreKvFp8<T, kD, Kv>(next, next_k, next_v);
+    }
     __syncthreads();  // the stage is refilled by iteration j + 1's prefetch
   }
-  StoreOutput<T, kD>(p, tile, h, m_rows, o, l);
+  StoreOutput<T, kD>(p, tile, h, m_rows, o, l, out_scale);
 }
 
 }  // namespace pkv::prefill::dev

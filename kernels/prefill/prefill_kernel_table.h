@@ -1,7 +1,8 @@
-// The compiled prefill-attention kernels, one function per head dim (each in its own .cu file so
-// the CUDA build stays parallel). Internal to kernels/prefill.
+// The compiled prefill-attention kernels, one function per head dim and page kind (each in its own
+// .cu file so the CUDA build stays parallel). Internal to kernels/prefill.
 #pragma once
 
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/decode/decode_params.h"
 
 namespace pkv::prefill::internal {
@@ -9,5 +10,8 @@ namespace pkv::prefill::internal {
 // The kernel for (head_dim, dtype) as a pointer for cudaLaunchKernel / cudaFuncSetAttribute.
 const void* PrefillKernelD64(decode::DType dtype);
 const void* PrefillKernelD128(decode::DType dtype);
+// The FP8-page kernels. REQUIRES: IsFp8(kv).
+const void* PrefillKernelFp8D64(decode::DType dtype, KvCacheDtype kv);
+const void* PrefillKernelFp8D128(decode::DType dtype, KvCacheDtype kv);
 
 }  // namespace pkv::prefill::internal

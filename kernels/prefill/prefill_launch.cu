@@ -14,15 +14,19 @@ namespace {
 constexpr int kHeadDims[] = {64, 128};
 constexpr DType kDTypes[] = {DType::kFloat16, DType::kBFloat16};
 
-absl::StatusOr<const void*> SelectKernel(int32_t head_dim, DType dtype) {
+constexpr KvCacheDtype kKvDTypes[] = {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4M3,
+                                      KvCacheDtype::kFp8E5M2};
+
+absl::StatusOr<const void*> SelectKernel(int32_t head_dim, DType dtype, KvCacheDtype kv) {
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
     return absl::InvalidArgumentError("prefill: unsupported dtype; supported: fp16, bf16");
   }
+  const bool fp8 = IsFp8(kv);
   switch (head_dim) {
     case 64:
-      return internal::PrefillKernelD64(dtype);
+      return fp8 ? internal::PrefillKernelFp8D64(dtype, kv) : internal::PrefillKernelD64(dtype);
     case 128:
-      return internal::PrefillKernelD128(dtype);
+      return fp8 ? internal::PrefillKernelFp8D128(dtype, kv) : internal::PrefillKernelD128(dtype);
     default:
       break;
   }
@@ -41,16 +45,23 @@ int64_t PrefillSmemBytes(int32_t head_dim) {
 absl::Status ConfigurePrefillKernels() {
   for (int d : kHeadDims) {
     for (DType t : kDTypes) {
-      PKV_ASSIGN_OR_RETURN(const void* k, SelectKernel(d, t));
-      PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(PrefillSmemBytes(d))));
+      for (KvCacheDtype kv : kKvDTypes) {
+        PKV_ASSIGN_OR_RETURN(const void* k, SelectKernel(d, t, kv));
+        PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+            k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrefillSmemBytes(d))));
+      }
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
-  PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype));
+  PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype, a.kv_dtype));
+  const bool fp8 = IsFp8(a.kv_dtype);
+  if (fp8 && !(a.kv_scales.k > 0.f && a.kv_scales.v > 0.f)) {
+    return absl::InvalidArgumentError(absl::StrCat("prefill: FP8 KV scales k=", a.kv_scales.k,
+                                                   " v=", a.kv_scales.v, " must be positive"));
+  }
   if (a.num_kv_heads <= 0 || a.num_q_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("prefill: H_q ", a.num_q_heads,
                                                    " is not a multiple of H_kv ", a.num_kv_heads));
@@ -80,6 +91,8 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   p.group = a.num_q_heads / a.num_kv_heads;
   p.page_size = a.page_size;
   p.scale_log2 = a.scale * static_cast<float>(M_LOG2E);
+  p.k_scale = fp8 ? a.kv_scales.k : 1.f;
+  p.v_scale = fp8 ? a.kv_scales.v : 1.f;
   void* args[] = {&p};
   // x = q head (the G heads sharing a KV head run side by side and share its tiles in L2),
   // y = tile (heaviest first).

@@ -3,8 +3,8 @@
 // query rows' Q fragments in registers, streams the row's keys in kPrefillBlockN-key tiles from
 // the paged cache with cp.async (double-buffered, XOR-swizzled shared memory, ldmatrix), and keeps
 // the online softmax (base 2, fp32) and the output accumulator in registers. Compiled for head
-// dims 64 and 128, fp16 and bf16 (the shipped Llama-3 1B/8B and Qwen shapes); others use the
-// generic kernel (kernels/model/model_kernels.h).
+// dims 64 and 128, fp16 and bf16 (the shipped Llama-3 1B/8B and Qwen shapes), over 16-bit or
+// FP8 (E4M3 / E5M2) pages; others use the generic kernel (kernels/model/model_kernels.h).
 //
 // Usage: ConfigurePrefillKernels() once per process (raises the shared-memory limit), then per
 // layer LaunchPrefillAttention with the tiles of PlanPrefillTiles (prefill_plan.h) in device
@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/decode/decode_params.h"
 #include "kernels/prefill/prefill_plan.h"
 
@@ -25,7 +26,9 @@ namespace pkv::prefill {
 using DType = decode::DType;
 
 struct PrefillArgs {
-  DType dtype = DType::kBFloat16;
+  DType dtype = DType::kBFloat16;               // q and out; the pages' too when kv_dtype is kAuto
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: pages of codes dequantized by kv_scales
+  Fp8KvScales kv_scales;
   const void* q = nullptr;             // [tokens][H_q][D]
   const void* k_cache = nullptr;       // [num_pages][H_kv][page_size][D], this layer
   const void* v_cache = nullptr;       // [num_pages][H_kv][page_size][D]
@@ -50,7 +53,7 @@ int64_t PrefillSmemBytes(int32_t head_dim);
 absl::Status ConfigurePrefillKernels();
 
 // INVALID_ARGUMENT for an unsupported head dim (listing the supported ones), H_q not a multiple of
-// H_kv, a page size outside [1, 1024] or a null pointer.
+// H_kv, a page size outside [1, 1024], a null pointer or non-positive FP8 scales.
 absl::Status LaunchPrefillAttention(const PrefillArgs& args, cudaStream_t stream);
 
 }  // namespace pkv::prefill

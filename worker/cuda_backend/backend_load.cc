@@ -50,6 +50,7 @@ cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
   kv.policy.policy_file = o.policy_file;
   kv.policy.policy_dir = o.policy_dir;
   kv.policy.kind = o.decode_policy;
+  kv.kv_cache_dtype = o.kv_cache_dtype;  // scales: 1.0 per layer (fp8_kv.h)
   return kv;
 }
 
@@ -101,11 +102,11 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
                                        "scratch ",
                                        weights_.dequant_scratch_bytes / 1048576.0, " MiB)")
                         : std::string())
-                << ", " << kv_->num_pages() << " KV pages of " << o.page_size << " tokens ("
-                << kv_->pool_bytes() / 1048576.0 << " MiB), decode attention "
-                << (kv_->decode_engine() ? "engine" : "generic") << ", prefill attention "
-                << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic") << ", CUDA graphs "
-                << (o.cuda_graphs ? "on" : "off");
+                << ", " << kv_->num_pages() << " KV pages of " << o.page_size << " tokens, "
+                << KvCacheDtypeName(o.kv_cache_dtype) << " (" << kv_->pool_bytes() / 1048576.0
+                << " MiB), decode attention " << (kv_->decode_engine() ? "engine" : "generic")
+                << ", prefill attention " << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic")
+                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off");
   return absl::OkStatus();
 }
 

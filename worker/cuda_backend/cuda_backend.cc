@@ -76,8 +76,7 @@ bool CudaModelBackend::pdl_available() const { return impl_->fused().pdl_usable(
 const StepTiming& CudaModelBackend::last_timing() const { return impl_->timing(); }
 int64_t CudaModelBackend::weight_read_bytes() const { return impl_->weights().step_read_bytes; }
 int64_t CudaModelBackend::kv_bytes_per_token() const {
-  const ModelConfig& c = impl_->config();
-  return 2 * int64_t{c.num_layers} * c.num_kv_heads * c.head_dim * 2;
+  return impl_->kv().bytes_per_page() / impl_->kv().page_size();  // FP8 pages: half
 }
 cudaStream_t CudaModelBackend::stream() const { return impl_->stream(); }
 

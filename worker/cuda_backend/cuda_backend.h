@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/attention/fp8_kv.h"
 #include "worker/model/model_backend.h"
 
 namespace pkv {
@@ -71,6 +72,7 @@ struct CudaBackendOptions {
   bool gemm_autotune = false;
   int device = 0;
   std::string dtype = "auto";  // auto | bfloat16 | float16
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
   // auto: tensor-core kernels where compiled (decode engine, prefill kernel), generic otherwise;
   // generic: the generic kernel for every row (a debugging and testing aid).
   std::string attention = "auto";

@@ -48,16 +48,29 @@ bool DecodeAttention::Supports(const KvShape& shape) { return decode::ValidateSh
 
 absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
     const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device,
-    const DecodePolicyOptions& policy_options) {
+    const DecodePolicyOptions& policy_options, KvCacheDtype kv_dtype) {
   PKV_RETURN_IF_ERROR(decode::ValidateShape(shape));
+  if (IsFp8(kv_dtype) != (shape.kv_elem_bytes == 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("decode attention: kv dtype ",
+                                                   KvCacheDtypeName(kv_dtype), " with ",
+                                                   shape.kv_elem_bytes, "-byte pages"));
+  }
   std::unique_ptr<DecodeAttention> d(new DecodeAttention());
   d->shape_ = shape;
+  d->policy_shape_ = shape;
+  d->policy_shape_.kv_elem_bytes = 2;
   d->dtype_ = dtype;
+  d->kv_dtype_ = kv_dtype;
   PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->config_));
   PKV_ASSIGN_OR_RETURN(d->limits_, decode::QueryDeviceLimits(device, shape, dtype, d->config_));
-  PKV_ASSIGN_OR_RETURN(
-      policy::LoadedPolicy loaded,
-      LoadRoutePolicy(shape, dtype, d->config_, d->limits_, device, policy_options));
+  d->policy_limits_ = d->limits_;
+  if (IsFp8(kv_dtype)) {
+    PKV_ASSIGN_OR_RETURN(d->policy_limits_,
+                         decode::QueryDeviceLimits(device, d->policy_shape_, dtype, d->config_));
+  }
+  PKV_ASSIGN_OR_RETURN(policy::LoadedPolicy loaded,
+                       LoadRoutePolicy(d->policy_shape_, dtype, d->config_, d->policy_limits_,
+                                       device, policy_options));
   d->policy_ = std::move(loaded.policy);
   PKV_LOG(INFO) << "decode route policy: " << loaded.origin;
   for (int32_t rows : buckets) {
@@ -94,7 +107,8 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   in.shape = shape_;
   // The policy's choice for this batch (the one call site; O(B) summary + O(1) choice).
   const decode::Route previous = choice_.route;
-  choice_ = policy_->Choose(policy::SummarizeBatch(lengths, num_rows, shape_, limits_));
+  choice_ =
+      policy_->Choose(policy::SummarizeBatch(lengths, num_rows, policy_shape_, policy_limits_));
   // Route changes are logged (the first 32, then every 1000th): the metric
   // pkv_decode_steps_total{route} counts every step.
   if (steps_++ == 0 || choice_.route != previous) {
@@ -119,10 +133,12 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
 
 absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const void* v_cache,
                                      const int32_t* page_ids, void* out, float scale,
-                                     cudaStream_t stream) const {
+                                     const Fp8KvScales& kv_scales, cudaStream_t stream) const {
   if (current_ == nullptr) return absl::InternalError("decode attention: no prepared plan");
   decode::DecodeTensors t;
   t.dtype = dtype_;
+  t.kv_dtype = kv_dtype_;
+  if (IsFp8(kv_dtype_)) t.kv_scales = kv_scales;
   t.q = q;
   t.k_cache = k_cache;
   t.v_cache = v_cache;

@@ -42,19 +42,25 @@ class DecodeAttention {
 
   // Configures the kernels, queries the device limits, loads (or calibrates) the route policy and
   // allocates one workspace per bucket. Call before the KV pool takes the free memory: an
-  // on-start calibration allocates (and frees) its own buffers.
+  // on-start calibration allocates (and frees) its own buffers. FP8 pages (IsFp8(kv_dtype)):
+  // shape.kv_elem_bytes must be 1; the planner's byte model and the occupancy count FP8 bytes,
+  // while the route policy is the 16-bit one (policy files are calibrated over 16-bit pages; an
+  // FP8 calibration is issue 16's open item), fed the 16-bit shape so its features mean what
+  // they meant when it was fitted.
   static absl::StatusOr<std::unique_ptr<DecodeAttention>> Create(
       const KvShape& shape, decode::DType dtype, const std::vector<int32_t>& buckets, int device,
-      const DecodePolicyOptions& policy_options = {});
+      const DecodePolicyOptions& policy_options = {}, KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
   // Plans the step's decode rows for `bucket` (one of the construction buckets, >= num_rows) and
   // enqueues the plan upload on `stream`. lengths [num_rows], page_indptr [num_rows + 1] (host).
   absl::Status Prepare(const int32_t* lengths, const int32_t* page_indptr, int32_t num_rows,
                        int32_t bucket, cudaStream_t stream);
 
-  // One layer's attention for the prepared plan. q/out [rows][H_q][D]; page_ids on the device.
+  // One layer's attention for the prepared plan. q/out [rows][H_q][D]; page_ids on the device;
+  // kv_scales: the layer's FP8 dequantization scales (ignored for 16-bit pages).
   absl::Status Launch(const void* q, const void* k_cache, const void* v_cache,
-                      const int32_t* page_ids, void* out, float scale, cudaStream_t stream) const;
+                      const int32_t* page_ids, void* out, float scale, const Fp8KvScales& kv_scales,
+                      cudaStream_t stream) const;
 
   const decode::DecodePlan& plan() const { return plan_; }
   // The policy's last choice (route, split parameters, predicted GPU time).
@@ -73,10 +79,13 @@ class DecodeAttention {
   };
   DecodeAttention() = default;
 
-  KvShape shape_;
+  KvShape shape_;         // the pages' shape (kv_elem_bytes 1 for FP8)
+  KvShape policy_shape_;  // shape_ with 16-bit pages: what the route policy was fitted on
   decode::DType dtype_ = decode::DType::kBFloat16;
+  KvCacheDtype kv_dtype_ = KvCacheDtype::kAuto;
   decode::KernelConfig config_;
-  decode::DeviceLimits limits_;
+  decode::DeviceLimits limits_;         // of the pages' kernels: the planner's
+  decode::DeviceLimits policy_limits_;  // of the 16-bit kernels: the policy's
   std::vector<Bucket> buckets_;
   const Bucket* current_ = nullptr;
   decode::WorkspaceLayout layout_;  // the prepared plan's layout (filling mode)

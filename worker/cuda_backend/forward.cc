@@ -32,6 +32,8 @@ absl::Status ForwardPass::EnqueueQkvRope(int layer, const DeviceStep& s) const {
   r.q_out = b.q();
   r.k_cache = p_.kv.k_cache(layer);
   r.v_cache = p_.kv.v_cache(layer);
+  r.kv_dtype = p_.kv.kv_cache_dtype();
+  r.kv_scales = p_.kv.kv_scales(layer);
   r.pdl = f_.pdl;
   return gpu::LaunchQkvRopeKvWrite(r, p_.stream);
 }

@@ -47,7 +47,10 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   a.norm_weight = w.input_norm;
   a.sum_sq_parts = ss_mlp;
   a.num_sum_sq_parts = l == 0 ? 1 : p.residual_parts;  // layer 0: the embedding's one part
-  if (p.rope_in_gemv) {
+  // The GEMV's RoPE+KV epilogue writes 16-bit pages only: with FP8 pages q/k/v go out as fp32
+  // and the RoPE+KV write kernel quantizes them (one more launch and a (H_q + 2 H_kv) D fp32
+  // round trip per layer and token).
+  if (p.rope_in_gemv && !IsFp8(p_.kv.kv_cache_dtype())) {
     a.epilogue = gpu::GemvEpilogue::kRopeKv;
     a.bias = w.qkv_bias;
     a.positions = s.positions;
@@ -61,7 +64,7 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
     a.k_cache = p_.kv.k_cache(l);
     a.v_cache = p_.kv.v_cache(l);
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));
-  } else {  // q/k norm needs whole heads: fp32 q/k/v, then the unfused RoPE kernel
+  } else {  // q/k norm needs whole heads, or FP8 pages: fp32 q/k/v, then the RoPE kernel
     a.epilogue = gpu::GemvEpilogue::kStore;
     a.y = b.qkv();
     a.y_f32 = true;

@@ -5,16 +5,18 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
+#include "kernels/policy/route_timer.h"
 #include "kernels/prefill/prefill_launch.h"
 #include "worker/model/rope.h"
 
 namespace pkv::cuda_backend {
 namespace {
 
-constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element
+constexpr int64_t kElem = 2;  // bytes of one fp16 / bf16 element (q, out; 16-bit pages)
 
 }  // namespace
 
@@ -25,9 +27,23 @@ absl::StatusOr<std::unique_ptr<KvAttention>> KvAttention::Create(
   kv->shape_ = KvShape{c.num_q_heads, c.num_kv_heads, c.head_dim, options.page_size};
   kv->num_layers_ = c.num_layers;
   kv->dtype_ = dtype;
+  kv->kv_dtype_ = options.kv_cache_dtype;
+  kv->shape_.kv_elem_bytes = IsFp8(kv->kv_dtype_) ? 1 : 2;
+  kv->kv_scales_ = options.kv_scales;
+  if (kv->kv_scales_.empty()) kv->kv_scales_.assign(c.num_layers, Fp8KvScales{});
+  if (static_cast<int32_t>(kv->kv_scales_.size()) != c.num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kv attention: ", kv->kv_scales_.size(), " FP8 scale pairs for ", c.num_layers, " layers"));
+  }
+  for (const Fp8KvScales& sc : kv->kv_scales_) {
+    if (!(sc.k > 0.f && sc.v > 0.f && std::isfinite(sc.k) && std::isfinite(sc.v))) {
+      return absl::InvalidArgumentError(absl::StrCat("kv attention: FP8 scales k=", sc.k,
+                                                     " v=", sc.v, " must be positive and finite"));
+    }
+  }
   if (options.tensor_cores && DecodeAttention::Supports(kv->shape_)) {
-    PKV_ASSIGN_OR_RETURN(
-        kv->decode_, DecodeAttention::Create(kv->shape_, dtype, buckets, device, options.policy));
+    PKV_ASSIGN_OR_RETURN(kv->decode_, DecodeAttention::Create(kv->shape_, dtype, buckets, device,
+                                                              options.policy, kv->kv_dtype_));
   }
   kv->prefill_tensor_cores_ = options.tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
   if (kv->prefill_tensor_cores_) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());
@@ -39,10 +55,14 @@ absl::StatusOr<std::unique_ptr<KvAttention>> KvAttention::Create(
   return kv;
 }
 
+int64_t KvAttention::bytes_per_page() const {
+  return 2 * int64_t{num_layers_} * shape_.page_elems() * shape_.kv_elem_bytes;  // K and V
+}
+
 absl::Status KvAttention::AllocatePool(int64_t num_pages, double memory_fraction,
                                        cudaStream_t stream) {
-  const int64_t page_bytes = shape_.page_elems() * kElem;
-  const int64_t per_page = 2 * int64_t{num_layers_} * page_bytes;  // K and V of every layer
+  const int64_t page_bytes = shape_.page_elems() * shape_.kv_elem_bytes;  // one layer's K
+  const int64_t per_page = bytes_per_page();
   int64_t pages = num_pages;
   if (pages == 0) {
     size_t free_bytes = 0, total_bytes = 0;
@@ -67,6 +87,9 @@ absl::Status KvAttention::AllocatePool(int64_t num_pages, double memory_fraction
 }
 
 absl::Status KvAttention::FillRandom(uint64_t seed, cudaStream_t stream) {
+  if (IsFp8(kv_dtype_)) {  // random finite codes (no NaN bit patterns)
+    return policy::FillRandomFp8(pool_.get(), pool_.bytes(), static_cast<uint32_t>(seed), stream);
+  }
   return gpu::LaunchFillRandom(pool_.get(), pool_.bytes() / 2, false, dtype_, seed, 0.f, 1.f,
                                stream);
 }
@@ -90,6 +113,8 @@ absl::Status KvAttention::EnqueueGeneric(int layer, const DeviceStep& s, int32_t
   a.q = static_cast<const uint8_t*>(q) + first * row;
   a.k_cache = k_cache_[layer];
   a.v_cache = v_cache_[layer];
+  a.kv_dtype = kv_dtype_;
+  a.kv_scales = kv_scales_[layer];
   a.page_ids = s.page_ids;
   a.positions = s.positions + first;
   a.page_base = s.token_page_base + first;
@@ -107,7 +132,7 @@ absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const
                                            cudaStream_t stream) const {
   if (decode_ != nullptr && s.decode_tokens > 0) {
     PKV_RETURN_IF_ERROR(decode_->Launch(q, k_cache_[layer], v_cache_[layer], s.page_ids, out,
-                                        softmax_scale_, stream));
+                                        softmax_scale_, kv_scales_[layer], stream));
   } else {
     PKV_RETURN_IF_ERROR(EnqueueGeneric(layer, s, 0, s.decode_tokens, q, out, stream));
   }
@@ -118,6 +143,8 @@ absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const
   }
   prefill::PrefillArgs a;
   a.dtype = dtype_;
+  a.kv_dtype = kv_dtype_;
+  a.kv_scales = kv_scales_[layer];
   a.q = q;
   a.k_cache = k_cache_[layer];
   a.v_cache = v_cache_[layer];

@@ -2,9 +2,13 @@
 // RoPE table keys are rotated with before they are written, the decode engine (decode rows) and
 // the prefill / generic kernels (the other rows).
 //
-// Pool layout: one allocation [L][K|V][num_pages][H_kv][page_size][D] in the 16-bit dtype, zeroed
-// at load so tokens past a row's length inside its last page never hold NaN bit patterns; a page
-// id names the same tokens in every layer (and on every tensor-parallel rank).
+// Pool layout: one allocation [L][K|V][num_pages][H_kv][page_size][D] in the 16-bit dtype (or,
+// with kv_cache_dtype fp8_*, 1-byte FP8 codes: half the bytes a page, so twice the pages for the
+// same memory), zeroed at load so tokens past a row's length inside its last page never hold NaN
+// bit patterns; a page id names the same tokens in every layer (and on every tensor-parallel
+// rank). FP8 scales are per layer (K and V; kernels/attention/fp8_kv.h): given, or 1.0 each
+// (vLLM's default when a checkpoint carries no k_scale / v_scale). Every attention path reads FP8
+// pages: the decode engine (all routes), the mma.sync prefill kernel and the generic kernel.
 // Set-up is two phases around the activations: Create (the decode engine may calibrate its route
 // policy with buffers of its own, so it runs before anything large is allocated), then
 // AllocatePool (which may size itself from the free memory left).
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/attention/kv_layout.h"
 #include "kernels/decode/decode_params.h"
 #include "worker/cuda_backend/decode_attention.h"
@@ -35,6 +40,8 @@ struct KvAttentionOptions {
   int32_t page_size = 16;
   bool tensor_cores = true;  // the decode engine and the mma.sync prefill kernel where supported
   DecodePolicyOptions policy;
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // kAuto: pages of the model's 16-bit dtype
+  std::vector<Fp8KvScales> kv_scales;  // [num_layers] FP8 scales; empty: 1.0 for every layer
 };
 
 class KvAttention {
@@ -53,7 +60,12 @@ class KvAttention {
   int64_t num_pages() const { return num_pages_; }
   int64_t pool_bytes() const { return pool_.bytes(); }
   int32_t page_size() const { return shape_.page_size; }
-  // Layer `layer`'s K and V pages: [num_pages][H_kv][page_size][D] dtype each.
+  KvCacheDtype kv_cache_dtype() const { return kv_dtype_; }
+  // Layer `layer`'s FP8 scales (1.0 each with 16-bit pages, where they are unused).
+  const Fp8KvScales& kv_scales(int layer) const { return kv_scales_[layer]; }
+  // Bytes of one page (K and V of every layer): what the pool is sized in.
+  int64_t bytes_per_page() const;
+  // Layer `layer`'s K and V pages: [num_pages][H_kv][page_size][D] dtype (or FP8 codes) each.
   void* k_cache(int layer) const { return k_cache_[layer]; }
   void* v_cache(int layer) const { return v_cache_[layer]; }
   const double* rope_inv_freq() const {  // [D / 2]
@@ -84,15 +96,17 @@ class KvAttention {
   absl::Status EnqueueGeneric(int layer, const DeviceStep& s, int32_t first, int32_t count,
                               const void* q, void* out, cudaStream_t stream) const;
 
-  KvShape shape_;  // per rank: H_q, H_kv, D, page_size
+  KvShape shape_;  // per rank: H_q, H_kv, D, page_size, kv_elem_bytes
   int32_t num_layers_ = 0;
-  decode::DType dtype_ = decode::DType::kBFloat16;
+  decode::DType dtype_ = decode::DType::kBFloat16;  // q, out; the pages' unless FP8
+  KvCacheDtype kv_dtype_ = KvCacheDtype::kAuto;
+  std::vector<Fp8KvScales> kv_scales_;       // [L]
   std::unique_ptr<DecodeAttention> decode_;  // null: decode rows use the generic kernel
   bool prefill_tensor_cores_ = false;        // prefill rows use the mma.sync kernel
   float softmax_scale_ = 1.f;
   DeviceBuffer inv_freq_;  // double [D / 2]
   int64_t num_pages_ = 0;
-  DeviceBuffer pool_;                     // [L][K|V][num_pages][H_kv][page_size][D] dtype
+  DeviceBuffer pool_;  // [L][K|V][num_pages][H_kv][page_size][D] of kv_elem_bytes
   std::vector<void*> k_cache_, v_cache_;  // [L] per-layer bases into pool_
 };
 
