@@ -48,6 +48,7 @@ int64_t CudaModelBackend::num_kv_pages() const { return impl_->kv().num_pages();
 std::string CudaModelBackend::dtype_name() const {
   return impl_->weights().dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
 }
+KvCacheDtype CudaModelBackend::kv_cache_dtype() const { return impl_->kv().kv_cache_dtype(); }
 
 absl::Status CudaModelBackend::Step(absl::Span<const BatchRow> rows,
                                     std::vector<SampleResult>* samples, StepStats* stats) {

@@ -111,6 +111,7 @@ class CudaModelBackend : public ModelBackend {
   int64_t num_kv_pages() const override;
   std::string backend_name() const override { return "cuda"; }
   std::string dtype_name() const override;
+  KvCacheDtype kv_cache_dtype() const override;  // ModelInfo, metrics, the prefix-cache salt
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
