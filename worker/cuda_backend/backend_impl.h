@@ -60,6 +60,9 @@ class CudaModelBackend::Impl {
   // REQUIRES: before Finish. Overrides options.num_kv_pages (a tensor-parallel rank r > 0 takes
   // rank 0's count, so a page id names the same tokens on every rank).
   void SetKvPages(int64_t num_pages) { options_.num_kv_pages = num_pages; }
+  // REQUIRES: before Finish. The FP8 KV cache's per-layer scales from the checkpoint
+  // (worker/model/kv_cache_scales.h); none: 1.0 for every layer.
+  void SetKvCacheScales(std::vector<Fp8KvScales> scales) { kv_cache_scales_ = std::move(scales); }
   // REQUIRES: before Finish. Divides the KV pool's share of the free memory (ranks sharing a GPU).
   void ShareKvMemory(int ranks) { options_.kv_memory_fraction /= ranks; }
   // Everything after the weights: cuBLAS, attention, activations, the KV pool, the step staging,
@@ -126,6 +129,7 @@ class CudaModelBackend::Impl {
   ModelConfig config_;
   CudaBackendOptions options_;  // the setters above change the per-step choices
   cuda_backend::DeviceWeights weights_;
+  std::vector<Fp8KvScales> kv_cache_scales_;  // [L] or empty (1.0)
   std::unique_ptr<cuda_backend::Gemm> gemm_;
   std::unique_ptr<cuda_backend::KvAttention> kv_;
   cuda_backend::StepBuffers buffers_;

@@ -50,7 +50,7 @@ cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
   kv.policy.policy_file = o.policy_file;
   kv.policy.policy_dir = o.policy_dir;
   kv.policy.kind = o.decode_policy;
-  kv.kv_cache_dtype = o.kv_cache_dtype;  // scales: 1.0 per layer (fp8_kv.h)
+  kv.kv_cache_dtype = o.kv_cache_dtype;
   return kv;
 }
 
@@ -79,7 +79,9 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   PKV_ASSIGN_OR_RETURN(gemm_, cuda_backend::Gemm::Create(kGemmWorkspaceBytes));
   gemm_->set_skinny(o.skinny_gemm);
   buckets_ = cuda_backend::GraphBuckets(o.max_rows);
-  PKV_ASSIGN_OR_RETURN(kv_, cuda_backend::KvAttention::Create(config_, KvOptions(o), weights_.dtype,
+  cuda_backend::KvAttentionOptions kv_options = KvOptions(o);
+  kv_options.kv_scales = kv_cache_scales_;
+  PKV_ASSIGN_OR_RETURN(kv_, cuda_backend::KvAttention::Create(config_, kv_options, weights_.dtype,
                                                               buckets_, device()));
   PKV_ASSIGN_OR_RETURN(buffers_, cuda_backend::StepBuffers::Allocate(config_, o.max_step_tokens,
                                                                      o.max_rows, stream()));

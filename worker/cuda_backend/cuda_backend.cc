@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "worker/cuda_backend/backend_impl.h"
 #include "worker/model/checkpoint.h"
+#include "worker/model/kv_cache_scales.h"
 
 namespace pkv {
 
@@ -22,6 +23,12 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend>> CudaModelBackend::Load(
     PKV_ASSIGN_OR_RETURN(cuda_backend::DeviceWeights weights,
                          cuda_backend::UploadWeights(config, *checkpoint, dtype, m->stream()));
     m->SetModel(config, std::move(weights));
+    if (options.kv_cache_dtype != KvCacheDtype::kAuto) {
+      // The same scales the CPU backend uses for this checkpoint, so the two agree.
+      PKV_ASSIGN_OR_RETURN(std::vector<Fp8KvScales> scales,
+                           LoadKvCacheScales(*checkpoint, config.num_layers));
+      m->SetKvCacheScales(std::move(scales));
+    }
   }  // unmaps the checkpoint files
   PKV_RETURN_IF_ERROR(m->Finish(model_dir));
   return std::unique_ptr<CudaModelBackend>(new CudaModelBackend(std::move(m)));
