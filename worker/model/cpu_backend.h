@@ -69,7 +69,7 @@ class CpuModelBackend : public ModelBackend {
   LlamaWeights weights_;
   int32_t page_size_;
   int64_t num_kv_pages_;
-  std::vector<double> inv_freq_;             // [D/2] RoPE inverse frequencies
+  std::vector<double> inv_freq_;  // [D/2] RoPE inverse frequencies
   CpuKvCache kv_;
 
   // Per-step batch description (rebuilt by PrepareBatch).

@@ -22,7 +22,7 @@ struct WorkerOptions {
   std::string model_dir = "models/tiny";
   std::string backend = "auto";  // auto | cpu | cuda
   int32_t page_size = 16;
-  int64_t kv_pages = 0;             // 0: backend default
+  int64_t kv_pages = 0;  // 0: backend default
   // What KV pages store: auto (the model's dtype) | fp8_e4m3 | fp8_e5m2 (ParseKvCacheDtype).
   std::string kv_cache_dtype = "auto";
   double kv_memory_fraction = 0.9;  // cuda, kv_pages == 0: share of free GPU memory for KV pages
