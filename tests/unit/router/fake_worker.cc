@@ -11,30 +11,89 @@
 
 namespace pkv::router::testing {
 
-class FakeWorker::Service final : public pkv::v1::Worker::Service {
+// One Generate call: the script runs on its own thread and writes through the reactor, waiting
+// for each write's completion, so scripts read as blocking code (sleeps, hangs) without holding a
+// gRPC thread. The reactor deletes itself in OnDone, after the script's thread finished.
+class FakeWorker::GenerateCall final
+    : public grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse> {
+ public:
+  GenerateCall(FakeWorker* owner, grpc::CallbackServerContext* ctx,
+               const pkv::v1::WorkerGenerateRequest* request)
+      : ctx_(ctx), request_(*request) {
+    thread_ = std::thread([this, owner] { Finish(owner->Generate(this, request_)); });
+  }
+
+  // False when the client went away (the write failed).
+  bool Write(const pkv::v1::WorkerGenerateResponse& response) {
+    {
+      absl::MutexLock lock(&mu_);
+      message_ = response;
+      write_pending_ = true;
+    }
+    StartWrite(&message_);
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](bool* pending) { return !*pending; }, &write_pending_));
+    return write_ok_;
+  }
+  bool cancelled() const { return cancelled_.load(); }
+  std::chrono::system_clock::time_point deadline() const { return ctx_->deadline(); }
+
+ private:
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    write_ok_ = ok;
+    write_pending_ = false;
+  }
+  void OnCancel() override { cancelled_.store(true); }
+  void OnDone() override {
+    // Finish was the script thread's last act; gRPC may even run OnDone inside that Finish.
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+    delete this;
+  }
+
+  grpc::CallbackServerContext* const ctx_;
+  const pkv::v1::WorkerGenerateRequest request_;
+  absl::Mutex mu_;
+  pkv::v1::WorkerGenerateResponse message_;  // stable while a write is pending
+  bool write_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_ok_ ABSL_GUARDED_BY(mu_) = true;
+  std::atomic<bool> cancelled_{false};
+  std::thread thread_;
+};
+
+class FakeWorker::Service final : public pkv::v1::Worker::CallbackService {
  public:
   explicit Service(FakeWorker* owner) : owner_(owner) {}
 
-  grpc::Status Generate(grpc::ServerContext* ctx, const pkv::v1::WorkerGenerateRequest* request,
-                        grpc::ServerWriter<pkv::v1::WorkerGenerateResponse>* writer) override {
-    return owner_->Generate(ctx, request, writer);
+  grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* Generate(
+      grpc::CallbackServerContext* ctx, const pkv::v1::WorkerGenerateRequest* request) override {
+    return new GenerateCall(owner_, ctx, request);
   }
-  grpc::Status Abort(grpc::ServerContext*, const pkv::v1::AbortRequest* request,
-                     pkv::v1::AbortResponse* response) override {
-    absl::MutexLock lock(&owner_->mu_);
-    owner_->aborted_.push_back(request->request_id());
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* ctx,
+                                  const pkv::v1::AbortRequest* request,
+                                  pkv::v1::AbortResponse* response) override {
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      owner_->aborted_.push_back(request->request_id());
+    }
     response->set_found(true);
-    return grpc::Status::OK;
+    return Done(ctx);
   }
-  grpc::Status GetLoad(grpc::ServerContext*, const pkv::v1::GetLoadRequest*,
-                       pkv::v1::Load* load) override {
+  grpc::ServerUnaryReactor* GetLoad(grpc::CallbackServerContext* ctx,
+                                    const pkv::v1::GetLoadRequest*, pkv::v1::Load* load) override {
     load->set_running(owner_->running_.load());
     load->set_worker_id(owner_->worker_id_);
     load->set_kv_pages_total(128);
-    return grpc::Status::OK;
+    return Done(ctx);
   }
-  grpc::Status GetProgress(grpc::ServerContext*, const pkv::v1::GetProgressRequest* request,
-                           pkv::v1::Progress* progress) override {
+  grpc::ServerUnaryReactor* GetProgress(grpc::CallbackServerContext* ctx,
+                                        const pkv::v1::GetProgressRequest* request,
+                                        pkv::v1::Progress* progress) override {
     owner_->progress_checks_.fetch_add(1);
     absl::MutexLock lock(&owner_->mu_);
     auto it = owner_->progress_.find(request->request_id());
@@ -43,43 +102,57 @@ class FakeWorker::Service final : public pkv::v1::Worker::Service {
       progress->set_tokens_produced(it->second.tokens_produced);
       progress->set_finished(it->second.finished);
     }
-    return grpc::Status::OK;
+    return Done(ctx);
   }
-  grpc::Status Drain(grpc::ServerContext*, const pkv::v1::DrainRequest*,
-                     pkv::v1::DrainResponse*) override {
-    return grpc::Status::OK;
+  grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* ctx, const pkv::v1::DrainRequest*,
+                                  pkv::v1::DrainResponse*) override {
+    return Done(ctx);
   }
-  grpc::Status GetModelInfo(grpc::ServerContext*, const pkv::v1::GetModelInfoRequest*,
-                            pkv::v1::ModelInfo* info) override {
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* ctx,
+                                         const pkv::v1::GetModelInfoRequest*,
+                                         pkv::v1::ModelInfo* info) override {
     info->set_model_name("fake");
     info->set_vocab_size(kFakeVocab);
     info->set_max_context(kFakeMaxContext);
     info->set_page_size(16);
     info->set_backend("cpu");
     info->set_kv_pages_total(128);
-    return grpc::Status::OK;
+    return Done(ctx);
   }
 
  private:
+  static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx,
+                                        grpc::Status status = grpc::Status::OK) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(std::move(status));
+    return reactor;
+  }
+
   FakeWorker* const owner_;
 };
 
 // grpc.health.v1 Check: the serving flag, or UNAVAILABLE while "down" after a crash (kFail).
-class FakeWorker::Health final : public grpc::health::v1::Health::Service {
+class FakeWorker::Health final : public grpc::health::v1::Health::CallbackService {
  public:
   explicit Health(FakeWorker* owner) : owner_(owner) {}
-  grpc::Status Check(grpc::ServerContext*, const grpc::health::v1::HealthCheckRequest*,
-                     grpc::health::v1::HealthCheckResponse* response) override {
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx,
+                                  const grpc::health::v1::HealthCheckRequest*,
+                                  grpc::health::v1::HealthCheckResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    bool down = false;
     {
       absl::MutexLock lock(&owner_->mu_);
-      if (absl::Now() < owner_->down_until_) {
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake worker is down");
-      }
+      down = absl::Now() < owner_->down_until_;
+    }
+    if (down) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake worker is down"));
+      return reactor;
     }
     response->set_status(owner_->serving_.load()
                              ? grpc::health::v1::HealthCheckResponse::SERVING
                              : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
-    return grpc::Status::OK;
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
  private:
@@ -106,19 +179,12 @@ void FakeWorker::Start() {
   // Accept the router's keepalive pings (RELIABILITY.md 3.0), as the real worker must.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
-  // One completion queue and few pollers: fewer threads racing gRPC 1.51's synchronous-server
-  // shutdown (see Stop).
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
   server_ = builder.BuildAndStart();
 }
 
 void FakeWorker::Stop() {
   if (server_ == nullptr) return;
-  // A grace period rather than now(): gRPC 1.51's synchronous server could trip its own
-  // completion-queue refcount assertion ("prior > 0") when forced to shut down while its polling
-  // threads were mid-Next (seen about once in 20 runs). Calls still running after it are
-  // cancelled (hanging scripts end on cancellation).
+  // Calls still running after the grace period are cancelled (hanging scripts end on it).
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   server_->Wait();
   server_.reset();
@@ -131,9 +197,8 @@ void FakeWorker::SetScript(std::function<FakeScript(int)> script) {
   script_ = std::move(script);
 }
 
-grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
-                                  const pkv::v1::WorkerGenerateRequest* request,
-                                  grpc::ServerWriter<pkv::v1::WorkerGenerateResponse>* writer) {
+grpc::Status FakeWorker::Generate(GenerateCall* call, const pkv::v1::WorkerGenerateRequest& req) {
+  const pkv::v1::WorkerGenerateRequest* request = &req;
   FakeScript script;
   int index = 0;
   {
@@ -141,7 +206,7 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
     index = calls_.fetch_add(1);
     script = script_(index);
     requests_.push_back(*request);
-    deadlines_.push_back(ctx->deadline());
+    deadlines_.push_back(call->deadline());
     sent_.emplace_back();
     progress_[request->request().request_id()] = Progress{};
   }
@@ -161,7 +226,7 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
   // "Tokenizer" of the fake: a text prompt's ids are its bytes.
   for (uint32_t id : request->request().token_ids().ids()) accepted->add_prompt_token_ids(id);
   for (unsigned char c : request->request().text()) accepted->add_prompt_token_ids(c);
-  if (!writer->Write(response)) {
+  if (!call->Write(response)) {
     ++cancelled_;
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
   }
@@ -177,7 +242,7 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
       response.mutable_chunk()->add_token_ids(id);
       response.mutable_chunk()->mutable_text()->append(absl::StrCat(" t", id));
     }
-    if (!writer->Write(response)) {
+    if (!call->Write(response)) {
       ++cancelled_;
       return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     }
@@ -196,7 +261,7 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
       absl::MutexLock lock(&mu_);
       progress_[request->request().request_id()].tokens_produced += 1000;
     }
-      while (!ctx->IsCancelled()) absl::SleepFor(absl::Milliseconds(2));
+      while (!call->cancelled()) absl::SleepFor(absl::Milliseconds(2));
       ++cancelled_;
       return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
     case FakeScript::End::kComplete:
@@ -207,7 +272,7 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* ctx,
   complete->set_finish_reason(pkv::v1::FINISH_REASON_LENGTH);
   complete->set_prompt_tokens(request->request().token_ids().ids_size());
   complete->set_completion_tokens(tokens);
-  writer->Write(response);
+  call->Write(response);
   return grpc::Status::OK;
 }
 

@@ -2,7 +2,10 @@
 // port, so the router's unit tests can script worker behaviour (refuse, stream, fail mid-stream,
 // hang) and observe what reached the worker (requests, deadlines, cancellations, aborts).
 // Test-only; a mock by design (the real worker is covered by the integration tests).
-// Thread-safe: gRPC's sync server threads run the handlers; the test thread reads observations.
+// Thread-safe: gRPC's callback server runs the unary handlers; each Generate call runs its script
+// on a thread of its own (blocking writes over a reactor); the test thread reads observations.
+// The callback API, not the synchronous server: gRPC 1.51's synchronous server could trip its own
+// completion-queue refcount assertion ("prior > 0") shutting down while its pollers were in Next.
 #pragma once
 
 #include <atomic>
@@ -69,12 +72,13 @@ class FakeWorker {
  private:
   class Service;
   class Health;
+  class GenerateCall;
   struct Progress {
     uint64_t tokens_produced = 0;
     bool finished = false;
   };
-  grpc::Status Generate(grpc::ServerContext* ctx, const pkv::v1::WorkerGenerateRequest* request,
-                        grpc::ServerWriter<pkv::v1::WorkerGenerateResponse>* writer);
+  // Runs one call's script; `call` writes (blocking until gRPC is done with each message).
+  grpc::Status Generate(GenerateCall* call, const pkv::v1::WorkerGenerateRequest& request);
 
   const std::string worker_id_;
   std::unique_ptr<Service> service_;
@@ -97,6 +101,7 @@ class FakeWorker {
   std::map<std::string, Progress> progress_ ABSL_GUARDED_BY(mu_);  // by request id
 
   friend class Service;
+  friend class GenerateCall;
 };
 
 }  // namespace pkv::router::testing
