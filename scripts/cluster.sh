@@ -100,10 +100,13 @@ echo "=== streaming a generation through the router (tokens appear as they are m
   --max_tokens 64 --temperature 0.8 --seed 7
 echo
 echo "=== a chat completion through the OpenAI-compatible API (curl, streamed as Server-Sent Events) ==="
-curl -sS -N "http://127.0.0.1:$HTTP_PORT/v1/chat/completions" -H 'Content-Type: application/json' \
+# The whole (short) stream first, then its first events: cutting curl off with `head` made it
+# print "Failure writing output" at the newcomer.
+sse=$(curl -sS -N "http://127.0.0.1:$HTTP_PORT/v1/chat/completions" -H 'Content-Type: application/json' \
   -d '{"messages": [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Hello!"}],
-       "max_tokens": 8, "temperature": 0, "stream": true}' | head -n 6 || true
-echo "..."
+       "max_tokens": 8, "temperature": 0, "stream": true}' || true)
+printf '%s\n' "$sse" | grep '^data:' | head -n 3
+echo "... ($(printf '%s\n' "$sse" | grep -c '^data:') events in all, the last: $(printf '%s\n' "$sse" | grep '^data:' | tail -n 1))"
 echo
 echo "=== a few lines of /metrics ==="
 curl -s "127.0.0.1:$METRICS_BASE/metrics" \
