@@ -6,7 +6,6 @@
 // outputs as a cold run, and leave the pool whole at idle.
 #include <cmath>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -14,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/process.h"
+#include "tests/integration/reliability_util.h"
 
 namespace pkv::testing {
 namespace {
@@ -96,22 +96,10 @@ class Fp8KvCacheTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return info;
   }
-  // Waits until the worker runs nothing, then checks free == total and the page ledger.
+  // The worker runs nothing, holds no page, and its page ledger balances.
   static void ExpectIdlePoolWhole(Cluster* c) {
-    auto stub = c->WorkerStub(0);
-    pkv::v1::Load load;
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    do {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-      ASSERT_TRUE(stub->GetLoad(&ctx, {}, &load).ok());
-      if (load.kv_pages_used() == 0 && load.running() + load.waiting() == 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } while (absl::Now() < deadline);
-    EXPECT_EQ(load.kv_pages_used(), 0u);
-    EXPECT_EQ(load.kv_pages_free(), load.kv_pages_total());
-    const std::string m = c->worker(0).metrics_address();
-    EXPECT_EQ(ScrapeMetric(m, "pkv_kv_page_allocs"), ScrapeMetric(m, "pkv_kv_page_frees"));
+    const absl::Status quiescent = WaitWorkerQuiescent(c->worker(0), absl::Seconds(5));
+    EXPECT_TRUE(quiescent.ok()) << quiescent;
   }
 
   static Cluster* fp8_;

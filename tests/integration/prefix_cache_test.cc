@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/harness/cluster.h"
+#include "tests/integration/reliability_util.h"
 
 namespace pkv::testing {
 namespace {
@@ -93,21 +94,10 @@ class PrefixCacheTest : public ::testing::Test {
   static double Metric(Cluster* c, const std::string& sample) {
     return ScrapeMetric(c->worker(0).metrics_address(), sample);
   }
-  // Waits until the worker runs nothing, then checks free (free + evictable) == total.
+  // The worker runs nothing, holds no page, and its page ledger balances.
   static void ExpectIdlePoolWhole(Cluster* c) {
-    auto stub = c->WorkerStub(0);
-    pkv::v1::Load load;
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    do {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-      ASSERT_TRUE(stub->GetLoad(&ctx, {}, &load).ok());
-      if (load.kv_pages_used() == 0 && load.running() + load.waiting() == 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } while (absl::Now() < deadline);
-    EXPECT_EQ(load.kv_pages_used(), 0u);
-    EXPECT_EQ(load.kv_pages_free(), load.kv_pages_total());
-    EXPECT_EQ(Metric(c, "pkv_kv_page_allocs"), Metric(c, "pkv_kv_page_frees"));
+    const absl::Status quiescent = WaitWorkerQuiescent(c->worker(0), absl::Seconds(5));
+    EXPECT_TRUE(quiescent.ok()) << quiescent;
   }
 
   static Cluster* cached_;
