@@ -1,6 +1,7 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
 //   [--warmup 3] [--quant awq,gptq,fp8] [--kv_cache_dtype auto,fp8_e4m3] [--out FILE]
+//   [--drift_prompts 4 --drift_prompt_len 1024 --drift_tokens 32]
 // See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
 // packed in each listed format (model "llama3-8b+awq"; awq and gptq pack alike), after the dense
 // run, so the dense model and its quantized twins are measured side by side in one run. Prints a
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/bench_flags.h"
 #include "bench/e2e/e2e_bench.h"
+#include "bench/e2e/e2e_drift.h"
 #include "bench/e2e/e2e_variants.h"
 #include "bench/kernels/trace.h"
 #include "common/status_macros.h"
@@ -45,6 +48,11 @@ ABSL_FLAG(
     "dtype, side by side (FP8: half the bytes a page, twice the pages for the same memory)");
 ABSL_FLAG(std::string, quant, "",
           "e2e: after each random shape's dense run, its quantized twins (awq,gptq,fp8)");
+ABSL_FLAG(int32_t, drift_prompts, 4,
+          "e2e: with several --kv_cache_dtype, greedy prompts whose log-probabilities each later "
+          "dtype is compared on against the first (e2e_drift.h; 0: none)");
+ABSL_FLAG(int32_t, drift_prompt_len, 1024, "e2e: tokens of each drift prompt");
+ABSL_FLAG(int32_t, drift_tokens, 32, "e2e: greedy tokens generated per drift prompt");
 
 namespace pkv::bench {
 namespace {
@@ -136,6 +144,19 @@ class Report {
       std::printf("\n");
     }
   }
+  void DriftLine(const std::string& model, const std::string& reference, const Drift& d) {
+    std::printf(
+        "%s: greedy logprob drift vs %s over %zu prompts: max %.4f mean %.4f nats (%d of %d "
+        "positions compared, first tokens equal %d)\n",
+        model.c_str(), reference.c_str(), static_cast<size_t>(absl::GetFlag(FLAGS_drift_prompts)),
+        d.max_abs, d.mean_abs, d.compared, d.total, d.first_tokens_equal);
+    Row({{"model", model},
+         {"kind", "drift"},
+         {"name", "vs_" + reference},
+         {"note",
+          absl::StrFormat("max_abs=%.5f mean_abs=%.5f compared=%d total=%d first_equal=%d",
+                          d.max_abs, d.mean_abs, d.compared, d.total, d.first_tokens_equal)}});
+  }
   void Host(int32_t batch, double sched_us) {
     std::printf("scheduler host time per decode step at B=%d: %.1f us\n", batch, sched_us);
     Row({{"model", "-"},
@@ -173,8 +194,32 @@ std::vector<int32_t> ParseInts(const std::string& s) {
 
 // `quant`: "" (dense) or a --quant method the random weights of `shape` are packed in.
 // `kv`: the KV cache dtype; FP8 runs are reported as model "<shape>+kv_fp8_e4m3".
+// The first KV dtype's greedy trace of a (shape, quant), which later dtypes are compared on.
+struct DriftReference {
+  std::string model;
+  std::optional<GreedyTrace> trace;
+};
+
+absl::Status MeasureDrift(CudaModelBackend* b, const std::string& model, DriftReference* ref,
+                          Report* report) {
+  DriftOptions d;
+  d.prompts = absl::GetFlag(FLAGS_drift_prompts);
+  d.prompt_len = absl::GetFlag(FLAGS_drift_prompt_len);
+  d.gen_tokens = absl::GetFlag(FLAGS_drift_tokens);
+  PKV_ASSIGN_OR_RETURN(GreedyTrace trace, RunGreedyTrace(b, d));
+  if (!ref->trace.has_value()) {
+    ref->model = model;
+    ref->trace = std::move(trace);
+  } else {
+    report->DriftLine(model, ref->model, CompareTraces(*ref->trace, trace));
+  }
+  return absl::OkStatus();
+}
+
+// drift: nullptr, or where this (shape, quant)'s first KV dtype leaves its greedy trace.
 absl::Status RunShape(const std::string& shape, const std::string& quant, KvCacheDtype kv,
-                      const Ceilings& ceil, const std::vector<TraceLine>& trace, Report* report) {
+                      const Ceilings& ceil, const std::vector<TraceLine>& trace,
+                      DriftReference* drift, Report* report) {
   CudaBackendOptions o;
   o.max_step_tokens = 8192;
   o.max_rows = 256;
@@ -236,6 +281,7 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
     PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
     report->Prefill(model, r);
   }
+  if (drift != nullptr) PKV_RETURN_IF_ERROR(MeasureDrift(b.get(), model, drift, report));
   return absl::OkStatus();
 }
 
@@ -280,8 +326,11 @@ int E2eMain() {
   }
   for (const std::string& shape : shapes) {
     for (const std::string& quant : quants) {
+      DriftReference drift;
+      const bool measure_drift = kv_dtypes.size() > 1 && absl::GetFlag(FLAGS_drift_prompts) > 0;
       for (KvCacheDtype kv : kv_dtypes) {
-        const absl::Status st = RunShape(shape, quant, kv, *ceil, *trace, &report);
+        const absl::Status st =
+            RunShape(shape, quant, kv, *ceil, *trace, measure_drift ? &drift : nullptr, &report);
         if (!st.ok()) {
           std::fprintf(stderr, "pkv-bench e2e %s%s kv %s: %s\n", shape.c_str(),
                        quant.empty() ? "" : ("+" + quant).c_str(), KvCacheDtypeName(kv),

@@ -25,7 +25,9 @@ ABSL_FLAG(std::string, flashinfer, "",
           "kernels: FlashInfer's best time per trace line (TSV), printed beside ours");
 ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent",
           "kernels: routes measured; a route followed by :2k uses the separate merge launch");
-ABSL_FLAG(std::string, configs, "w4s3", "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2");
+ABSL_FLAG(std::string, configs, "default",
+          "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2; default: the worker's for each "
+          "KV dtype (decode::DefaultKernelConfig)");
 ABSL_FLAG(std::string, kv_dtype, "auto",
           "kernels: KV cache dtypes measured side by side, e.g. auto,fp8_e4m3 (auto: --dtype "
           "pages; fp8_e4m3 | fp8_e5m2: 1-byte pages)");
@@ -50,13 +52,18 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
                                                         KvCacheDtype kv) {
   std::vector<RouteVariant> out;
   for (absl::string_view cfg : absl::StrSplit(configs, ',', absl::SkipEmpty())) {
-    decode::KernelConfig kc;
-    const int n =
-        std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps, &kc.stages, &kc.l2_prefetch);
+    decode::KernelConfig kc = decode::DefaultKernelConfig(kv);
+    const int n = cfg == "default" ? 2
+                                   : std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps,
+                                                 &kc.stages, &kc.l2_prefetch);
     if (n < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bad --configs entry '", cfg, "'; expected w<warps>s<stages>[p<prefetch>], e.g. w4s3"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --configs entry '", cfg,
+                       "'; expected default or w<warps>s<stages>[p<prefetch>], e.g. w4s3"));
     }
+    const std::string cfg_label =
+        kc.l2_prefetch > 0 ? absl::StrCat("w", kc.warps, "s", kc.stages, "p", kc.l2_prefetch)
+                           : absl::StrCat("w", kc.warps, "s", kc.stages);
     for (absl::string_view r : absl::StrSplit(routes, ',', absl::SkipEmpty())) {
       RouteVariant v;
       std::vector<absl::string_view> parts = absl::StrSplit(r, ':');
@@ -65,7 +72,7 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
                                                      : decode::MergeMode::kInKernel;
       v.config = kc;
       v.kv_dtype = kv;
-      v.label = absl::StrCat(cfg, v.merge == decode::MergeMode::kSeparate ? "/2k" : "",
+      v.label = absl::StrCat(cfg_label, v.merge == decode::MergeMode::kSeparate ? "/2k" : "",
                              IsFp8(kv) ? "/" : "", IsFp8(kv) ? KvCacheDtypeName(kv) : "");
       out.push_back(v);
     }

@@ -13,8 +13,8 @@
 //    moved into the B-operand layout with movmatrix.trans and O^T[D][8] += V^T * P^T uses
 //    ldmatrix.trans on V. fp32 accumulators; online softmax in base 2 (decode_params.h).
 //  - FP8 pages (Kv = KvE4M3 / KvE5M2): the ring holds 1-byte codes, read by decode_tile_fp8.cuh's
-//    AttendTileFp8 and converted in registers; the K scale is folded into the softmax scale and
-//    the V scale into the output, once per item.
+//    AttendTileFp8 and converted in registers to fp16 (the MMAs run in fp16 for bf16 queries too);
+//    the K scale is folded into the softmax scale and the V scale into the output, once per item.
 //  - At the item's end the warps' states are combined through shared memory and written as the
 //    output (single split) or as a partial state; a multi-split pair's last CTA to finish (atomic
 //    ticket) merges all its partials in place when merge_in_kernel is set.
@@ -272,7 +272,7 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   }
   uint32_t qf[kD / 16][2];
   if constexpr (kFp8) {
-    LoadQFragmentsFp8<kD>(qf, qs, lay.q_row_elems());
+    LoadQFragmentsFp8<kD, T>(qf, qs, lay.q_row_elems());
   } else {
 #pragma unroll
     for (int k2 = 0; k2 < kD / 32; ++k2) {
@@ -284,8 +284,11 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       qf[2 * k2 + 1][1] = r4[3];
     }
   }
-  // FP8: the K scale rides on the softmax scale, the V scale on the output (decode_params.h).
-  const float scale_log2 = kFp8 ? p.scale_log2 * p.k_scale * Fp8Unit<Kv>() : p.scale_log2;
+  // FP8: the K scale rides on the softmax scale, the V scale on the output (decode_params.h);
+  // bf16 queries were scaled into fp16 by kFp8BfQueryScale.
+  constexpr float kQUnscale = std::is_same_v<T, __half> ? 1.f : 1.f / kFp8BfQueryScale;
+  const float scale_log2 =
+      kFp8 ? p.scale_log2 * p.k_scale * Fp8Unit<Kv>() * kQUnscale : p.scale_log2;
   const float out_scale = kFp8 ? p.v_scale * Fp8Unit<Kv>() : 1.f;
   WarpState<kD> st;
 #pragma unroll
@@ -303,7 +306,7 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     if (j + 1 < ntiles) pids_from_global(j + 1);
     const uint32_t kb = ring + read_slot * 2 * tile_bytes;
     if constexpr (kFp8) {
-      AttendTileFp8<kD, T, Kv>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, scale_log2);
+      AttendTileFp8<kD, Kv>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, scale_log2);
     } else {
       AttendTile<kD, T>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, scale_log2);
     }

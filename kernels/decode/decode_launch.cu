@@ -61,6 +61,12 @@ absl::Status ValidateConfig(const KernelConfig& c) {
 
 }  // namespace
 
+KernelConfig DefaultKernelConfig(KvCacheDtype kv_dtype) {
+  KernelConfig c;
+  if (IsFp8(kv_dtype)) c.warps = 8;
+  return c;
+}
+
 int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config, int32_t kv_elem_bytes) {
   return AttentionSmem{head_dim, config.warps, config.stages, kv_elem_bytes}.total_bytes();
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/decode/device_util.cuh"
 #include "kernels/decode/fp8_convert.cuh"
@@ -26,25 +27,43 @@ __device__ __forceinline__ int Fp8Dim(int mt, int r) {
   return 32 * (mt >> 1) + 4 * r + 2 * (mt & 1);
 }
 
-// Q's B-operand fragments in the K path's permuted head-dim order, from the Q rows in shared
-// memory at `qs` (row stride q_row_elems 16-bit elements).
-template <int kD>
+// Q's B-operand fragments in the K path's permuted head-dim order, from the Q rows (type T) in
+// shared memory at `qs` (row stride q_row_elems 16-bit elements), as fp16: the FP8 tile multiplies
+// in fp16 whatever the query type, because an FP8 code becomes an fp16 in one instruction
+// (fp8_convert.cuh) but a bf16 in four, which made bf16 FP8 decode compute bound
+// (bench/results/2026-12-02-h200-fp8tune). bf16 queries are scaled by kFp8BfQueryScale into fp16
+// (exact for |q| in [2^-6, 2^24); the caller multiplies the softmax scale back).
+inline constexpr float kFp8BfQueryScale = 1.0f / 256.0f;
+
+template <typename T>
+__device__ __forceinline__ uint32_t QPairAsHalf2(uint32_t x) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return x;
+  } else {
+    float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
+    const __half2 h = __floats2half2_rn(f.x * kFp8BfQueryScale, f.y * kFp8BfQueryScale);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+template <int kD, typename T>
 __device__ __forceinline__ void LoadQFragmentsFp8(uint32_t (&qf)[kD / 16][2], uint32_t qs,
                                                   int q_row_elems) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int kk = 0; kk < kD / 32; ++kk) {
     const uint4 v = LdShared128(qs + ((lane >> 2) * q_row_elems + 32 * kk + 8 * (lane & 3)) * 2);
-    qf[2 * kk][0] = v.x;
-    qf[2 * kk][1] = v.y;
-    qf[2 * kk + 1][0] = v.z;
-    qf[2 * kk + 1][1] = v.w;
+    qf[2 * kk][0] = QPairAsHalf2<T>(v.x);
+    qf[2 * kk][1] = QPairAsHalf2<T>(v.y);
+    qf[2 * kk + 1][0] = QPairAsHalf2<T>(v.z);
+    qf[2 * kk + 1][1] = QPairAsHalf2<T>(v.w);
   }
 }
 
 // Scores and P.V for the warp's 16 tokens of one FP8 tile held in ring slot (kb, vb); rows are
-// kD bytes, swizzled by Fp8SwizzleK / Fp8SwizzleV.
-template <int kD, typename T, typename Kv>
+// kD bytes, swizzled by Fp8SwizzleK / Fp8SwizzleV. Every operand is fp16 (qf from
+// LoadQFragmentsFp8, P packed as fp16).
+template <int kD, typename Kv>
 __device__ __forceinline__ void AttendTileFp8(WarpState<kD>& st, const uint32_t (&qf)[kD / 16][2],
                                               uint32_t kb, uint32_t vb, int first_token, int len,
                                               float scale_log2) {
@@ -58,15 +77,15 @@ __device__ __forceinline__ void AttendTileFp8(WarpState<kD>& st, const uint32_t 
     const int chunk = 2 * kk + (c >> 1), in_chunk = (c & 1) * 8;
     const uint2 w0 = LdShared64(kb + k0 * kD + (Fp8SwizzleK<kChunks>(chunk, k0) << 4) + in_chunk);
     const uint2 w1 = LdShared64(kb + k1 * kD + (Fp8SwizzleK<kChunks>(chunk, k1) << 4) + in_chunk);
-    uint32_t a[4] = {Fp8x2To<Kv, T>(w0.x), Fp8x2To<Kv, T>(w1.x), Fp8x2To<Kv, T>(w0.x >> 16),
-                     Fp8x2To<Kv, T>(w1.x >> 16)};
-    Mma16816<T>(acc, a, qf[2 * kk][0], qf[2 * kk][1]);
-    const uint32_t b[4] = {Fp8x2To<Kv, T>(w0.y), Fp8x2To<Kv, T>(w1.y), Fp8x2To<Kv, T>(w0.y >> 16),
-                           Fp8x2To<Kv, T>(w1.y >> 16)};
-    Mma16816<T>(acc, b, qf[2 * kk + 1][0], qf[2 * kk + 1][1]);
+    uint32_t a[4] = {Fp8x2ToHalf2<Kv>(w0.x), Fp8x2ToHalf2<Kv>(w1.x), Fp8x2ToHalf2<Kv>(w0.x >> 16),
+                     Fp8x2ToHalf2<Kv>(w1.x >> 16)};
+    Mma16816<__half>(acc, a, qf[2 * kk][0], qf[2 * kk][1]);
+    const uint32_t b[4] = {Fp8x2ToHalf2<Kv>(w0.y), Fp8x2ToHalf2<Kv>(w1.y),
+                           Fp8x2ToHalf2<Kv>(w0.y >> 16), Fp8x2ToHalf2<Kv>(w1.y >> 16)};
+    Mma16816<__half>(acc, b, qf[2 * kk + 1][0], qf[2 * kk + 1][1]);
   }
   uint32_t pb0, pb1;
-  OnlineSoftmaxStep<kD, T>(st, acc, first_token, len, scale_log2, &pb0, &pb1);
+  OnlineSoftmaxStep<kD, __half>(st, acc, first_token, len, scale_log2, &pb0, &pb1);
   const int t0 = wr + 2 * c;  // this lane's tokens: t0, t0 + 1, t0 + 8, t0 + 9
 #pragma unroll
   for (int m = 0; m < kD / 32; ++m) {
@@ -78,12 +97,12 @@ __device__ __forceinline__ void AttendTileFp8(WarpState<kD>& st, const uint32_t 
     // [w0.b, w1.b] pairs: bytes 0/1 -> m-tile 2m, bytes 2/3 -> m-tile 2m + 1.
     const uint32_t lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
     const uint32_t lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
-    const uint32_t a0[4] = {Fp8x2To<Kv, T>(lo01), Fp8x2To<Kv, T>(lo01 >> 16), Fp8x2To<Kv, T>(lo23),
-                            Fp8x2To<Kv, T>(lo23 >> 16)};
-    Mma16816<T>(st.o[2 * m], a0, pb0, pb1);
-    const uint32_t a1[4] = {Fp8x2To<Kv, T>(hi01), Fp8x2To<Kv, T>(hi01 >> 16), Fp8x2To<Kv, T>(hi23),
-                            Fp8x2To<Kv, T>(hi23 >> 16)};
-    Mma16816<T>(st.o[2 * m + 1], a1, pb0, pb1);
+    const uint32_t a0[4] = {Fp8x2ToHalf2<Kv>(lo01), Fp8x2ToHalf2<Kv>(lo01 >> 16),
+                            Fp8x2ToHalf2<Kv>(lo23), Fp8x2ToHalf2<Kv>(lo23 >> 16)};
+    Mma16816<__half>(st.o[2 * m], a0, pb0, pb1);
+    const uint32_t a1[4] = {Fp8x2ToHalf2<Kv>(hi01), Fp8x2ToHalf2<Kv>(hi01 >> 16),
+                            Fp8x2ToHalf2<Kv>(hi23), Fp8x2ToHalf2<Kv>(hi23 >> 16)};
+    Mma16816<__half>(st.o[2 * m + 1], a1, pb0, pb1);
   }
 }
 

@@ -8,8 +8,7 @@
 //    the K and V scales once per item (Fp8Unit) instead of a multiply per element. The one thing
 //    lost is NaN (0x7f decodes to 480 * 2^-8): the KV writer never stores NaN from finite inputs.
 //  - E5M2 everywhere: the code is the top byte of the fp16, so one byte permute is the conversion.
-//  - bf16 queries: the code's bits moved into a bf16 and one bf16x2 multiply by 2^(127 - bias)
-//    (Fp8x2ToBf16x2), exact for every FP8 value.
+//  - bf16 queries: the fp16 pair widened to float and rounded to bf16, exact for every FP8 value.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,17 +28,13 @@ inline constexpr bool kIsFp8Kv = std::is_same_v<Kv, KvE4M3> || std::is_same_v<Kv
 template <typename Kv>
 inline constexpr int kKvElemBytes = kIsFp8Kv<Kv> ? 1 : 2;
 
-// log2 of the factor the converted values must be multiplied by (see the header comment).
-template <typename Kv>
-__device__ __forceinline__ constexpr int Fp8UnitLog2() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-  if constexpr (std::is_same_v<Kv, KvE4M3>) return 8;
-#endif
-  return 0;
-}
+// The factor the converted values must be multiplied by (see the header comment).
 template <typename Kv>
 __device__ __forceinline__ float Fp8Unit() {
-  return static_cast<float>(1 << Fp8UnitLog2<Kv>());
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+  if constexpr (std::is_same_v<Kv, KvE4M3>) return 256.0f;
+#endif
+  return 1.0f;
 }
 
 // Codes in bits 0-7 and 8-15 of x -> two fp16 (element 0 in the low half), times 1 / Fp8Unit.
@@ -59,35 +54,16 @@ __device__ __forceinline__ uint32_t Fp8x2ToHalf2(uint32_t x) {
   }
 }
 
-// Codes in bits 0-7 and 8-15 of x -> two bf16 (element 0 in the low half), times 1 / Fp8Unit.
-// bf16 has 7 mantissa bits and fp32's exponent range, so every FP8 code is a bf16 whose magnitude
-// bits are the code's shifted into place, times 2^(127 - bias): one byte permute, a shift, two
-// masks and one bf16x2 multiply (exact, subnormal inputs included: PTX's bf16 fma keeps them)
-// instead of the four conversion instructions of FP8 -> fp16 -> fp32 -> bf16.
-template <typename Kv>
-__device__ __forceinline__ uint32_t Fp8x2ToBf16x2(uint32_t x) {
-  constexpr bool kE4M3 = std::is_same_v<Kv, KvE4M3>;
-  constexpr int kShift =
-      kE4M3 ? 4 : 3;  // code mantissa bits + 1: the lowest one lands on bit 7 - m
-  constexpr uint32_t kMagnitude = (0x7f00u >> kShift) * 0x00010001u;
-  constexpr int kBias = kE4M3 ? 7 : 15;
-  const uint32_t y = __byte_perm(x, 0u, 0x1404);  // [0, b0, 0, b1]: each sign on bit 15 of its half
-  const uint32_t bits = ((y >> kShift) & kMagnitude) | (y & 0x80008000u);
-  // 2^(127 - bias) / Fp8Unit as a bf16 pair (exponent field 127 + 127 - bias - log2 unit).
-  constexpr uint32_t kHalf = static_cast<uint32_t>(254 - kBias - Fp8UnitLog2<Kv>()) << 7;
-  constexpr uint32_t m = kHalf | (kHalf << 16);
-  const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&bits),
-                                   *reinterpret_cast<const __nv_bfloat162*>(&m));
-  return *reinterpret_cast<const uint32_t*>(&r);
-}
-
 // The same pair as the MMA operand type T (__half or __nv_bfloat16), packed like PackPair.
 template <typename Kv, typename T>
 __device__ __forceinline__ uint32_t Fp8x2To(uint32_t x) {
+  const uint32_t h = Fp8x2ToHalf2<Kv>(x);
   if constexpr (std::is_same_v<T, __half>) {
-    return Fp8x2ToHalf2<Kv>(x);
+    return h;
   } else {
-    return Fp8x2ToBf16x2<Kv>(x);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    __nv_bfloat162 b = __float22bfloat162_rn(f);
+    return *reinterpret_cast<uint32_t*>(&b);
   }
 }
 

@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   d->policy_shape_.kv_elem_bytes = 2;
   d->dtype_ = dtype;
   d->kv_dtype_ = kv_dtype;
+  d->config_ = decode::DefaultKernelConfig(kv_dtype);
   PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->config_));
   PKV_ASSIGN_OR_RETURN(d->limits_, decode::QueryDeviceLimits(device, shape, dtype, d->config_));
   d->policy_limits_ = d->limits_;
