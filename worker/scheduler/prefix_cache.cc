@@ -35,9 +35,9 @@ void Scheduler::AdoptCachedPrefix(Sequence* seq, const std::vector<int32_t>& pag
   const int32_t cached = num_pages * config_.page_size;
   seq->num_computed = cached;
   seq->num_published_pages = num_pages;
-  if (seq->num_preemptions == 0) {
-    seq->num_cached_tokens = std::min(cached, seq->num_prompt_tokens);
-  }
+  // Every admission overwrites it: after a preemption the prompt's K/V is rebuilt, and what the
+  // finished stream was computed from is the last admission's (its hits included).
+  seq->num_cached_tokens = std::min(cached, seq->num_prompt_tokens);
   prefix_cache_queries_ += static_cast<uint64_t>(seq->num_tokens());
   prefix_cache_hits_ += static_cast<uint64_t>(cached);
 }

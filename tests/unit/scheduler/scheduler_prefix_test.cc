@@ -2,6 +2,7 @@
 // least the last token is always computed, pages are shared by refcount across running
 // sequences, preemption and abort release references, turning the cache off turns all of it off,
 // and the pool is whole (free + evictable == total) at idle.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -159,6 +160,11 @@ TEST(SchedulerPrefixTest, PreemptedSequenceRecomputesOnlyWhatWasEvicted) {
   for (const auto& seq : d.finished()) {
     const std::vector<int32_t> out(seq->tokens.begin() + 8, seq->tokens.end());
     EXPECT_EQ(out, ExpectedOutput(seq->id, seq->params.max_tokens)) << "seq " << seq->id;
+    if (seq->id == 2) {
+      // Its first admission hit nothing; Complete's cached_tokens is the re-admission's hits,
+      // of its 8 prompt tokens at most (the rest of the hit is its own generated tokens).
+      EXPECT_EQ(seq->num_cached_tokens, std::min(readmit_start, 8));
+    }
   }
   EXPECT_EQ(d.pool().num_free(), d.pool().num_pages());
 }
