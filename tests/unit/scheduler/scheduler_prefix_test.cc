@@ -106,7 +106,11 @@ TEST(SchedulerPrefixTest, ConcurrentSequencesSharePublishedPages) {
   const std::vector<int32_t> prompt = Prompt(14, 3);
   ASSERT_TRUE(d.Add(SeqWithPrompt(1, prompt, 4)).ok());
   d.Step();  // chunk [0, 8): pages 0 and 1 written and published after the commit
-  ASSERT_TRUE(d.Add(SeqWithPrompt(2, prompt, 4)).ok());
+  // The same first two pages, then its own: page 2 is not one sequence 1 is still computing, so
+  // it is admitted at once (a wholly equal prompt would wait for it: in-flight prefix test).
+  std::vector<int32_t> diverging(prompt.begin(), prompt.begin() + 8);
+  for (int32_t t : Prompt(6, 4)) diverging.push_back(t);
+  ASSERT_TRUE(d.Add(SeqWithPrompt(2, diverging, 4)).ok());
   const std::vector<ItemRecord> step = d.Step();
   const ItemRecord* second = FirstItemOf(step, 2);
   ASSERT_NE(second, nullptr);
