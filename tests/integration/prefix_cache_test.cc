@@ -1,9 +1,10 @@
 // Automatic prefix caching end to end: a router in front of one CPU worker with the cache on (the
 // default) and, as the reference, one with --prefix_caching=false. A repeated greedy request must
 // give the same tokens and log-probabilities as the uncached worker, report cached_tokens in its
-// Complete message and count the hits in the worker's metrics; concurrent requests sharing a
-// prefix must match the reference too; and the pool is whole again at idle.
+// Complete message (a resumed stream too) and count the hits in the worker's metrics; concurrent
+// requests sharing a prefix must match the reference too; and the pool is whole again at idle.
 #include <cmath>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -199,6 +200,43 @@ TEST_F(PrefixCacheTest, RouterSendsASharedPrefixToTheWorkerThatCachesIt) {
   EXPECT_GE(
       ScrapeMetric((*c)->router_metrics_address(), "pkv_router_prefix_estimated_hit_blocks_total"),
       6 * 3);
+}
+
+// A migrated stream (the router's replay: prompt ids + resume_token_ids) on a worker that holds
+// its pages reports that worker's hits on the prompt in cached_tokens, and continues the reference.
+TEST_F(PrefixCacheTest, ResumedStreamReportsTheHitsOfItsReadmission) {
+  const std::vector<uint32_t> prompt = Prompt(40, 9);  // 2 full pages + 8 tokens
+  const RunOutcome reference = Generate(*uncached_, prompt, 24);
+  ASSERT_TRUE(reference.status.ok()) << reference.status.error_message();
+  const RunOutcome warm = Generate(*cached_, prompt, 24);  // publishes 4 full pages (64 tokens)
+  ExpectSameRun(warm, reference);
+
+  pkv::v1::WorkerGenerateRequest replay;
+  *replay.mutable_request() = MakeRequest(prompt, 24);
+  replay.mutable_request()->mutable_sampling()->set_ignore_eos(true);
+  replay.set_migrations(1);
+  // 9 resumed tokens: 49 tokens, so 3 full pages may hit (the last token is always computed);
+  // of those 48 cached tokens, the 40 of the prompt are reported.
+  for (int i = 0; i < 9; ++i) replay.add_resume_token_ids(reference.tokens[i]);
+  auto stub = cached_->WorkerStub(0);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  auto reader = stub->Generate(&ctx, replay);
+  std::vector<uint32_t> tokens;
+  std::optional<pkv::v1::Complete> complete;
+  pkv::v1::WorkerGenerateResponse resp;
+  while (reader->Read(&resp)) {
+    if (resp.has_chunk())
+      tokens.insert(tokens.end(), resp.chunk().token_ids().begin(), resp.chunk().token_ids().end());
+    if (resp.has_complete()) complete = resp.complete();
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(complete.has_value());
+  EXPECT_EQ(complete->cached_tokens(), 40u);
+  EXPECT_EQ(complete->prompt_tokens(), 40u);
+  EXPECT_EQ(tokens, std::vector<uint32_t>(reference.tokens.begin() + 9, reference.tokens.end()));
+  ExpectIdlePoolWhole(cached_);
 }
 
 TEST_F(PrefixCacheTest, TurnedOffCachesNothing) {

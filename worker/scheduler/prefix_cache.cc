@@ -26,6 +26,22 @@ std::vector<int32_t> Scheduler::MatchCachedPrefix(Sequence* seq) {
   return pages;
 }
 
+void Scheduler::AddInFlightPages(Sequence* seq, absl::flat_hash_set<PageHash>* in_flight) {
+  const int32_t page_size = config_.page_size;
+  const int32_t prompt_pages = seq->num_prompt_tokens / page_size;
+  const int32_t written = seq->num_computed / page_size;
+  if (written >= prompt_pages) return;
+  ExtendPageHashes(seq->tokens, page_size, prompt_pages, config_.prefix_cache_salt,
+                   &seq->page_hashes);
+  for (int32_t i = written; i < prompt_pages; ++i) in_flight->insert(seq->page_hashes[i]);
+}
+
+bool Scheduler::WaitsForInFlightPage(const Sequence& seq, size_t num_hits,
+                                     const absl::flat_hash_set<PageHash>& in_flight) const {
+  // MatchCachedPrefix hashed up to and including the first page that missed (when there is one).
+  return seq.page_hashes.size() > num_hits && in_flight.contains(seq.page_hashes[num_hits]);
+}
+
 void Scheduler::AdoptCachedPrefix(Sequence* seq, const std::vector<int32_t>& pages) {
   PKV_CHECK_MSG(seq->num_computed == 0 && seq->blocks.num_pages() == 0,
                 "adopting a cached prefix into a sequence that already has K/V");
@@ -35,9 +51,9 @@ void Scheduler::AdoptCachedPrefix(Sequence* seq, const std::vector<int32_t>& pag
   const int32_t cached = num_pages * config_.page_size;
   seq->num_computed = cached;
   seq->num_published_pages = num_pages;
-  if (seq->num_preemptions == 0) {
-    seq->num_cached_tokens = std::min(cached, seq->num_prompt_tokens);
-  }
+  // Every admission overwrites it: after a preemption the prompt's K/V is rebuilt, and what the
+  // finished stream was computed from is the last admission's (its hits included).
+  seq->num_cached_tokens = std::min(cached, seq->num_prompt_tokens);
   prefix_cache_queries_ += static_cast<uint64_t>(seq->num_tokens());
   prefix_cache_hits_ += static_cast<uint64_t>(cached);
 }

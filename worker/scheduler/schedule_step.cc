@@ -102,20 +102,33 @@ struct Scheduler::AdmitPlan {
 };
 
 // Admits from the front of the waiting queue while the budget, max_running and the free pages
-// (next chunk + watermark) allow. Stops at the first that does not fit (FCFS, no skipping), except
-// that an otherwise empty batch always takes the first one, shrunk to the free pages.
+// (next chunk + watermark) allow. Stops at the first that does not fit (FCFS), except that an
+// otherwise empty batch always takes the first one, shrunk to the free pages. The one skip: a
+// sequence whose next uncached page a running sequence is prefilling waits (scheduler.h).
 void Scheduler::AdmitWaiting(StepBuilder* step) {
   const int32_t page_size = config_.page_size;
-  while (!waiting_.empty() && num_running() < max_running_ && step->budget > 0) {
-    Sequence* seq = waiting_.front().get();
+  const bool wait_in_flight = config_.prefix_caching && config_.prefix_wait_in_flight;
+  absl::flat_hash_set<PageHash> in_flight;  // pending prompt pages of the running sequences
+  if (wait_in_flight) {
+    for (const auto& seq : running_) AddInFlightPages(seq.get(), &in_flight);
+  }
+  size_t next = 0;  // waiting_[0, next) are passed over this step (they wait on in-flight pages)
+  while (next < waiting_.size() && num_running() < max_running_ && step->budget > 0) {
+    Sequence* seq = waiting_[next].get();
     AdmitPlan plan;
     if (!PlanAdmission(seq, *step, &plan)) break;
+    if (wait_in_flight && !step->empty() &&
+        WaitsForInFlightPage(*seq, plan.hits.size(), in_flight)) {
+      ++next;
+      continue;
+    }
     AdoptCachedPrefix(seq, plan.hits);
     const int32_t n = plan.num_new_tokens;
     PKV_CHECK(seq->blocks.EnsureCapacity(seq->num_computed + n, page_size, pool_));
     seq->state = SequenceState::kRunning;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+    running_.push_back(std::move(waiting_[next]));
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(next));
+    if (wait_in_flight) AddInFlightPages(seq, &in_flight);
     // A hit can leave only the last sampled token of a resumed or preempted sequence to feed: a
     // decode-shaped row, so it joins the decode rows.
     (IsDecoding(*seq) ? step->decode : step->prefill).push_back(MakeItem(seq, n));

@@ -31,6 +31,14 @@
 //    admission check needs;
 //  - after a step is committed, every page of a fed sequence that became full (prompt or decode
 //    pages alike, so a conversation's next turn hits its previous reply) is published;
+//  - in-flight prefixes (prefix_wait_in_flight): a waiting sequence whose first uncached full page
+//    is one a running sequence is still prefilling (same chained hash, not yet written) is passed
+//    over this step, and later waiting sequences may be admitted before it; it is admitted once
+//    that page is published (then hits it) or no running sequence computes it any more (finished,
+//    aborted, preempted). A burst of requests sharing a cold prompt then computes it once, not
+//    once per request: 48 chat turns behind one 2048-token system prompt, arriving together,
+//    prefill 2048 + 48 x (their own tails) tokens instead of 48 x 2048 + .... Never when the batch
+//    would otherwise be empty (progress);
 //  - the prefix_cache_queries / _hits counters add, at each such admission, the sequence's tokens
 //    and the tokens found cached (vLLM's prefix_cache_queries / prefix_cache_hits).
 // The planning happens here, once per worker, so every tensor-parallel rank sees the same pages.
@@ -58,9 +66,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "worker/kv_cache/page_pool.h"
+#include "worker/kv_cache/prefix_hash.h"
 #include "worker/scheduler/sequence.h"
 
 namespace pkv {
@@ -73,6 +83,9 @@ struct SchedulerConfig {
   int64_t max_queued_tokens = 262144;  // prompt tokens waiting (bounded admission)
   int32_t watermark_pages = 0;         // pages kept free when admitting new sequences
   bool prefix_caching = true;          // share full pages across sequences by prefix hash
+  // With prefix_caching: a waiting sequence whose next uncached full page is being prefilled by a
+  // running one waits for it instead of computing the same page in parallel ("Prefix caching").
+  bool prefix_wait_in_flight = true;
   // Seed of the page hashes: identifies everything besides the tokens that changes the K/V
   // (PrefixCacheSalt of the model identity, KV dtype, page size). Set by the engine.
   uint64_t prefix_cache_salt = 0;
@@ -163,6 +176,12 @@ class Scheduler {
   // prefix_cache.cc: the longest cached run of `seq`'s full pages (not retained), and publishing
   // the pages a committed step filled.
   std::vector<int32_t> MatchCachedPrefix(Sequence* seq);
+  // The hashes of the full prompt pages running sequences have yet to write (their pending
+  // prompt pages); AddInFlightPages adds one sequence's.
+  void AddInFlightPages(Sequence* seq, absl::flat_hash_set<PageHash>* in_flight);
+  // True when `seq`'s first page after `num_hits` cached ones is in `in_flight`.
+  bool WaitsForInFlightPage(const Sequence& seq, size_t num_hits,
+                            const absl::flat_hash_set<PageHash>& in_flight) const;
   void AdoptCachedPrefix(Sequence* seq, const std::vector<int32_t>& pages);
   void PublishFullPages(Sequence* seq);
 

@@ -37,8 +37,9 @@ struct Sequence {
   // num_published_pages pages of `blocks` are in the cache (published or shared on a hit).
   std::vector<PageHash> page_hashes;
   int32_t num_published_pages = 0;
-  // Prompt tokens whose K/V came from the prefix cache at the first admission (Complete's
-  // cached_tokens).
+  // Prompt tokens whose K/V came from the prefix cache at the latest admission (Complete's
+  // cached_tokens): a preempted sequence re-admitted reports the hits of its re-admission, a
+  // migrated one (resume_token_ids) those of the worker it finished on.
   int32_t num_cached_tokens = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

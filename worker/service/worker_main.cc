@@ -70,6 +70,9 @@ ABSL_FLAG(int64_t, max_queued_tokens, kDefaults.max_queued_tokens,
           "Queued prompt tokens before RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, kDefaults.prefix_caching,
           "Automatic prefix caching: reuse the KV pages of prompt prefixes seen before");
+ABSL_FLAG(bool, prefix_wait_in_flight, kDefaults.prefix_wait_in_flight,
+          "With prefix caching: a request whose next prompt page another request is prefilling "
+          "waits for it instead of computing it too");
 ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
           "On SIGTERM/Drain: time in-flight requests get to finish, e.g. 30s");
 ABSL_FLAG(absl::Duration, engine_stall_timeout, kDefaults.engine_stall_timeout,
@@ -123,6 +126,7 @@ int main(int argc, char** argv) {
   o.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   o.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
   o.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  o.prefix_wait_in_flight = absl::GetFlag(FLAGS_prefix_wait_in_flight);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.engine_stall_timeout = absl::GetFlag(FLAGS_engine_stall_timeout);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);

@@ -15,6 +15,7 @@ SchedulerConfig WorkerOptions::Scheduler(int32_t backend_page_size) const {
   c.max_waiting = max_waiting;
   c.max_queued_tokens = max_queued_tokens;
   c.prefix_caching = prefix_caching;
+  c.prefix_wait_in_flight = prefix_wait_in_flight;
   return c;
 }
 

@@ -49,6 +49,8 @@ struct WorkerOptions {
   int64_t max_queued_tokens = SchedulerConfig{}.max_queued_tokens;
   // Automatic prefix caching: full KV pages shared across requests by prefix hash.
   bool prefix_caching = SchedulerConfig{}.prefix_caching;
+  // A request waits for a prefix page another is prefilling rather than computing it too.
+  bool prefix_wait_in_flight = SchedulerConfig{}.prefix_wait_in_flight;
   // On SIGTERM or Drain, in-flight requests get this long to finish (zero: aborted at once).
   absl::Duration drain_timeout = absl::Seconds(30);
   // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long

@@ -2,6 +2,7 @@
 // least the last token is always computed, pages are shared by refcount across running
 // sequences, preemption and abort release references, turning the cache off turns all of it off,
 // and the pool is whole (free + evictable == total) at idle.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -105,7 +106,11 @@ TEST(SchedulerPrefixTest, ConcurrentSequencesSharePublishedPages) {
   const std::vector<int32_t> prompt = Prompt(14, 3);
   ASSERT_TRUE(d.Add(SeqWithPrompt(1, prompt, 4)).ok());
   d.Step();  // chunk [0, 8): pages 0 and 1 written and published after the commit
-  ASSERT_TRUE(d.Add(SeqWithPrompt(2, prompt, 4)).ok());
+  // The same first two pages, then its own: page 2 is not one sequence 1 is still computing, so
+  // it is admitted at once (a wholly equal prompt would wait for it: in-flight prefix test).
+  std::vector<int32_t> diverging(prompt.begin(), prompt.begin() + 8);
+  for (int32_t t : Prompt(6, 4)) diverging.push_back(t);
+  ASSERT_TRUE(d.Add(SeqWithPrompt(2, diverging, 4)).ok());
   const std::vector<ItemRecord> step = d.Step();
   const ItemRecord* second = FirstItemOf(step, 2);
   ASSERT_NE(second, nullptr);
@@ -159,6 +164,11 @@ TEST(SchedulerPrefixTest, PreemptedSequenceRecomputesOnlyWhatWasEvicted) {
   for (const auto& seq : d.finished()) {
     const std::vector<int32_t> out(seq->tokens.begin() + 8, seq->tokens.end());
     EXPECT_EQ(out, ExpectedOutput(seq->id, seq->params.max_tokens)) << "seq " << seq->id;
+    if (seq->id == 2) {
+      // Its first admission hit nothing; Complete's cached_tokens is the re-admission's hits,
+      // of its 8 prompt tokens at most (the rest of the hit is its own generated tokens).
+      EXPECT_EQ(seq->num_cached_tokens, std::min(readmit_start, 8));
+    }
   }
   EXPECT_EQ(d.pool().num_free(), d.pool().num_pages());
 }
