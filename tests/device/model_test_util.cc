@@ -12,6 +12,7 @@
 #include "tests/unit/model/test_model.h"
 #include "worker/model/llama_weights.h"
 #include "worker/tools/model_shapes.h"
+#include "worker/tools/random_model.h"
 #include "worker/tools/safetensors_writer.h"
 
 namespace pkv::testing {
@@ -95,6 +96,60 @@ ShuffledPagePool::ShuffledPagePool(int32_t pool, uint32_t seed) : free_(pool) {
   std::iota(free_.begin(), free_.end(), 0);
   std::mt19937 rng(seed);
   std::shuffle(free_.begin(), free_.end(), rng);
+}
+
+ModelConfig QuantTestConfig() {
+  ModelConfig c = *ModelShapeConfig("tiny");
+  c.hidden_size = 256;
+  c.intermediate_size = 512;
+  c.num_q_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.num_layers = 2;
+  c.tie_word_embeddings = false;
+  return c;
+}
+
+absl::Status WriteQuantModel(const std::string& dir, const ModelConfig& config, DType dtype,
+                             const QuantFlags& quant, uint64_t seed) {
+  RandomModelOptions o;
+  o.out_dir = dir;
+  o.config = config;
+  o.dtype = dtype;
+  o.seed = seed;
+  PKV_ASSIGN_OR_RETURN(o.config.quant, QuantConfigFromFlags(quant));
+  return WriteRandomModel(o).status();
+}
+
+int64_t PackedBytesSaved(const ModelConfig& c, const std::string& method, int tp) {
+  const int64_t h = c.hidden_size, inter = c.intermediate_size / tp;
+  const int64_t q_dim = int64_t{c.num_q_heads} * c.head_dim / tp;
+  const int64_t qkv = q_dim + int64_t{2 * c.num_kv_heads} * c.head_dim / tp;
+  const int64_t shapes[4][2] = {{qkv, h}, {h, q_dim}, {2 * inter, h}, {h, inter}};  // {n, k}
+  int64_t saved = 0;
+  for (const auto& [n, k] : shapes) {
+    const int64_t packed = method == "awq" ? n * (k / 2 + 4 * (k / 128)) : n * k + 4 * n;
+    saved += 2 * n * k - packed;
+  }
+  return c.num_layers * saved;
+}
+
+absl::StatusOr<int32_t> GreedyTokenOf(ModelBackend* backend) {
+  std::vector<int32_t> tokens = {1, 2, 3};
+  std::vector<int32_t> pages = {0};
+  SamplingParams greedy;
+  greedy.temperature = 0.f;
+  BatchRow row;
+  row.tokens = tokens.data();
+  row.num_tokens = 3;
+  row.pages = pages.data();
+  row.num_pages = 1;
+  row.sample = true;
+  row.params = &greedy;
+  std::vector<SampleResult> out;
+  PKV_RETURN_IF_ERROR(backend->Step({&row, 1}, &out, nullptr));
+  if (out.size() != 1) return absl::InternalError("Step sampled no token");
+  return out[0].token_id;
 }
 
 std::vector<int32_t> ShuffledPagePool::Take(int32_t count) {

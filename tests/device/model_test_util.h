@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "worker/model/model_backend.h"
 #include "worker/model/model_config.h"
 #include "worker/model/safetensors.h"
+#include "worker/tools/quantize.h"
 
 namespace pkv::testing {
 
@@ -23,6 +25,25 @@ ModelConfig DeviceTestConfig(const std::string& name);
 // mask or page shows in the logits.
 absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config, DType dtype,
                               uint32_t seed, float scale);
+
+// The quantized-backend tests' shape ("tiny" widened): every matrix's input size a multiple of
+// 128 (4-bit groups of 128), head_dim 64 (the tensor-core attention kernels), GQA 4:2, 2 layers,
+// untied lm_head; TP = 2 keeps whole groups (o_proj 128 and down_proj 256 input columns a rank).
+ModelConfig QuantTestConfig();
+
+// Writes `config` quantized as `pkv-make-model --quant` writes it (`quant`: method, group size,
+// GPTQ symmetry, FP8 strategy) from the random float weights of `seed`, activations `dtype`.
+absl::Status WriteQuantModel(const std::string& dir, const ModelConfig& config, DType dtype,
+                             const QuantFlags& quant, uint64_t seed = 5);
+
+// Bytes one decode step reads less, over the model, when a rank of `tp` holds its q;k;v, o,
+// gate;up and down projections packed in `method` ("awq": k / 2 + 4 k / 128 bytes a row; "fp8",
+// per channel: k + 4) instead of 2 k bytes a row (16-bit).
+int64_t PackedBytesSaved(const ModelConfig& config, const std::string& method, int tp);
+
+// One greedy Step() of the prompt {1, 2, 3} on page 0: the sampled token, or the error (tests of
+// random weights that only need them to run).
+absl::StatusOr<int32_t> GreedyTokenOf(ModelBackend* backend);
 
 // A pool of page ids [0, pool) in random order, handed out without replacement: sequences of one
 // test never share a page (two rows of one step writing the same KV slot would race, and the

@@ -21,9 +21,7 @@
 #include "tests/device/model_test_util.h"
 #include "worker/cuda_backend/cuda_backend.h"
 #include "worker/model/cpu_backend.h"
-#include "worker/tools/model_shapes.h"
 #include "worker/tools/quantize.h"
-#include "worker/tools/random_model.h"
 
 namespace pkv {
 namespace {
@@ -53,35 +51,15 @@ std::string CaseName(const ::testing::TestParamInfo<QuantCase>& info) {
          (c.fused ? "_fused" : "_cublas");
 }
 
-// Every matrix's input size a multiple of 128 (4-bit groups of 128), head_dim 64 (the tensor-core
-// attention kernels), GQA 4:2, untied lm_head.
-ModelConfig QuantTestConfig() {
-  ModelConfig c = *ModelShapeConfig("tiny");
-  c.hidden_size = 256;
-  c.intermediate_size = 512;
-  c.num_q_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.num_layers = 2;
-  c.tie_word_embeddings = false;
-  return c;
-}
+using ::pkv::testing::QuantTestConfig;
 
 absl::Status WriteQuantModel(const std::string& dir, const QuantCase& qc, int32_t group) {
-  RandomModelOptions o;
-  o.out_dir = dir;
-  o.config = QuantTestConfig();
-  o.dtype = qc.dtype;
-  o.seed = 5;
   QuantFlags f;
   f.method = qc.method;
   f.group_size = group;
   f.gptq_sym = qc.gptq_sym;
   f.fp8_strategy = qc.fp8_strategy;
-  absl::StatusOr<QuantConfig> quant = QuantConfigFromFlags(f);
-  if (!quant.ok()) return quant.status();
-  o.config.quant = *quant;
-  return WriteRandomModel(o).status();
+  return testing::WriteQuantModel(dir, QuantTestConfig(), qc.dtype, f);
 }
 
 CudaBackendOptions GpuOptions(bool fused) {
@@ -211,13 +189,6 @@ TEST(QuantizedBackendMemory, PackedBytesReplaceDenseBytes) {
   const ModelConfig dense = QuantTestConfig();
   auto d = CudaModelBackend::LoadRandom(dense, 3, GpuOptions(true));
   ASSERT_TRUE(d.ok()) << d.status();
-  const int64_t h = dense.hidden_size, inter = dense.intermediate_size;
-  const int64_t qkv = int64_t{dense.num_q_heads + 2 * dense.num_kv_heads} * dense.head_dim;
-  const int64_t q_dim = int64_t{dense.num_q_heads} * dense.head_dim;
-  struct Proj {
-    int64_t n, k;
-  };
-  const std::vector<Proj> projs = {{qkv, h}, {h, q_dim}, {2 * inter, h}, {h, inter}};
   for (const char* method : {"awq", "fp8"}) {
     ModelConfig qc = dense;
     QuantFlags f;
@@ -226,31 +197,14 @@ TEST(QuantizedBackendMemory, PackedBytesReplaceDenseBytes) {
     auto q = CudaModelBackend::LoadRandom(qc, 3, GpuOptions(true));
     ASSERT_TRUE(q.ok()) << q.status();
     ASSERT_TRUE((*q)->fused_available());
-    int64_t saved = 0;
-    for (const Proj& p : projs) {
-      const int64_t packed =
-          std::string(method) == "awq" ? p.n * (p.k / 2 + 4 * (p.k / 128)) : p.n * p.k + 4 * p.n;
-      saved += 2 * p.n * p.k - packed;
-    }
-    EXPECT_EQ((*d)->weight_read_bytes() - (*q)->weight_read_bytes(), dense.num_layers * saved)
+    EXPECT_EQ((*d)->weight_read_bytes() - (*q)->weight_read_bytes(),
+              testing::PackedBytesSaved(dense, method, 1))
         << method;
     // The random packed weights run: one greedy step gives a valid token.
-    std::vector<int32_t> tokens = {1, 2, 3};
-    std::vector<int32_t> pages = {0};
-    BatchRow row;
-    row.tokens = tokens.data();
-    row.num_tokens = 3;
-    row.pages = pages.data();
-    row.num_pages = 1;
-    SamplingParams greedy;
-    greedy.temperature = 0.f;
-    row.sample = true;
-    row.params = &greedy;
-    std::vector<SampleResult> out;
-    ASSERT_TRUE((*q)->Step({&row, 1}, &out, nullptr).ok());
-    ASSERT_EQ(out.size(), 1u);
-    EXPECT_GE(out[0].token_id, 0);
-    EXPECT_LT(out[0].token_id, dense.vocab_size);
+    const absl::StatusOr<int32_t> token = testing::GreedyTokenOf(q->get());
+    ASSERT_TRUE(token.ok()) << token.status();
+    EXPECT_GE(*token, 0);
+    EXPECT_LT(*token, dense.vocab_size);
   }
 }
 

@@ -174,21 +174,34 @@ absl::Status AllocateArena(const std::vector<Piece>& pieces, const ModelConfig& 
 
 namespace {
 
-// Packs projection piece `p` from the checkpoint and copies it (synchronously) into the arena.
-absl::Status UploadPacked(const ModelConfig& config, const Checkpoint& checkpoint,
-                          const SpecMap& specs, const Piece& p, decode::DType dtype,
+int64_t RowsOf(const QuantizedLinear& m) {
+  return m.method == QuantMethod::kFp8 ? m.fp8.n : m.int4.n;
+}
+int64_t ColsOf(const QuantizedLinear& m) {
+  return m.method == QuantMethod::kFp8 ? m.fp8.k : m.int4.k;
+}
+
+// Packs projection piece `p` from its members' canonical matrices and copies it (synchronously)
+// into the arena.
+absl::Status UploadPacked(const Piece& p, const QuantizedSource& quantized_of, decode::DType dtype,
                           cudaStream_t stream) {
-  std::vector<std::string> modules;
-  std::vector<int64_t> rows;
+  const std::string first = ModuleOf(p.sources[0]);
+  std::vector<QuantizedLinear> members;
+  int64_t n = 0;
   for (const std::string& name : p.sources) {
-    modules.push_back(ModuleOf(name));
-    rows.push_back(specs.at(name).shape[0]);
+    PKV_ASSIGN_OR_RETURN(QuantizedLinear m, quantized_of(ModuleOf(name)));
+    n += RowsOf(m);
+    members.push_back(std::move(m));
+  }
+  if (n != p.proj->n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(first, ": the loaded members hold ", n, " rows, the projection ", p.proj->n));
   }
   PKV_ASSIGN_OR_RETURN(PackedHost host,
-                       PackProjection(config.quant, checkpoint, modules, rows, p.proj->k, dtype));
+                       PackProjection(std::move(members), p.proj->k, dtype, first));
   if (static_cast<int64_t>(host.q.size()) != p.bytes ||
       static_cast<int64_t>(host.scales.size()) != p.packed.scale_bytes) {
-    return absl::InternalError(absl::StrCat(modules[0], ": packed size differs from its layout"));
+    return absl::InternalError(absl::StrCat(first, ": packed size differs from its layout"));
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(const_cast<void*>(p.proj->w), host.q.data(),
                                            host.q.size(), cudaMemcpyHostToDevice, stream));
@@ -200,33 +213,41 @@ absl::Status UploadPacked(const ModelConfig& config, const Checkpoint& checkpoin
 
 // A quantized tensor of a dense piece (a fused projection mixing formats, an FP8 lm_head):
 // dequantized on the host to the compute dtype and copied synchronously to dst.
-absl::Status UploadDequantized(const ModelConfig& config, const Checkpoint& checkpoint,
-                               const TensorSpec& spec, const std::string& module,
-                               decode::DType dtype, uint8_t* dst, cudaStream_t stream) {
-  PKV_ASSIGN_OR_RETURN(
-      std::vector<uint16_t> dense,
-      DequantizeModule(config.quant, checkpoint, module, spec.shape[0], spec.shape[1], dtype));
+absl::Status UploadDequantized(const TensorSpec& spec, const std::string& module,
+                               const QuantizedSource& quantized_of, decode::DType dtype,
+                               uint8_t* dst, cudaStream_t stream) {
+  PKV_ASSIGN_OR_RETURN(QuantizedLinear m, quantized_of(module));
+  if (RowsOf(m) != spec.shape[0] || ColsOf(m) != spec.shape[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(module, ": loaded ", RowsOf(m), " x ", ColsOf(m),
+                                                   ", the weights hold ", spec.shape[0], " x ",
+                                                   spec.shape[1]));
+  }
+  const std::vector<uint16_t> dense = DequantizeToDType(m, dtype);
   PKV_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(dst, dense.data(), dense.size() * 2, cudaMemcpyHostToDevice, stream));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return absl::OkStatus();
 }
 
-}  // namespace
+// Copies dense tensor `name` (the weights' shape `spec`: spec.numel() elements) to dst, converted
+// to float32 or the compute dtype. INVALID_ARGUMENT when its source holds another count.
+using DenseSource = std::function<absl::Status(const std::string& name, const TensorSpec& spec,
+                                               bool f32, uint8_t* dst)>;
 
-absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
-                                            decode::DType dtype, cudaStream_t stream) {
-  PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, checkpoint));
+// Everything after the layout, shared by the whole model and a tensor-parallel shard: packed
+// projections and quantized members through `quantized_of`, dense tensors through `dense_of`.
+absl::StatusOr<DeviceWeights> UploadPieces(const ModelConfig& config,
+                                           const QuantizedSource& quantized_of,
+                                           const DenseSource& dense_of, decode::DType dtype,
+                                           cudaStream_t stream) {
   DeviceWeights w;
   w.dtype = dtype;
   PKV_ASSIGN_OR_RETURN(const std::vector<Piece> pieces, LayOutPieces(config, &w));
   PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
   const SpecMap specs = SpecsByName(config);
-  Uploader up;
-  PKV_RETURN_IF_ERROR(up.Init(stream));
   for (const Piece& p : pieces) {
     if (Packed(p)) {
-      PKV_RETURN_IF_ERROR(UploadPacked(config, checkpoint, specs, p, dtype, stream));
+      PKV_RETURN_IF_ERROR(UploadPacked(p, quantized_of, dtype, stream));
       continue;
     }
     uint8_t* dst = w.arena.bytes_ptr() + p.offset;
@@ -236,10 +257,9 @@ absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Che
       const std::string module = QuantizedModuleOf(config, spec);
       if (!module.empty()) {
         PKV_RETURN_IF_ERROR(
-            UploadDequantized(config, checkpoint, spec, module, dtype, dst + done, stream));
+            UploadDequantized(spec, module, quantized_of, dtype, dst + done, stream));
       } else {
-        PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
-        PKV_RETURN_IF_ERROR(up.Copy(v, p.f32, dtype, dst + done));
+        PKV_RETURN_IF_ERROR(dense_of(name, spec, p.f32, dst + done));
       }
       done += spec.numel() * (p.f32 ? 4 : 2);
     }
@@ -248,45 +268,50 @@ absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Che
   return w;
 }
 
-absl::StatusOr<DeviceWeights> UploadWeightRuns(
-    const ModelConfig& config, const Checkpoint& checkpoint,
-    const std::function<TensorRuns(const std::string& name)>& runs_of, decode::DType dtype,
-    cudaStream_t stream) {
-  if (config.quant.quantized()) {  // packed projections are not sliced yet
-    return absl::UnimplementedError(
-        absl::StrCat("tensor parallelism on the CUDA backend does not shard quantized weights yet "
-                     "(quantization_config.quant_method = ",
-                     std::string(QuantMethodName(config.quant.method)), "); run it on one GPU"));
-  }
-  DeviceWeights w;
-  w.dtype = dtype;
-  PKV_ASSIGN_OR_RETURN(const std::vector<Piece> pieces, LayOutPieces(config, &w));
-  PKV_RETURN_IF_ERROR(AllocateArena(pieces, config, &w));
+}  // namespace
+
+absl::StatusOr<DeviceWeights> UploadWeights(const ModelConfig& config, const Checkpoint& checkpoint,
+                                            decode::DType dtype, cudaStream_t stream) {
+  PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, checkpoint));
+  const SpecMap specs = SpecsByName(config);
+  auto quantized_of = [&](const std::string& module) {
+    const TensorSpec& spec = specs.at(module + ".weight");
+    return LoadQuantizedLinear(config.quant, checkpoint, module, spec.shape[0], spec.shape[1]);
+  };
   Uploader up;
   PKV_RETURN_IF_ERROR(up.Init(stream));
-  for (const Piece& p : pieces) {
-    uint8_t* dst = w.arena.bytes_ptr() + p.offset;
-    int64_t done = 0;
-    for (const std::string& name : p.sources) {
-      PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
-      const TensorRuns runs = runs_of(name);
-      const int64_t numel = runs.runs * runs.width, bytes = numel * (p.f32 ? 4 : 2);
-      if (runs.first < 0 || runs.width < 0 || runs.runs < 0 || runs.stride < 0 ||
-          (numel > 0 && runs.first + (runs.runs - 1) * runs.stride + runs.width > v.numel())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", name, ": the shard's slice is outside its ", v.numel(), " elements"));
-      }
-      done += bytes;
-      if (done > p.bytes) break;  // reported below, before anything overflows the piece
-      PKV_RETURN_IF_ERROR(up.CopyRuns(v, runs, p.f32, dtype, dst + done - bytes));
-    }
-    if (done != p.bytes) {
+  auto dense_of = [&](const std::string& name, const TensorSpec&, bool f32,
+                      uint8_t* dst) -> absl::Status {
+    PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));  // shape validated above
+    return up.Copy(v, f32, dtype, dst);
+  };
+  return UploadPieces(config, quantized_of, dense_of, dtype, stream);
+}
+
+absl::StatusOr<DeviceWeights> UploadWeightRuns(
+    const ModelConfig& config, const Checkpoint& checkpoint,
+    const std::function<TensorRuns(const std::string& name)>& runs_of,
+    const QuantizedSource& quantized_of, decode::DType dtype, cudaStream_t stream) {
+  Uploader up;
+  PKV_RETURN_IF_ERROR(up.Init(stream));
+  auto dense_of = [&](const std::string& name, const TensorSpec& spec, bool f32,
+                      uint8_t* dst) -> absl::Status {
+    PKV_ASSIGN_OR_RETURN(TensorView v, checkpoint.Get(name));
+    const TensorRuns runs = runs_of(name);
+    const int64_t numel = runs.runs * runs.width;
+    if (runs.first < 0 || runs.width < 0 || runs.runs < 0 || runs.stride < 0 ||
+        (numel > 0 && runs.first + (runs.runs - 1) * runs.stride + runs.width > v.numel())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          p.sources[0], ": the shard's slices do not fill its shape (", p.bytes, " bytes)"));
+          "tensor ", name, ": the shard's slice is outside its ", v.numel(), " elements"));
     }
-  }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  return w;
+    if (numel != spec.numel()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": the shard's slice of ",
+                                                     numel, " elements does not fill its shape (",
+                                                     spec.numel(), ")"));
+    }
+    return up.CopyRuns(v, runs, f32, dtype, dst);
+  };
+  return UploadPieces(config, quantized_of, dense_of, dtype, stream);
 }
 
 absl::StatusOr<DeviceWeights> RandomDeviceWeights(const ModelConfig& config, decode::DType dtype,

@@ -14,7 +14,8 @@
 // (sized for the largest packed projection, allocated with the weights, before the KV pool takes
 // the free memory) and run the dense GEMM on it. A fused projection mixing dense and quantized
 // members, and a quantized lm_head (FP8 checkpoints), are dequantized on the host to the compute
-// dtype at load (dense, full size).
+// dtype at load (dense, full size). A tensor-parallel rank's shard (UploadWeightRuns) takes the
+// same layouts and paths, on its slices.
 //
 // Upload streams each tensor through two pinned staging buffers (host conversion and the copy of
 // the previous chunk overlap), so an 8B checkpoint never needs a second host copy.
@@ -34,6 +35,7 @@
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/model_config.h"
+#include "worker/model/quant_linear.h"
 
 namespace pkv::cuda_backend {
 
@@ -101,15 +103,24 @@ struct TensorRuns {
   int64_t width = 0;
 };
 
+// The canonical matrix of quantized linear `module` (e.g. "model.layers.0.mlp.down_proj") as the
+// upload holds it: the whole checkpoint module, or a tensor-parallel rank's slice of it
+// (LoadQuantizedShard in worker/model/tp_shard.h, the CPU ranks' shard rule).
+using QuantizedSource = std::function<absl::StatusOr<QuantizedLinear>(const std::string& module)>;
+
 // A shard's upload: `config` is the shard's config (local heads, intermediate size and vocabulary:
 // ShardConfig in worker/model/tp_shard.h), whose tensor specs size the arena; runs_of(name) says
-// which elements of checkpoint tensor `name` the shard holds. Only those bytes are read. The
-// caller validated the checkpoint against the whole model. INVALID_ARGUMENT when a slice does not
-// fit its tensor or does not fill the shard's shape; UNIMPLEMENTED for a quantized checkpoint.
+// which elements of dense checkpoint tensor `name` the shard holds (only those bytes are read);
+// quantized_of(module) gives the shard's slice of each quantized module, which is packed (or, for
+// a mixed fused projection or an FP8 lm_head, dequantized) exactly as UploadWeights packs a whole
+// module, so the rank's GEMV and dequantize + GEMM paths run unchanged on the slice. The caller
+// validated the checkpoint against the whole model. INVALID_ARGUMENT when a slice does not fit its
+// tensor or does not fill the shard's shape, or when the kernels cannot run a slice's packed form
+// (PackedLayoutOf: e.g. an FP8 row-parallel slice of an input size that is not a multiple of 64).
 absl::StatusOr<DeviceWeights> UploadWeightRuns(
     const ModelConfig& config, const Checkpoint& checkpoint,
-    const std::function<TensorRuns(const std::string& name)>& runs_of, decode::DType dtype,
-    cudaStream_t stream);
+    const std::function<TensorRuns(const std::string& name)>& runs_of,
+    const QuantizedSource& quantized_of, decode::DType dtype, cudaStream_t stream);
 
 // Random weights with the config's shapes, generated on the GPU from `seed` (benchmarks of real
 // model shapes without writing or reading a checkpoint). With config.quant set, the projections it

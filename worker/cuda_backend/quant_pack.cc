@@ -103,35 +103,32 @@ absl::StatusOr<PackedLayout> PackedLayoutOf(const QuantConfig& quant, const std:
   return l;
 }
 
-absl::StatusOr<PackedHost> PackProjection(const QuantConfig& quant, const Checkpoint& checkpoint,
-                                          const std::vector<std::string>& modules,
-                                          const std::vector<int64_t>& rows, int64_t k,
-                                          decode::DType dtype) {
-  std::vector<QuantizedLinear> members;
-  for (size_t i = 0; i < modules.size(); ++i) {
-    PKV_ASSIGN_OR_RETURN(QuantizedLinear m,
-                         LoadQuantizedLinear(quant, checkpoint, modules[i], rows[i], k));
-    members.push_back(std::move(m));
+absl::StatusOr<PackedHost> PackProjection(std::vector<QuantizedLinear> members, int64_t k,
+                                          decode::DType dtype, const std::string& module) {
+  for (const QuantizedLinear& m : members) {
+    const int64_t mk = m.method == QuantMethod::kFp8 ? m.fp8.k : m.int4.k;
+    if (mk != k || m.method != members[0].method) {
+      return absl::InvalidArgumentError(absl::StrCat(module, ": fused projection members of ", mk,
+                                                     " and ", k, " inputs (or formats)"));
+    }
   }
   absl::StatusOr<PackedHost> packed =
-      quant.int4() ? PackInt4(members, k, dtype) : PackFp8(members, k);
+      members[0].method == QuantMethod::kFp8 ? PackFp8(members, k) : PackInt4(members, k, dtype);
   if (!packed.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(modules[0], ": ", absl::string_view(packed.status().message())));
+        absl::StrCat(module, ": ", absl::string_view(packed.status().message())));
   }
   return packed;
 }
 
-absl::StatusOr<std::vector<uint16_t>> DequantizeModule(const QuantConfig& quant,
-                                                       const Checkpoint& checkpoint,
-                                                       const std::string& module, int64_t n,
-                                                       int64_t k, decode::DType dtype) {
-  PKV_ASSIGN_OR_RETURN(QuantizedLinear m, LoadQuantizedLinear(quant, checkpoint, module, n, k));
-  std::vector<float> f(n * k);
-  DequantizeLinear(m, f.data());
-  std::vector<uint16_t> out(n * k);
+std::vector<uint16_t> DequantizeToDType(const QuantizedLinear& linear, decode::DType dtype) {
+  const int64_t numel = linear.method == QuantMethod::kFp8 ? linear.fp8.n * linear.fp8.k
+                                                           : linear.int4.n * linear.int4.k;
+  std::vector<float> f(numel);
+  DequantizeLinear(linear, f.data());
+  std::vector<uint16_t> out(numel);
   const bool bf16 = dtype == decode::DType::kBFloat16;
-  for (int64_t i = 0; i < n * k; ++i) out[i] = bf16 ? ToBFloat16(f[i]).bits : ToHalf(f[i]).bits;
+  for (int64_t i = 0; i < numel; ++i) out[i] = bf16 ? ToBFloat16(f[i]).bits : ToHalf(f[i]).bits;
   return out;
 }
 

@@ -1,8 +1,9 @@
 // The packed (fused-GEMV) form of a quantized checkpoint's projections for DeviceWeights
 // (device_weights.h): how large each packed projection is, packing a fused projection's members
-// from the checkpoint on the host (kernels/model/gemv_quant.h's repack, rows concatenated), the
-// host dequantization of members that end up dense, and random packed weights for benchmarks.
-// Thread-safety: pure functions (FillRandomPacked enqueues on `stream` and synchronises it).
+// (whole checkpoint modules, or a tensor-parallel rank's slices of them) on the host
+// (kernels/model/gemv_quant.h's repack, rows concatenated), the host dequantization of members that
+// end up dense, and random packed weights for benchmarks. Thread-safety: pure functions
+// (FillRandomPacked enqueues on `stream` and synchronises it).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "kernels/decode/decode_params.h"
 #include "kernels/model/gemv_plan.h"
-#include "worker/model/checkpoint.h"
 #include "worker/model/quant_config.h"
+#include "worker/model/quant_linear.h"
 
 namespace pkv::cuda_backend {
 
@@ -38,18 +39,15 @@ struct PackedHost {
   std::vector<uint8_t> scales;  // PackedLayout::scale_bytes
 };
 
-// Loads `modules` (each rows[i] x k, all quantized by `quant`) and packs them, rows in order,
-// for activations of `dtype`. INVALID_ARGUMENT from the loaders or the repack (naming the module).
-absl::StatusOr<PackedHost> PackProjection(const QuantConfig& quant, const Checkpoint& checkpoint,
-                                          const std::vector<std::string>& modules,
-                                          const std::vector<int64_t>& rows, int64_t k,
-                                          decode::DType dtype);
+// Packs a fused projection's members (canonical matrices, rows in order: a whole checkpoint
+// module or a tensor-parallel rank's slice of one, all over the same k inputs) for activations of
+// `dtype`; consumes them. INVALID_ARGUMENT naming `module` (the first member, for messages) from
+// the repack or when a member's k differs.
+absl::StatusOr<PackedHost> PackProjection(std::vector<QuantizedLinear> members, int64_t k,
+                                          decode::DType dtype, const std::string& module);
 
-// `module` (n x k, quantized) dequantized in float32 (the CPU oracle's values), rounded to `dtype`.
-absl::StatusOr<std::vector<uint16_t>> DequantizeModule(const QuantConfig& quant,
-                                                       const Checkpoint& checkpoint,
-                                                       const std::string& module, int64_t n,
-                                                       int64_t k, decode::DType dtype);
+// `linear` dequantized in float32 (the CPU oracle's values), rounded to `dtype`: [n][k].
+std::vector<uint16_t> DequantizeToDType(const QuantizedLinear& linear, decode::DType dtype);
 
 // Random packed weights at q / scales (device) for an n x k projection of `layout`: a 4 MiB host
 // block of valid codes tiled over q (4-bit: uniform nibbles, scale 0.0047, zero point 8: weight

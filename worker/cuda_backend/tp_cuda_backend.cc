@@ -82,6 +82,10 @@ std::string TpCudaBackend::dtype_name() const {
   return ranks_->impls[0]->weights().dtype == decode::DType::kBFloat16 ? "bfloat16" : "float16";
 }
 
+KvCacheDtype TpCudaBackend::kv_cache_dtype() const {
+  return ranks_->impls[0]->kv().kv_cache_dtype();
+}
+
 std::string TpCudaBackend::transport() const { return ranks_->comms[0]->transport(); }
 
 bool TpCudaBackend::cuda_graphs() const { return ranks_->graphs && !ranks_->timing; }

@@ -6,11 +6,14 @@
 // Ranks are threads of this process (RankThreads; rank 0 runs on the caller, the engine's
 // scheduler thread). Each rank owns a CudaModelBackend::Impl on its device: its stream, its weight
 // shard (tp_shard.h: column-parallel q/k/v and gate/up, row-parallel o_proj and down,
-// vocabulary-parallel embedding and LM head; only the rank's bytes of the checkpoint are read),
-// its KV pool of H_kv / tp heads for every page id of the scheduler's one pool, its decode engine
-// and workspaces, its CUDA graphs. The forward pass is the one-GPU code with TpHooks
-// (tp_hooks.h / tp_rank_hooks.h) at the collective points: one all-reduce after each
-// row-parallel projection, the embedding all-reduce and the logits all-gather.
+// vocabulary-parallel embedding and LM head; only the rank's bytes of the checkpoint are read;
+// quantized (AWQ, GPTQ, FP8) projections are cut by the CPU ranks' rule, on whole 4-bit groups,
+// and packed like the one-GPU backend's), its KV pool of H_kv / tp heads for every page id of the
+// scheduler's one pool (in the KV cache dtype, FP8 pages with the checkpoint's per-layer scales:
+// a scale covers all of a layer's heads), its decode engine and workspaces, its CUDA graphs. The
+// forward pass is the one-GPU code with TpHooks (tp_hooks.h / tp_rank_hooks.h) at the collective
+// points: one all-reduce after each row-parallel projection, the embedding all-reduce and the
+// logits all-gather.
 //
 // Per step: the batch is validated and built once on the calling thread (errors return before
 // any rank runs), every rank stages it (its own decode plan for its head count), enqueues the
@@ -22,7 +25,7 @@
 // CUDA graphs: with NCCL, decode steps are captured per rank with the NCCL calls inside the graph
 // (NCCL supports stream capture); with the shared-device group they run eagerly (its host
 // barriers cannot be captured). The fused small-batch path is not sharded: TP ranks run the
-// cuBLAS path at every batch size.
+// cuBLAS path at every batch size (a packed projection dequantized into scratch first).
 // Results: TP = 1 over NCCL computes what CudaModelBackend does (the hooks' collectives are
 // identities). TP > 1 splits the row-parallel sums and rounds each rank's partial output to the
 // 16-bit dtype before the all-reduce, so logits differ from TP = 1 within bf16/fp16 rounding.
@@ -76,6 +79,9 @@ class TpCudaBackend : public ModelBackend {
   int64_t num_kv_pages() const override { return num_kv_pages_; }
   std::string backend_name() const override { return "cuda"; }
   std::string dtype_name() const override;
+  // Every rank's pages hold this (the prefix-cache salt, ModelInfo and metrics read it as they do
+  // the one-GPU backend's).
+  KvCacheDtype kv_cache_dtype() const override;
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;

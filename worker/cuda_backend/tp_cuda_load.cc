@@ -14,6 +14,7 @@
 #include "worker/cuda_backend/device_weights.h"
 #include "worker/cuda_backend/tp_cuda_ranks.h"
 #include "worker/model/checkpoint.h"
+#include "worker/model/kv_cache_scales.h"
 #include "worker/model/tp_shard.h"
 
 namespace pkv {
@@ -79,16 +80,6 @@ absl::StatusOr<bool> ChooseSharedDevice(const TpCudaOptions& o) {
   }
 #endif
   return shared;
-}
-
-// Quantized projections are packed whole (device_weights.h); slicing them on group boundaries
-// for the ranks is not built yet, so tensor parallelism refuses them clearly.
-absl::Status RefuseQuantized(const ModelConfig& config, int tp) {
-  if (!config.quant.quantized() || tp == 1) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat(
-      "quantization_config.quant_method = ", std::string(QuantMethodName(config.quant.method)),
-      ": the CUDA backend does not shard quantized weights over tensor-parallel ranks yet (tp ", tp,
-      "); run a quantized model on one GPU"));
 }
 
 // The elements of a checkpoint tensor a shard spec selects (device_weights.h).
@@ -168,12 +159,15 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::Load(const std::st
   PKV_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(model_dir));
   const int tp = static_cast<int>(options.devices.size());
   PKV_RETURN_IF_ERROR(ValidateTensorParallel(config, tp));
-  PKV_RETURN_IF_ERROR(RefuseQuantized(config, tp));
   PKV_ASSIGN_OR_RETURN(const bool shared, ChooseSharedDevice(options));
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   PKV_RETURN_IF_ERROR(ValidateLlamaCheckpoint(config, *checkpoint));
   PKV_ASSIGN_OR_RETURN(decode::DType dtype,
                        cuda_backend::ChooseComputeDType(options.backend.dtype, *checkpoint));
+  std::vector<Fp8KvScales> kv_scales;  // the same scales as the one-GPU and CPU backends
+  if (options.backend.kv_cache_dtype != KvCacheDtype::kAuto) {
+    PKV_ASSIGN_OR_RETURN(kv_scales, LoadKvCacheScales(*checkpoint, config.num_layers));
+  }
   std::unique_ptr<TpCudaBackend> b(new TpCudaBackend(config, options));
   Ranks& ranks = *b->ranks_;
   PKV_RETURN_IF_ERROR(StartRanks(options.backend, &ranks));
@@ -183,16 +177,33 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::Load(const std::st
     PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(ranks.devices[r]));
     const ModelConfig shard = ShardConfig(config, tp, r);
     const std::vector<TensorShardSpec> specs = TensorShardSpecs(config, tp, r);
-    auto runs_of = [&specs](const std::string& name) {
+    auto spec_of = [&specs](const std::string& name) -> const TensorShardSpec* {
       for (const TensorShardSpec& s : specs) {
-        if (s.name == name) return RunsOf(s);
+        if (s.name == name) return &s;
       }
-      return cuda_backend::TensorRuns{0, 0, 0, 0};  // not part of the shard: fails the size check
+      return nullptr;
     };
-    PKV_ASSIGN_OR_RETURN(
-        cuda_backend::DeviceWeights weights,
-        cuda_backend::UploadWeightRuns(shard, *checkpoint, runs_of, dtype, m.stream()));
-    m.SetModel(shard, std::move(weights));
+    auto runs_of = [&](const std::string& name) {
+      const TensorShardSpec* s = spec_of(name);
+      // Not part of the shard: zero elements, which fails the size check.
+      return s != nullptr ? RunsOf(*s) : cuda_backend::TensorRuns{0, 0, 0, 0};
+    };
+    // The CPU ranks' shard rule: rows of column-parallel, whole groups of row-parallel modules.
+    auto quantized_of = [&](const std::string& module) -> absl::StatusOr<QuantizedLinear> {
+      const TensorShardSpec* s = spec_of(module + ".weight");
+      if (s == nullptr) return absl::InternalError(absl::StrCat(module, ": not in the shard"));
+      return LoadQuantizedShard(config.quant, *checkpoint, module, *s);
+    };
+    absl::StatusOr<cuda_backend::DeviceWeights> weights = cuda_backend::UploadWeightRuns(
+        shard, *checkpoint, runs_of, quantized_of, dtype, m.stream());
+    if (!weights.ok()) {  // sizes in the message are the rank's (1/tp of the split dimension)
+      return absl::Status(weights.status().code(),
+                          absl::StrCat("tensor-parallel rank ", r, " of ", tp, ": ",
+                                       absl::string_view(weights.status().message())));
+    }
+    m.SetModel(shard, *std::move(weights));
+    // A layer's scale covers all its heads, so every rank takes the whole model's scales.
+    m.SetKvCacheScales(kv_scales);
     return absl::OkStatus();
   }));
   checkpoint.reset();  // unmaps the files
@@ -204,7 +215,6 @@ absl::StatusOr<std::unique_ptr<TpCudaBackend>> TpCudaBackend::LoadRandom(
     const ModelConfig& config, uint64_t seed, const TpCudaOptions& options) {
   const int tp = static_cast<int>(options.devices.size());
   PKV_RETURN_IF_ERROR(ValidateTensorParallel(config, tp));
-  PKV_RETURN_IF_ERROR(RefuseQuantized(config, tp));
   PKV_ASSIGN_OR_RETURN(const bool shared, ChooseSharedDevice(options));
   const decode::DType dtype =
       options.backend.dtype == "float16" ? decode::DType::kFloat16 : decode::DType::kBFloat16;
@@ -238,8 +248,13 @@ absl::Status TpCudaBackend::Finish(bool shared, const std::string& source) {
                 << local.num_q_heads << "/" << local.num_kv_heads << " q/KV heads, "
                 << local.intermediate_size << " intermediate, " << local.vocab_size
                 << " vocabulary rows, " << rank_weight_bytes() / 1048576.0 << " MiB weights, "
-                << num_kv_pages_ << " KV pages (" << rank_kv_bytes() / 1048576.0
-                << " MiB); CUDA graphs "
+                << num_kv_pages_ << " KV pages of " << KvCacheDtypeName(kv_cache_dtype()) << " ("
+                << rank_kv_bytes() / 1048576.0 << " MiB)"
+                << (config_.quant.quantized()
+                        ? absl::StrCat(", ", std::string(QuantMethodName(config_.quant.method)),
+                                       " weights packed per rank")
+                        : std::string())
+                << "; CUDA graphs "
                 << (cuda_graphs() ? "on (collectives captured)"
                                   : (shared && options_.backend.cuda_graphs
                                          ? "off (the shared-device communicator is not capturable)"

@@ -77,23 +77,11 @@ void CopySlice(const TensorShardSpec& spec, DType dtype, const uint8_t* src, flo
   }
 }
 
-// Loads a quantized module whole, cuts the rank's slice of the canonical matrix (columns on group
-// boundaries) and dequantizes it into the slot.
-absl::Status LoadQuantizedSlice(const ModelConfig& full, const Checkpoint& checkpoint,
+// Dequantizes the rank's slice of a quantized module into the slot.
+absl::Status LoadQuantizedSlice(const QuantConfig& quant, const Checkpoint& checkpoint,
                                 const std::string& module, const TensorShardSpec& spec,
                                 const LlamaTensorSlot& slot) {
-  PKV_ASSIGN_OR_RETURN(
-      QuantizedLinear linear,
-      LoadQuantizedLinear(full.quant, checkpoint, module, spec.full_shape[0], spec.full_shape[1]));
-  if (spec.split_dim == 0 && linear.method == QuantMethod::kFp8) {
-    linear.fp8 = SliceFp8Rows(linear.fp8, spec.begin, spec.end);
-  } else if (spec.split_dim == 0) {
-    linear.int4 = SliceInt4Rows(linear.int4, spec.begin, spec.end);
-  } else if (spec.split_dim == 1 && linear.method == QuantMethod::kFp8) {
-    linear.fp8 = SliceFp8Columns(linear.fp8, spec.begin, spec.end);
-  } else if (spec.split_dim == 1) {
-    PKV_ASSIGN_OR_RETURN(linear.int4, SliceInt4Columns(linear.int4, spec.begin, spec.end));
-  }
+  PKV_ASSIGN_OR_RETURN(QuantizedLinear linear, LoadQuantizedShard(quant, checkpoint, module, spec));
   slot.dst->resize(static_cast<size_t>(slot.spec.numel()));
   DequantizeLinear(linear, slot.dst->data());
   return absl::OkStatus();
@@ -168,6 +156,26 @@ std::vector<TensorShardSpec> TensorShardSpecs(const ModelConfig& full, int tp, i
   return out;
 }
 
+absl::StatusOr<QuantizedLinear> LoadQuantizedShard(const QuantConfig& quant,
+                                                   const Checkpoint& checkpoint,
+                                                   const std::string& module,
+                                                   const TensorShardSpec& spec) {
+  PKV_ASSIGN_OR_RETURN(
+      QuantizedLinear linear,
+      LoadQuantizedLinear(quant, checkpoint, module, spec.full_shape[0], spec.full_shape[1]));
+  const bool fp8 = linear.method == QuantMethod::kFp8;
+  if (spec.split_dim == 0 && fp8) {
+    linear.fp8 = SliceFp8Rows(linear.fp8, spec.begin, spec.end);
+  } else if (spec.split_dim == 0) {
+    linear.int4 = SliceInt4Rows(linear.int4, spec.begin, spec.end);
+  } else if (spec.split_dim == 1 && fp8) {
+    linear.fp8 = SliceFp8Columns(linear.fp8, spec.begin, spec.end);
+  } else if (spec.split_dim == 1) {
+    PKV_ASSIGN_OR_RETURN(linear.int4, SliceInt4Columns(linear.int4, spec.begin, spec.end));
+  }
+  return linear;
+}
+
 absl::StatusOr<LlamaWeights> LoadLlamaShardF32(const ModelConfig& full,
                                                const Checkpoint& checkpoint, int tp, int rank) {
   PKV_RETURN_IF_ERROR(CheckRank(full, tp, rank));
@@ -181,7 +189,7 @@ absl::StatusOr<LlamaWeights> LoadLlamaShardF32(const ModelConfig& full,
   for (size_t i = 0; i < slots.size(); ++i) {
     const std::string module = QuantizedModuleOf(full, whole[i]);
     if (!module.empty()) {
-      PKV_RETURN_IF_ERROR(LoadQuantizedSlice(full, checkpoint, module, specs[i], slots[i]));
+      PKV_RETURN_IF_ERROR(LoadQuantizedSlice(full.quant, checkpoint, module, specs[i], slots[i]));
       continue;
     }
     PKV_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(specs[i].name));

@@ -12,9 +12,10 @@
 //     (a tied LM head is the same slice of the embedding);
 //   replicated: every norm weight, q/k norms (per head, so shard-independent) and the o_proj bias
 //     (added once, after the all-reduce).
-// Quantized checkpoints split the same way: a rank loads a quantized module, cuts its rows or
-// columns out of the canonical matrix (4-bit column splits must fall on group boundaries, which
-// ValidateTensorParallel checks for o_proj and down_proj) and dequantizes the slice.
+// Quantized checkpoints split the same way: a rank loads a quantized module and cuts its rows or
+// columns out of the canonical matrix (LoadQuantizedShard; 4-bit column splits must fall on group
+// boundaries, which ValidateTensorParallel checks for o_proj and down_proj); a CPU rank
+// dequantizes the slice, a CUDA rank packs it for its kernels (worker/cuda_backend/quant_pack.h).
 // The query heads of a rank are exactly the ones that share its KV heads (head h uses KV head
 // h / (H_q / H_kv)), so attention needs no communication and each rank keeps only its KV heads.
 //
@@ -32,6 +33,7 @@
 #include "worker/model/checkpoint.h"
 #include "worker/model/llama_weights.h"
 #include "worker/model/model_config.h"
+#include "worker/model/quant_linear.h"
 
 namespace pkv {
 
@@ -68,6 +70,18 @@ struct TensorShardSpec {
 // Every tensor of rank r's shard, in LlamaTensorSlots(ShardConfig(...)) order.
 // REQUIRES: ValidateTensorParallel(full, tp) is OK, 0 <= rank < tp.
 std::vector<TensorShardSpec> TensorShardSpecs(const ModelConfig& full, int tp, int rank);
+
+// The rank's slice `spec` of quantized linear `module` (its whole matrix is spec.full_shape) in
+// canonical form: the one shard rule of quantized tensors, which the CPU ranks dequantize and the
+// CUDA ranks repack for their kernels. Loads the module whole, then cuts rows (column-parallel
+// q/k/v/gate/up: output features) or columns (row-parallel o/down: input features, on whole
+// 4-bit groups with their scales and zero points; FP8 scales are per row or per tensor, so a
+// column slice keeps them). INVALID_ARGUMENT from the loader, or for a 4-bit column slice off the
+// group boundaries (ValidateTensorParallel refuses such a tp first).
+absl::StatusOr<QuantizedLinear> LoadQuantizedShard(const QuantConfig& quant,
+                                                   const Checkpoint& checkpoint,
+                                                   const std::string& module,
+                                                   const TensorShardSpec& spec);
 
 // Reads rank r's slices of every tensor from the checkpoint and converts them to float32: a
 // row slice is one contiguous byte range, a column slice one range per row, so a rank touches

@@ -129,13 +129,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
     if (o.tp > 1) {
-      if (IsFp8(*kv_dtype)) {  // TpCudaBackend does not pass kv_cache_dtype to its ranks yet
-        return absl::UnimplementedError(
-            absl::StrCat("--kv_cache_dtype ", o.kv_cache_dtype,
-                         " with --tp > 1 on the CUDA backend is not supported yet; use --tp 1 or "
-                         "--kv_cache_dtype=auto"));
-      }
-      TpCudaOptions t;
+      TpCudaOptions t;  // every rank gets c, kv_cache_dtype included
       t.backend = c;
       t.communicator = o.tp_comm;
       absl::StatusOr<std::vector<int>> devices = TpDevices(o);

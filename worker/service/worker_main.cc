@@ -49,7 +49,9 @@ ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
           "policy file's kind, learned by default)");
 ABSL_FLAG(int32_t, tp, kDefaults.tp,
           "Tensor-parallel ranks the model is split over (CPU backend: in-process "
-          "rank threads); the model's KV heads and intermediate size must divide by it");
+          "rank threads); the model's KV heads and intermediate size must divide by it, and "
+          "a 4-bit model's per-rank o_proj/down_proj inputs by its group size (quantized and "
+          "FP8-KV models split on both backends)");
 ABSL_FLAG(std::vector<std::string>, tp_devices, kDefaults.tp_devices,
           "CUDA with --tp N: the GPU of each rank, e.g. 0,1 (default: --gpu, --gpu + 1, ...); "
           "one GPU repeated (0,0) runs the ranks on that GPU without NCCL (tests, experiments)");
