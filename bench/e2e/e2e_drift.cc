@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -9,8 +10,12 @@
 #include "common/status_macros.h"
 
 namespace pkv::bench {
+namespace {
+constexpr int32_t kTopLogprobs = 20;
+}  // namespace
 
-absl::StatusOr<GreedyTrace> RunGreedyTrace(CudaModelBackend* backend, const DriftOptions& o) {
+absl::StatusOr<GreedyTrace> RunGreedyTrace(CudaModelBackend* backend, const DriftOptions& o,
+                                           const GreedyTrace* forced) {
   const int32_t ps = backend->page_size();
   const int32_t len = o.prompt_len + o.gen_tokens;
   const int32_t pages_per_row = (len + ps - 1) / ps;
@@ -24,6 +29,7 @@ absl::StatusOr<GreedyTrace> RunGreedyTrace(CudaModelBackend* backend, const Drif
   SamplingParams greedy;
   greedy.temperature = 0.f;
   greedy.logprobs = true;
+  greedy.top_logprobs = kTopLogprobs;
   GreedyTrace trace;
   // One prompt at a time: its rows never share a step, so only the KV dtype differs between runs.
   for (int32_t p = 0; p < o.prompts; ++p) {
@@ -49,9 +55,18 @@ absl::StatusOr<GreedyTrace> RunGreedyTrace(CudaModelBackend* backend, const Drif
       PKV_RETURN_IF_ERROR(backend->Step({&row, 1}, &samples, nullptr));
       if (samples.size() != 1) return absl::InternalError("drift: one sample expected");
       fed = static_cast<int32_t>(tokens.size());
-      tokens.push_back(samples[0].token_id);
-      out_tokens.push_back(samples[0].token_id);
-      out_logprobs.push_back(samples[0].logprob);
+      const SampleResult& s = samples[0];
+      out_tokens.push_back(s.token_id);
+      if (forced == nullptr) {
+        tokens.push_back(s.token_id);
+        out_logprobs.push_back(s.logprob);
+      } else {
+        const int32_t want = forced->tokens[p][g];
+        tokens.push_back(want);
+        float lp = std::numeric_limits<float>::quiet_NaN();
+        for (const TopLogprobEntry& e : s.top) lp = e.token_id == want ? e.logprob : lp;
+        out_logprobs.push_back(lp);
+      }
     }
     trace.tokens.push_back(std::move(out_tokens));
     trace.logprobs.push_back(std::move(out_logprobs));
@@ -63,16 +78,15 @@ Drift CompareTraces(const GreedyTrace& reference, const GreedyTrace& got) {
   Drift d;
   double sum = 0;
   for (size_t p = 0; p < reference.tokens.size() && p < got.tokens.size(); ++p) {
-    const auto& rt = reference.tokens[p];
-    const auto& gt = got.tokens[p];
-    d.total += static_cast<int32_t>(rt.size());
-    if (!rt.empty() && !gt.empty() && rt[0] == gt[0]) ++d.first_tokens_equal;
-    for (size_t i = 0; i < rt.size() && i < gt.size(); ++i) {
-      const double diff = std::abs(double{got.logprobs[p][i]} - reference.logprobs[p][i]);
+    for (size_t i = 0; i < reference.tokens[p].size() && i < got.tokens[p].size(); ++i) {
+      ++d.total;
+      if (got.tokens[p][i] == reference.tokens[p][i]) ++d.greedy_equal;
+      const float lp = got.logprobs[p][i];
+      if (std::isnan(lp)) continue;
+      const double diff = std::abs(double{lp} - reference.logprobs[p][i]);
       d.max_abs = std::max(d.max_abs, diff);
       sum += diff;
       ++d.compared;
-      if (rt[i] != gt[i]) break;  // later positions have different contexts
     }
   }
   d.mean_abs = d.compared > 0 ? sum / d.compared : 0;

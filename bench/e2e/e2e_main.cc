@@ -146,16 +146,15 @@ class Report {
   }
   void DriftLine(const std::string& model, const std::string& reference, const Drift& d) {
     std::printf(
-        "%s: greedy logprob drift vs %s over %zu prompts: max %.4f mean %.4f nats (%d of %d "
-        "positions compared, first tokens equal %d)\n",
-        model.c_str(), reference.c_str(), static_cast<size_t>(absl::GetFlag(FLAGS_drift_prompts)),
-        d.max_abs, d.mean_abs, d.compared, d.total, d.first_tokens_equal);
+        "%s: logprob drift vs %s, teacher-forced over %d prompts: max %.4f mean %.4f nats (%d of "
+        "%d positions compared; greedy choice equal at %d)\n",
+        model.c_str(), reference.c_str(), absl::GetFlag(FLAGS_drift_prompts), d.max_abs, d.mean_abs,
+        d.compared, d.total, d.greedy_equal);
     Row({{"model", model},
          {"kind", "drift"},
          {"name", "vs_" + reference},
-         {"note",
-          absl::StrFormat("max_abs=%.5f mean_abs=%.5f compared=%d total=%d first_equal=%d",
-                          d.max_abs, d.mean_abs, d.compared, d.total, d.first_tokens_equal)}});
+         {"note", absl::StrFormat("max_abs=%.5f mean_abs=%.5f compared=%d total=%d greedy_equal=%d",
+                                  d.max_abs, d.mean_abs, d.compared, d.total, d.greedy_equal)}});
   }
   void Host(int32_t batch, double sched_us) {
     std::printf("scheduler host time per decode step at B=%d: %.1f us\n", batch, sched_us);
@@ -206,12 +205,13 @@ absl::Status MeasureDrift(CudaModelBackend* b, const std::string& model, DriftRe
   d.prompts = absl::GetFlag(FLAGS_drift_prompts);
   d.prompt_len = absl::GetFlag(FLAGS_drift_prompt_len);
   d.gen_tokens = absl::GetFlag(FLAGS_drift_tokens);
-  PKV_ASSIGN_OR_RETURN(GreedyTrace trace, RunGreedyTrace(b, d));
-  if (!ref->trace.has_value()) {
+  const GreedyTrace* forced = ref->trace.has_value() ? &*ref->trace : nullptr;
+  PKV_ASSIGN_OR_RETURN(GreedyTrace trace, RunGreedyTrace(b, d, forced));
+  if (forced == nullptr) {
     ref->model = model;
     ref->trace = std::move(trace);
   } else {
-    report->DriftLine(model, ref->model, CompareTraces(*ref->trace, trace));
+    report->DriftLine(model, ref->model, CompareTraces(*forced, trace));
   }
   return absl::OkStatus();
 }
