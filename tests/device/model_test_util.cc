@@ -12,6 +12,7 @@
 #include "tests/unit/model/test_model.h"
 #include "worker/model/llama_weights.h"
 #include "worker/tools/model_shapes.h"
+#include "worker/tools/random_model.h"
 #include "worker/tools/safetensors_writer.h"
 
 namespace pkv::testing {
@@ -146,6 +147,16 @@ BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample, const Sampli
   r.params = params;
   r.sample_index = sample_index;
   return r;
+}
+
+absl::Status WriteNamedTestModel(const std::string& dir, const std::string& name, DType dtype) {
+  if (name != "tiny") return WriteScaledModel(dir, DeviceTestConfig(name), dtype, 11, 0.15f);
+  RandomModelOptions o;
+  o.out_dir = dir;
+  o.config = *ModelShapeConfig("tiny");
+  o.dtype = dtype;
+  o.seed = 7;
+  return WriteRandomModel(o).status();
 }
 
 }  // namespace pkv::testing

@@ -24,6 +24,11 @@ ModelConfig DeviceTestConfig(const std::string& name);
 absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config, DType dtype,
                               uint32_t seed, float scale);
 
+// Writes the test model `name` into `dir`: "tiny" exactly as pkv-make-model writes it (seed 7;
+// head_dim 16, the generic attention kernel), or DeviceTestConfig(name) by WriteScaledModel
+// (seed 11, scale 0.15).
+absl::Status WriteNamedTestModel(const std::string& dir, const std::string& name, DType dtype);
+
 // A pool of page ids [0, pool) in random order, handed out without replacement: sequences of one
 // test never share a page (two rows of one step writing the same KV slot would race, and the
 // result would depend on which write lands last).

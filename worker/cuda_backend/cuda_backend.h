@@ -124,6 +124,7 @@ class CudaModelBackend : public ModelBackend {
   std::string backend_name() const override { return "cuda"; }
   std::string dtype_name() const override;
   KvCacheDtype kv_cache_dtype() const override;  // ModelInfo, metrics, the prefix-cache salt
+  bool batch_invariant() const override { return deterministic(); }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
