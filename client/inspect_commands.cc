@@ -36,6 +36,7 @@ void PrintModelInfo(const pkv::v1::ModelInfo& m) {
   std::printf("head_dim: %u\nhidden_size: %u\nkv_pages_total: %llu\nkv_cache_dtype: %s\n",
               m.head_dim(), m.hidden_size(), static_cast<unsigned long long>(m.kv_pages_total()),
               m.kv_cache_dtype().c_str());
+  std::printf("batch_invariant: %s\n", m.batch_invariant() ? "true" : "false");
 }
 
 }  // namespace

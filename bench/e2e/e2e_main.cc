@@ -276,10 +276,19 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
       report->Decode(model, r, sched);
     }
   }
-  PKV_RETURN_IF_ERROR(ApplyVariant(Variant{}, b.get()));  // prefill on the default configuration
-  for (int32_t n : ParseInts(absl::GetFlag(FLAGS_prompts))) {
-    PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
-    report->Prefill(model, r);
+  // Prefill on the default configuration, and again in deterministic mode when a det variant
+  // was asked for (reported as model "<model>+det").
+  bool det = false;
+  for (const Variant& v : variants) det = det || v.deterministic;
+  for (const bool d : {false, true}) {
+    if (d && !det) break;
+    Variant prefill_variant;
+    prefill_variant.deterministic = d;
+    PKV_RETURN_IF_ERROR(ApplyVariant(prefill_variant, b.get()));
+    for (int32_t n : ParseInts(absl::GetFlag(FLAGS_prompts))) {
+      PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
+      report->Prefill(d ? model + "+det" : model, r);
+    }
   }
   if (drift != nullptr) PKV_RETURN_IF_ERROR(MeasureDrift(b.get(), model, drift, report));
   return absl::OkStatus();

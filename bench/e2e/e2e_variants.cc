@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "kernels/model/gemv_plan.h"
 #include "kernels/model/model_kernels.h"
 
@@ -28,12 +29,15 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
       v.tuned = true;
     } else if (name == "lt+pdl") {
       v.tuned = v.pdl = true;
+    } else if (name == "det") {
+      v.deterministic = v.pdl = true;
     } else if (name == "eager") {
       v.graphs = false;
     } else if (name != "cublas") {  // cublas: the defaults
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown variant '", v.name,
-          "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, lt, lt+pdl, eager"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown variant '", v.name,
+                       "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, lt, "
+                       "lt+pdl, eager, det"));
     }
     out.push_back(v);
   }
@@ -54,6 +58,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
+  PKV_RETURN_IF_ERROR(b->SetDeterministic(v.deterministic));
   return b->SetGemmAutotune(v.tuned);
 }
 

@@ -8,6 +8,9 @@
 //   lt             cublas with each projection's cuBLASLt algorithm autotuned at its batch bucket
 //   lt+pdl         lt with programmatic dependent launch
 //   eager          cublas without CUDA graphs
+//   det            deterministic (batch-invariant) mode with PDL: fixed-row cuBLAS GEMMs and the
+//                  prefill kernel for every attention row (CudaBackendOptions::deterministic);
+//                  compare with pdl (the 8B worker's default) and fused+pdl (the 1B worker's)
 // A variant that cannot run on a line (batch too large, shape unsupported, PDL unavailable) is
 // reported as skipped with the reason. Benchmark code: not thread-safe.
 #pragma once
@@ -29,6 +32,7 @@ struct Variant {
   bool pdl = false;
   int32_t prefetch_steps = 0;
   bool tuned = false;  // autotuned cuBLASLt GEMMs
+  bool deterministic = false;
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

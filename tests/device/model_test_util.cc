@@ -203,4 +203,14 @@ BatchRow Row(const Seq& s, int32_t begin, int32_t end, bool sample, const Sampli
   return r;
 }
 
+absl::Status WriteNamedTestModel(const std::string& dir, const std::string& name, DType dtype) {
+  if (name != "tiny") return WriteScaledModel(dir, DeviceTestConfig(name), dtype, 11, 0.15f);
+  RandomModelOptions o;
+  o.out_dir = dir;
+  o.config = *ModelShapeConfig("tiny");
+  o.dtype = dtype;
+  o.seed = 7;
+  return WriteRandomModel(o).status();
+}
+
 }  // namespace pkv::testing

@@ -44,6 +44,10 @@ int64_t PackedBytesSaved(const ModelConfig& config, const std::string& method, i
 // One greedy Step() of the prompt {1, 2, 3} on page 0: the sampled token, or the error (tests of
 // random weights that only need them to run).
 absl::StatusOr<int32_t> GreedyTokenOf(ModelBackend* backend);
+// Writes the test model `name` into `dir`: "tiny" exactly as pkv-make-model writes it (seed 7;
+// head_dim 16, the generic attention kernel), or DeviceTestConfig(name) by WriteScaledModel
+// (seed 11, scale 0.15).
+absl::Status WriteNamedTestModel(const std::string& dir, const std::string& name, DType dtype);
 
 // A pool of page ids [0, pool) in random order, handed out without replacement: sequences of one
 // test never share a page (two rows of one step writing the same KV slot would race, and the

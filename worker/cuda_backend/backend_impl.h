@@ -96,6 +96,10 @@ class CudaModelBackend::Impl {
   void SetCudaGraphs(bool enabled) { options_.cuda_graphs = enabled; }
   void SetSkinnyGemm(bool enabled);
   void SetFusedSmallBatch(bool enabled) { options_.fused_small_batch = enabled; }
+  // backend_load.cc: the deterministic mode's parts (GEMM rows, uniform attention, the builder's
+  // tiles). REQUIRES: Finish. FAILED_PRECONDITION under tensor parallelism (the all-reduce's
+  // summation order depends on the message size).
+  absl::Status SetDeterministic(bool enabled);
   void SetPdl(bool enabled) { options_.pdl = enabled; }
   void SetFusedPrefetchSteps(int32_t steps);
 

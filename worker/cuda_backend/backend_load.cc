@@ -15,6 +15,8 @@ namespace {
 
 constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
 
+int32_t RoundUp(int32_t n, int32_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
 absl::Status ValidateOptions(const CudaBackendOptions& o) {
   if (o.page_size < 1 || o.page_size > 1024) {
     return absl::InvalidArgumentError(
@@ -35,6 +37,10 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("fused_max_tokens ", o.fused_max_tokens,
                                                    " is not in [1, 8] or fused_prefetch_steps ",
                                                    o.fused_prefetch_steps, " is negative"));
+  }
+  if (o.deterministic_gemm_rows < 1 || o.deterministic_gemm_rows > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deterministic_gemm_rows ", o.deterministic_gemm_rows, " is not in [1, 4096]"));
   }
   if (o.attention != "auto" && o.attention != "generic") {
     return absl::InvalidArgumentError(
@@ -83,8 +89,12 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   kv_options.kv_scales = kv_cache_scales_;
   PKV_ASSIGN_OR_RETURN(kv_, cuda_backend::KvAttention::Create(config_, kv_options, weights_.dtype,
                                                               buckets_, device()));
-  PKV_ASSIGN_OR_RETURN(buffers_, cuda_backend::StepBuffers::Allocate(config_, o.max_step_tokens,
-                                                                     o.max_rows, stream()));
+  // Rounded up to whole deterministic GEMMs (gemm.h: every GEMM then covers R rows), so the mode
+  // can be switched on at run time.
+  const int32_t r = o.deterministic_gemm_rows;
+  PKV_ASSIGN_OR_RETURN(buffers_,
+                       cuda_backend::StepBuffers::Allocate(config_, RoundUp(o.max_step_tokens, r),
+                                                           RoundUp(o.max_rows, r), stream()));
   PKV_RETURN_IF_ERROR(kv_->AllocatePool(o.num_kv_pages, o.kv_memory_fraction, stream()));
   PKV_ASSIGN_OR_RETURN(staging_,
                        cuda_backend::StepStaging::Create(NewStepBuilder(config_), stream()));
@@ -93,6 +103,7 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
     PKV_RETURN_IF_ERROR(TuneGemms());
     gemm_->set_tuned(true);
   }
+  PKV_RETURN_IF_ERROR(SetDeterministic(o.deterministic));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   const ModelConfig& c = config_;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
@@ -108,7 +119,21 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
                 << KvCacheDtypeName(o.kv_cache_dtype) << " (" << kv_->pool_bytes() / 1048576.0
                 << " MiB), decode attention " << (kv_->decode_engine() ? "engine" : "generic")
                 << ", prefill attention " << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic")
-                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off");
+                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off")
+                << (o.deterministic ? ", deterministic" : "");
+  return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::SetDeterministic(bool enabled) {
+  if (enabled && tp_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "deterministic mode is single-GPU only: the tensor-parallel all-reduce sums in an order "
+        "that depends on the batch's size");
+  }
+  options_.deterministic = enabled;
+  gemm_->set_fixed_rows(enabled ? options_.deterministic_gemm_rows : 0);
+  kv_->set_uniform(enabled);
+  staging_.SetTilesForEveryRow(enabled && kv_->prefill_tensor_cores());
   return absl::OkStatus();
 }
 
@@ -157,6 +182,11 @@ std::unique_ptr<cuda_backend::StepBuilder> CudaModelBackend::Impl::NewStepBuilde
 
 absl::Status CudaModelBackend::Impl::AttachTensorParallel(cuda_backend::TpHooks* hooks,
                                                           int64_t logits_floats) {
+  if (options_.deterministic) {
+    return absl::UnimplementedError(
+        "deterministic mode is single-GPU only (the tensor-parallel all-reduce sums in an order "
+        "that depends on the batch's size); drop --deterministic or use --tp 1");
+  }
   PKV_RETURN_IF_ERROR(buffers_.ReplaceLogits(logits_floats, stream()));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   tp_ = hooks;

@@ -75,6 +75,10 @@ void CudaModelBackend::SetCudaGraphs(bool enabled) { impl_->SetCudaGraphs(enable
 void CudaModelBackend::SetSkinnyGemm(bool enabled) { impl_->SetSkinnyGemm(enabled); }
 void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBatch(enabled); }
 void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
+absl::Status CudaModelBackend::SetDeterministic(bool enabled) {
+  return impl_->SetDeterministic(enabled);
+}
+bool CudaModelBackend::deterministic() const { return impl_->options().deterministic; }
 void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) { impl_->SetFusedPrefetchSteps(steps); }
 absl::Status CudaModelBackend::SetGemmAutotune(bool enabled) {
   return impl_->SetGemmAutotune(enabled);

@@ -70,6 +70,18 @@ struct CudaBackendOptions {
   // graph batch bucket at load, and run the fastest (gemm.h). Adds seconds to the load of an 8B
   // model. Off: measured -0.9% at B=8 and +0.25% at B=64 on the H200 (final-2026-11-29-h200).
   bool gemm_autotune = false;
+  // Batch-invariant decoding (docs/DESIGN.md, "Deterministic mode"): every row's logits are a
+  // function of its own tokens only, whatever else shares the step, how its prompt was chunked
+  // or whether its KV came from prefill or decode. Every projection runs as cuBLAS GEMMs of
+  // exactly deterministic_gemm_rows rows (gemm.h), every attention row through the one mma.sync
+  // prefill kernel (a decode row is a one-query tile; the decode engine's batch-dependent split
+  // is bypassed; the generic kernel for every row where the prefill kernel has no head dim), and
+  // the fused small-batch path, the skinny GEMM and tuned GEMMs are off. Single GPU only.
+  bool deterministic = false;
+  // Rows of every GEMM in deterministic mode: one cuBLAS call covers the decode batches up to it
+  // (B = 64 in the bimodal benchmark); larger steps take ceil(T / rows) calls, each re-reading
+  // the weights.
+  int32_t deterministic_gemm_rows = 64;
   int device = 0;
   std::string dtype = "auto";  // auto | bfloat16 | float16
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
@@ -112,6 +124,7 @@ class CudaModelBackend : public ModelBackend {
   std::string backend_name() const override { return "cuda"; }
   std::string dtype_name() const override;
   KvCacheDtype kv_cache_dtype() const override;  // ModelInfo, metrics, the prefix-cache salt
+  bool batch_invariant() const override { return deterministic(); }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
@@ -129,6 +142,9 @@ class CudaModelBackend : public ModelBackend {
   // CudaBackendOptions). fused_available(): the model shape is supported; pdl_available(): the
   // device and the compiled kernels allow PDL.
   void SetFusedSmallBatch(bool enabled);
+  // Deterministic (batch-invariant) mode on or off (CudaBackendOptions::deterministic).
+  absl::Status SetDeterministic(bool enabled);  // FAILED_PRECONDITION under tensor parallelism
+  bool deterministic() const;
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.

@@ -1,5 +1,6 @@
 #include "worker/cuda_backend/gemm.h"
 
+#include <cstdint>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,15 @@ absl::Status Gemm::Linear(decode::DType dtype, const void* x, int64_t num_tokens
   if (num_tokens < 0 || in <= 0 || out <= 0 || num_tokens > kMax || in > kMax || out > kMax) {
     return absl::InvalidArgumentError(
         absl::StrCat("gemm: bad shape [", num_tokens, "][", in, "] x [", out, "][", in, "]"));
+  }
+  if (fixed_rows_ > 0) {
+    // One shape for every call (gemm.h): the tail chunk runs R rows too, over padding rows.
+    const int64_t x_row = in * 2, y_row = out * (y_f32 ? 4 : 2);  // bytes
+    for (int64_t t = 0; t < num_tokens; t += fixed_rows_) {
+      PKV_RETURN_IF_ERROR(GemmEx(dtype, static_cast<const uint8_t*>(x) + t * x_row, fixed_rows_, in,
+                                 w, out, static_cast<uint8_t*>(y) + t * y_row, y_f32, stream));
+    }
+    return absl::OkStatus();
   }
   if (skinny_ && gpu::SkinnyGemmSupported(num_tokens, in, x, w)) {
     gpu::SkinnyGemmArgs a;

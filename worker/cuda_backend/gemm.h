@@ -11,6 +11,13 @@
 // is often a tile grid too small to stream the weight at full bandwidth. Tune() times cublasGemmEx
 // and up to kTuneCandidates of cuBLASLt's heuristic algorithms (split-K ones among them) on one
 // exact problem and keeps the fastest; while tuned() is on, Linear() runs it for that problem.
+// Batch-invariant mode (set_fixed_rows, the backend's deterministic option): cuBLAS picks its
+// kernel, tile and split-K by the problem's shape, so a token's row of y changes bitwise with
+// how many other tokens share the GEMM. With fixed_rows = R every call runs as ceil(T / R)
+// GEMMs of exactly R rows each: one shape, hence one algorithm and one reduction order over K
+// for every row whatever T is (cuBLAS is run-to-run reproducible for a shape on one GPU with a
+// fixed workspace and atomics off, its default). The skinny kernel and tuned algorithms are
+// bypassed. The caller's x and y must hold ceil(T / R) * R rows; the padding rows' y is garbage.
 // Thread-safety: not thread-safe (one handle, owned by the backend).
 #pragma once
 
@@ -39,12 +46,16 @@ class Gemm {
 
   // x [num_tokens][in] dtype, w [out][in] dtype, y [num_tokens][out] dtype or float32 (y_f32).
   // With the skinny kernel enabled, 1..kSkinnyGemmMaxTokens tokens go through it instead of
-  // cuBLAS (kernels/model/model_kernels.h).
+  // cuBLAS (kernels/model/model_kernels.h). REQUIRES with fixed_rows() = R > 0: x and y hold
+  // RoundUp(num_tokens, R) rows.
   absl::Status Linear(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
                       const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream);
 
   void set_skinny(bool enabled) { skinny_ = enabled; }
   bool skinny() const { return skinny_; }
+  // 0: cuBLAS's choice by shape; R > 0: batch-invariant, every GEMM R rows (see above).
+  void set_fixed_rows(int32_t rows) { fixed_rows_ = rows > 0 ? rows : 0; }
+  int32_t fixed_rows() const { return fixed_rows_; }
 
   // One problem to tune: x [tokens][in] and y [tokens][out] are scratch operands; the timing
   // cycles through `weights` (matrices of this shape, e.g. every layer's) so it reads them from
@@ -93,6 +104,7 @@ class Gemm {
 
   bool skinny_ = false;
   bool tuned_ = false;
+  int32_t fixed_rows_ = 0;
   cublasHandle_t handle_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_;

@@ -96,7 +96,7 @@ absl::Status KvAttention::FillRandom(uint64_t seed, cudaStream_t stream) {
 
 absl::Status KvAttention::PrepareDecode(const StepHost& host, int32_t bucket, int32_t max_rows,
                                         cudaStream_t stream) {
-  if (decode_ == nullptr || host.num_decode_rows <= 0) return absl::OkStatus();
+  if (decode_ == nullptr || uniform_ || host.num_decode_rows <= 0) return absl::OkStatus();
   const int32_t decode_bucket =
       bucket > 0 ? bucket : GraphBucketFor(host.num_decode_rows, max_rows);
   return decode_->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
@@ -130,6 +130,10 @@ absl::Status KvAttention::EnqueueGeneric(int layer, const DeviceStep& s, int32_t
 
 absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const void* q, void* out,
                                            cudaStream_t stream) const {
+  if (uniform_) {  // one kernel for every row: the step's tiles cover every token
+    if (!prefill_tensor_cores_) return EnqueueGeneric(layer, s, 0, s.tokens, q, out, stream);
+    return EnqueuePrefill(layer, s, q, out, stream);
+  }
   if (decode_ != nullptr && s.decode_tokens > 0) {
     PKV_RETURN_IF_ERROR(decode_->Launch(q, k_cache_[layer], v_cache_[layer], s.page_ids, out,
                                         softmax_scale_, kv_scales_[layer], stream));
@@ -141,6 +145,12 @@ absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const
   if (!prefill_tensor_cores_) {
     return EnqueueGeneric(layer, s, s.decode_tokens, prefill_tokens, q, out, stream);
   }
+  return EnqueuePrefill(layer, s, q, out, stream);
+}
+
+absl::Status KvAttention::EnqueuePrefill(int layer, const DeviceStep& s, const void* q, void* out,
+                                         cudaStream_t stream) const {
+  if (s.num_tiles <= 0) return absl::OkStatus();
   prefill::PrefillArgs a;
   a.dtype = dtype_;
   a.kv_dtype = kv_dtype_;
@@ -161,7 +171,11 @@ absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const
 }
 
 void KvAttention::FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const {
-  if (decode_ != nullptr && num_decode_rows > 0) {
+  if (uniform_ && num_decode_rows > 0) {  // the decode rows ran as one-query tiles
+    stats->decode_route = prefill_tensor_cores_ ? "uniform-prefill" : "generic";
+    stats->decode_launches = 1;
+    stats->decode_split_occupancy = 1.0;
+  } else if (decode_ != nullptr && num_decode_rows > 0) {
     const decode::DecodePlan& plan = decode_->plan();
     stats->decode_route = std::string(decode::RouteName(plan.route));
     stats->decode_launches = plan.counters.launches;

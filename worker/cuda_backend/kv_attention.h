@@ -14,6 +14,13 @@
 // AllocatePool (which may size itself from the free memory left).
 // Per step: PrepareDecode plans and uploads the decode rows (graph-sized for the bucket), then
 // EnqueueAttention runs once per layer; like the rest of the forward pass it only enqueues.
+// Uniform attention (the backend's deterministic mode): every row, decode rows included, runs
+// through one kernel with one arithmetic per query, so a token's output does not depend on the
+// batch, on how its prompt was chunked, or on whether it is decoded or recomputed by prefill:
+// the mma.sync prefill kernel (keys in fixed 64-key tiles from position 0; a fully masked tile
+// leaves the running state bitwise unchanged), or the generic kernel for every row where the
+// prefill kernel lacks the head dim. The decode engine is not used: its split of a row depends
+// on the whole batch.
 // Thread-safety: not thread-safe (owned by the backend; the thread that runs its steps).
 #pragma once
 
@@ -72,6 +79,10 @@ class KvAttention {
     return static_cast<const double*>(inv_freq_.get());
   }
   bool decode_engine() const { return decode_ != nullptr; }  // false: decode rows run generic
+  // Uniform attention on or off (see above). With the prefill kernel, the step must carry a tile
+  // for every row (StepShape::tiles_for_every_row).
+  void set_uniform(bool enabled) { uniform_ = enabled; }
+  bool uniform() const { return uniform_; }
   bool prefill_tensor_cores() const { return prefill_tensor_cores_; }
   float softmax_scale() const { return softmax_scale_; }
 
@@ -95,6 +106,9 @@ class KvAttention {
   KvAttention() = default;
   absl::Status EnqueueGeneric(int layer, const DeviceStep& s, int32_t first, int32_t count,
                               const void* q, void* out, cudaStream_t stream) const;
+  // The mma.sync prefill kernel over the step's tiles.
+  absl::Status EnqueuePrefill(int layer, const DeviceStep& s, const void* q, void* out,
+                              cudaStream_t stream) const;
 
   KvShape shape_;  // per rank: H_q, H_kv, D, page_size, kv_elem_bytes
   int32_t num_layers_ = 0;
@@ -103,6 +117,7 @@ class KvAttention {
   std::vector<Fp8KvScales> kv_scales_;       // [L]
   std::unique_ptr<DecodeAttention> decode_;  // null: decode rows use the generic kernel
   bool prefill_tensor_cores_ = false;        // prefill rows use the mma.sync kernel
+  bool uniform_ = false;                     // every row through one kernel (see above)
   float softmax_scale_ = 1.f;
   DeviceBuffer inv_freq_;  // double [D / 2]
   int64_t num_pages_ = 0;

@@ -208,14 +208,29 @@ absl::Status StepBuilder::Build(absl::Span<const BatchRow> rows, bool need_param
   h.padded_tokens = h.num_tokens;
   h.num_sampled = static_cast<int32_t>(h.sample_token.size());
   h.decode_only = h.prefill_rows.empty();
-  if (shape_.plan_prefill_tiles && !h.prefill_rows.empty()) {
+  if (shape_.plan_prefill_tiles && shape_.tiles_for_every_row) {
+    // Decode rows as one-query prefill rows, in token order (their tokens come first).
+    h.tile_rows.clear();
+    for (int32_t i = 0; i < h.num_decode_rows; ++i) {
+      h.tile_rows.push_back({i, 1, h.positions[i], h.token_page_base[i]});
+    }
+    h.tile_rows.insert(h.tile_rows.end(), h.prefill_rows.begin(), h.prefill_rows.end());
+    PKV_RETURN_IF_ERROR(prefill::PlanPrefillTiles(h.tile_rows, &h.tiles));
+  } else if (shape_.plan_prefill_tiles && !h.prefill_rows.empty()) {
     PKV_RETURN_IF_ERROR(prefill::PlanPrefillTiles(h.prefill_rows, &h.tiles));
   }
   return absl::OkStatus();
 }
 
 void StepBuilder::PadForGraph(int32_t bucket, StepHost* h) {
+  const bool tiles = !h->tiles.empty();
   for (int32_t t = h->num_tokens; t < bucket; ++t) {
+    if (tiles) {  // the captured prefill launch has one tile per bucket row
+      prefill::PrefillTile pad;
+      pad.q_begin = t;
+      pad.num_tokens = 1;
+      h->tiles.push_back(pad);
+    }
     h->token_ids.push_back(0);
     h->positions.push_back(0);
     h->kv_slots.push_back(-1);

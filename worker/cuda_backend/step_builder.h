@@ -84,6 +84,9 @@ struct StepShape {
   int32_t page_size = 0;
   int64_t num_kv_pages = 0;
   bool plan_prefill_tiles = false;  // the tensor-core prefill kernel runs this model's prefill rows
+  // Uniform attention (kv_attention.h): the prefill kernel runs decode rows too, each as a
+  // one-query tile, so every row gets tiles (decode rows' first, in token order).
+  bool tiles_for_every_row = false;
 };
 
 // One step on the host. Vectors keep their capacity between steps (no allocation once warm).
@@ -96,6 +99,7 @@ struct StepHost {
   std::vector<int32_t> decode_lengths;      // [Bd] KV length after this step's write
   std::vector<int32_t> decode_page_indptr;  // [Bd + 1] into page_ids
   std::vector<prefill::PrefillRow> prefill_rows;
+  std::vector<prefill::PrefillRow> tile_rows;  // scratch: the rows the tiles are planned over
   std::vector<prefill::PrefillTile> tiles;
   std::vector<int32_t> page_ids;
   std::vector<int32_t> sample_token;                // [S] in batch row order
@@ -118,8 +122,14 @@ class StepBuilder {
   absl::Status Build(absl::Span<const BatchRow> rows, bool need_params, StepHost* out) const;
 
   // Pads a decode-only step to `bucket` rows (graph replay). REQUIRES: host.decode_only and
-  // host.num_tokens <= bucket.
+  // host.num_tokens <= bucket. A step with tiles (tiles_for_every_row) gets one per padding row:
+  // one query at position 0 reading the first block-table entry, its output never used.
   static void PadForGraph(int32_t bucket, StepHost* host);
+
+  // Uniform attention on or off (StepShape::tiles_for_every_row; the backend's deterministic
+  // mode). Takes effect at the next Build.
+  void set_tiles_for_every_row(bool enabled) { shape_.tiles_for_every_row = enabled; }
+  const StepShape& shape() const { return shape_; }
 
   // Writes the step into `image` laid out by `layout`; returns the bytes to copy.
   // REQUIRES: the step fits the layout's caps.

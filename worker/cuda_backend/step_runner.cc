@@ -98,8 +98,8 @@ cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
 }
 
 bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
-  return fused_.available() && options_.fused_small_batch && s.tokens >= 1 &&
-         s.tokens <= options_.fused_max_tokens;
+  return fused_.available() && options_.fused_small_batch && !options_.deterministic &&
+         s.tokens >= 1 && s.tokens <= options_.fused_max_tokens;
 }
 
 uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
@@ -107,6 +107,8 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   if (UseFused(s)) sig ^= 0xC2B2AE3D27D4EB4Full;
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
   if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
+  // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row.
+  if (options_.deterministic) sig ^= 0x85EBCA77C2B2AE63ull;
   return sig;
 }
 

@@ -33,6 +33,8 @@ absl::Status StepStaging::Upload(int32_t bucket, cudaStream_t stream, DeviceStep
     StagingCaps caps;
     caps.tokens = bucket;
     caps.sampled = bucket;
+    // Uniform attention: one tile per row (step_builder.h); else none in a decode-only step.
+    caps.tiles = host.tiles.empty() ? 0 : bucket;
     caps.page_ids = 1;  // page_ids is the last region: its capacity does not move any offset
     layout = LayoutStaging(caps);
   } else {

@@ -38,6 +38,8 @@ class StepStaging {
   // Takes a step built and validated elsewhere (a tensor-parallel rank: the group's one builder).
   // Vectors keep their capacity: no allocation once warm.
   void SetHost(const StepHost& host) { host_ = host; }
+  // Tiles for decode rows too (StepShape::tiles_for_every_row), from the next Build on.
+  void SetTilesForEveryRow(bool enabled) { builder_->set_tiles_for_every_row(enabled); }
   const StepHost& host() const { return host_; }
 
   // Pads host() to `bucket` rows (> 0: a decode-only graph step; 0: eager, unpadded), writes the

@@ -222,6 +222,7 @@ pkv::v1::ModelInfo Engine::GetModelInfo() const {
   info.set_backend(backend_->backend_name());
   info.set_dtype(backend_->dtype_name());
   info.set_kv_cache_dtype(KvCacheDtypeName(backend_->kv_cache_dtype()));
+  info.set_batch_invariant(backend_->batch_invariant());
   info.set_num_layers(static_cast<uint32_t>(c.num_layers));
   info.set_num_q_heads(static_cast<uint32_t>(c.num_q_heads));
   info.set_num_kv_heads(static_cast<uint32_t>(c.num_kv_heads));

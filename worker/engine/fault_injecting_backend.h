@@ -37,6 +37,7 @@ class FaultInjectingBackend : public ModelBackend {
   std::string backend_name() const override { return inner_->backend_name(); }
   std::string dtype_name() const override { return inner_->dtype_name(); }
   KvCacheDtype kv_cache_dtype() const override { return inner_->kv_cache_dtype(); }
+  bool batch_invariant() const override { return inner_->batch_invariant(); }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;

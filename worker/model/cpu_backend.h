@@ -51,6 +51,9 @@ class CpuModelBackend : public ModelBackend {
   std::string backend_name() const override { return "cpu"; }
   std::string dtype_name() const override { return "float32"; }
   KvCacheDtype kv_cache_dtype() const override { return kv_.dtype(); }
+  // Per-token dot products in a fixed order, attention per query over its own row, sampling
+  // keyed per row (tests/unit/model/cpu_batch_invariance_test.cc).
+  bool batch_invariant() const override { return true; }
   int64_t kv_bytes() const { return kv_.bytes(); }
 
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,

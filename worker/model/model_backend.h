@@ -68,6 +68,9 @@ class ModelBackend {
   virtual std::string dtype_name() const = 0;    // "float32", "float16", "bfloat16"
   // What the KV pages store: kAuto (dtype_name()) or an FP8 format (kernels/attention/fp8_kv.h).
   virtual KvCacheDtype kv_cache_dtype() const { return KvCacheDtype::kAuto; }
+  // Whether a row's logits are a function of its own tokens only, whatever else shares the step
+  // (the CPU backend always; the CUDA backend in deterministic mode). ModelInfo reports it.
+  virtual bool batch_invariant() const { return false; }
 
   // Runs the batch and appends one SampleResult per row with `sample` set, in row order.
   // On error the KV written by this step is unspecified; the caller fails the whole batch.

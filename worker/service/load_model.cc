@@ -126,9 +126,14 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.fused_max_hidden = o.fused_max_hidden;
     c.pdl = o.pdl;
     c.gemm_autotune = o.gemm_autotune;
+    c.deterministic = o.deterministic;
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
     if (o.tp > 1) {
+      if (o.deterministic) {  // the all-reduce's summation order depends on the message size
+        return absl::UnimplementedError(
+            "--deterministic with --tp > 1 on the CUDA backend is not supported; use --tp 1");
+      }
       TpCudaOptions t;  // every rank gets c, kv_cache_dtype included
       t.backend = c;
       t.communicator = o.tp_comm;

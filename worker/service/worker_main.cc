@@ -42,6 +42,10 @@ ABSL_FLAG(int32_t, fused_max_hidden, kDefaults.fused_max_hidden,
           "cuBLAS path at every batch size (faster there on the H200); 0: no limit");
 ABSL_FLAG(bool, pdl, kDefaults.pdl,
           "CUDA (sm_90+): programmatic dependent launch between layer kernels");
+ABSL_FLAG(bool, deterministic, kDefaults.deterministic,
+          "CUDA: batch-invariant decoding: a request's greedy and seeded outputs do not depend on "
+          "which other requests share its steps (fixed-shape GEMMs, one attention kernel for "
+          "every row); costs speed, single GPU only");
 ABSL_FLAG(bool, gemm_autotune, kDefaults.gemm_autotune,
           "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
@@ -117,6 +121,7 @@ int main(int argc, char** argv) {
   o.fused_small_batch = absl::GetFlag(FLAGS_fused_small_batch);
   o.fused_max_hidden = absl::GetFlag(FLAGS_fused_max_hidden);
   o.pdl = absl::GetFlag(FLAGS_pdl);
+  o.deterministic = absl::GetFlag(FLAGS_deterministic);
   o.gemm_autotune = absl::GetFlag(FLAGS_gemm_autotune);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.gpu = absl::GetFlag(FLAGS_gpu);

@@ -199,6 +199,52 @@ TEST_F(StepBuilderTest, GraphPaddingAndStagingRoundTrip) {
   EXPECT_EQ(pid, seqs[2].pages[0]);
 }
 
+// Uniform attention (deterministic mode): decode rows get one-query tiles ahead of the prefill
+// rows' tiles, each reading its row's whole KV, and a graph step one padding tile per padding row.
+TEST_F(StepBuilderTest, TilesForEveryRowCoverDecodeRowsAndGraphPadding) {
+  std::mt19937 rng(17);
+  Seq a = MakeSeq(30, &rng), b = MakeSeq(9, &rng), c = MakeSeq(70, &rng);
+  const std::vector<BatchRow> mixed = {Row(a, 10, 20, true, nullptr), Row(b, 8, 1, true, nullptr),
+                                       Row(c, 69, 1, true, nullptr)};
+  builder_.set_tiles_for_every_row(true);
+  StepHost h;
+  ASSERT_TRUE(builder_.Build(mixed, false, &h).ok());
+  ASSERT_EQ(h.num_decode_rows, 2);
+  // Every query of every row is covered once, and a decode row's tile sees its whole KV.
+  std::vector<int32_t> covered(h.num_tokens, 0);
+  for (const prefill::PrefillTile& t : h.tiles) {
+    const int32_t m = std::min(t.num_tokens - t.m_begin, prefill::kPrefillBlockM);
+    for (int32_t i = 0; i < m; ++i) {
+      const int32_t token = t.q_begin + t.m_begin + i;
+      ++covered[token];
+      EXPECT_EQ(t.start_pos + t.m_begin + i, h.positions[token]);
+      EXPECT_EQ(t.page_base, h.token_page_base[token]);
+    }
+  }
+  EXPECT_EQ(covered, std::vector<int32_t>(h.num_tokens, 1));
+  EXPECT_EQ(h.tiles.size(), 3u);  // two decode rows, one 20-query tile
+
+  const std::vector<BatchRow> decode = {Row(b, 8, 1, true, nullptr), Row(c, 69, 1, true, nullptr),
+                                        Row(a, 29, 1, true, nullptr)};
+  ASSERT_TRUE(builder_.Build(decode, false, &h).ok());
+  ASSERT_TRUE(h.decode_only);
+  ASSERT_EQ(h.tiles.size(), 3u);
+  StepBuilder::PadForGraph(4, &h);
+  ASSERT_EQ(h.tiles.size(), 4u);  // the captured launch's grid is the bucket
+  const prefill::PrefillTile& pad = h.tiles[3];
+  EXPECT_EQ(pad.q_begin, 3);
+  EXPECT_EQ(pad.num_tokens, 1);
+  EXPECT_EQ(pad.start_pos, 0);
+  EXPECT_EQ(pad.page_base, 0);  // a real block-table entry: the kernel reads key 0 through it
+
+  // Off again: decode rows get no tiles, and a decode-only step pads none.
+  builder_.set_tiles_for_every_row(false);
+  ASSERT_TRUE(builder_.Build(decode, false, &h).ok());
+  EXPECT_TRUE(h.tiles.empty());
+  StepBuilder::PadForGraph(4, &h);
+  EXPECT_TRUE(h.tiles.empty());
+}
+
 // The same invalid batches the CPU backend rejects, with the same messages.
 TEST_F(StepBuilderTest, RejectsWhatTheCpuBackendRejects) {
   std::mt19937 rng(9);
