@@ -12,6 +12,10 @@ ABSL_FLAG(std::string, lines, "",
 ABSL_FLAG(std::string, out, "",
           "kernels: TSV of the measurements; calibrate: one policy file instead of --out_dir; "
           "policy: the report (empty: stdout); e2e: TSV (empty: e2e.tsv); gemv: TSV (empty: none)");
+ABSL_FLAG(std::string, kv_dtype, "auto",
+          "kernels: KV cache dtypes measured side by side, e.g. auto,fp8_e4m3 (auto: --dtype "
+          "pages; fp8_e4m3 | fp8_e5m2: 1-byte pages); calibrate, policy: the one KV dtype whose "
+          "measurements are read (FP8: the policy file is <gpu>-<sms>sm-fp8.json)");
 ABSL_FLAG(std::string, dtype, "",
           "kernels: KV dtype fp16 | bf16 (empty: fp16); gemv: activation dtype bf16 | fp16 "
           "(empty: bf16)");

@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(std::string, trace);
 ABSL_DECLARE_FLAG(std::string, lines);
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(std::string, dtype);
+ABSL_DECLARE_FLAG(std::string, kv_dtype);
 ABSL_DECLARE_FLAG(std::optional<int32_t>, iters);
 ABSL_DECLARE_FLAG(std::optional<int32_t>, steps);
 ABSL_DECLARE_FLAG(int32_t, sm_count);

@@ -28,9 +28,6 @@ ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent"
 ABSL_FLAG(std::string, configs, "default",
           "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2; default: the worker's for each "
           "KV dtype (decode::DefaultKernelConfig)");
-ABSL_FLAG(std::string, kv_dtype, "auto",
-          "kernels: KV cache dtypes measured side by side, e.g. auto,fp8_e4m3 (auto: --dtype "
-          "pages; fp8_e4m3 | fp8_e5m2: 1-byte pages)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");

@@ -211,6 +211,7 @@ absl::Status Run() {
   PKV_RETURN_IF_ERROR(decode::ValidateShape(ro.shape));
   ro.ctas_per_sm = absl::GetFlag(FLAGS_ctas_per_sm);
   ro.sm_count = absl::GetFlag(FLAGS_sm_count);
+  PKV_RETURN_IF_ERROR(policy::SelectKvDtype(absl::GetFlag(FLAGS_kv_dtype), &ro));
   PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> all, policy::ReadMeasurements(measurements, ro));
   if (const std::string files = absl::GetFlag(FLAGS_traces); !files.empty()) {
     PKV_ASSIGN_OR_RETURN(const policy::TraceLengths traces, policy::ReadTraceFiles(files));
@@ -234,9 +235,11 @@ absl::Status Run() {
       }
     }
     PKV_ASSIGN_OR_RETURN(PolicyFile file, Calibrate(cells, fit_cells, sm, ro));
-    const std::string path = !out.empty() ? out
-                                          : absl::StrCat(absl::GetFlag(FLAGS_out_dir), "/",
-                                                         policy::PolicyFileName(file.gpu_name, sm));
+    const std::string path =
+        !out.empty()
+            ? out
+            : absl::StrCat(absl::GetFlag(FLAGS_out_dir), "/",
+                           policy::PolicyFileName(file.gpu_name, sm, ro.shape.kv_elem_bytes));
     PKV_RETURN_IF_ERROR(policy::WritePolicyFile(path, file));
     std::printf("wrote %s\n\n", path.c_str());
   }

@@ -6,10 +6,12 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "kernels/attention/fp8_kv.h"
 #include "kernels/policy/route_policy.h"
 
 namespace pkv::policy {
@@ -58,8 +60,11 @@ absl::Status ParseNumber(absl::string_view text, double* out, int line, const ch
 }
 
 bool KeepVariant(absl::string_view variant, const ReadOptions& options) {
-  if (options.variant.empty()) return variant.find('/') == absl::string_view::npos;
-  return variant == options.variant;
+  if (!options.variant.empty()) return variant == options.variant;
+  const std::vector<absl::string_view> parts = absl::StrSplit(variant, '/');
+  const bool separate_merge = absl::c_linear_search(parts, "2k");
+  const absl::string_view kv = parts.size() > 1 && parts.back() != "2k" ? parts.back() : "";
+  return !separate_merge && kv == options.kv_dtype;
 }
 
 // Features of one row; the shape and CTAs per SM come from the options (not in the TSV).
@@ -89,6 +94,13 @@ absl::Status ParseFeatures(const std::vector<absl::string_view>& f, const Column
 }
 
 }  // namespace
+
+absl::Status SelectKvDtype(const std::string& name, ReadOptions* ro) {
+  PKV_ASSIGN_OR_RETURN(const KvCacheDtype kv, ParseKvCacheDtype(name));
+  ro->kv_dtype = IsFp8(kv) ? KvCacheDtypeName(kv) : "";
+  ro->shape.kv_elem_bytes = IsFp8(kv) ? 1 : 2;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<CellTimes>> ParseMeasurements(absl::string_view tsv,
                                                          const ReadOptions& options) {

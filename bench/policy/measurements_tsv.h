@@ -24,9 +24,15 @@ struct ReadOptions {
   KvShape shape{32, 8, 128, 16};
   int32_t ctas_per_sm = 2;
   int32_t sm_count = 0;  // keep only rows of this SM partition; 0: all
-  // Keep rows of this variant label; empty: every variant without a '/' (in-kernel merge).
+  // Keep rows of this variant label; empty: the in-kernel-merge variant of `kv_dtype`
+  // ("<config>" for 16-bit pages, "<config>/<kv dtype>" for FP8, as pkv-bench kernels labels).
   std::string variant;
+  std::string kv_dtype;  // "" (16-bit pages) or a KV cache dtype name (fp8_e4m3, fp8_e5m2)
 };
+
+// Points `ro` at measurements of KV dtype `name` (auto | fp8_e4m3 | fp8_e5m2, --kv_dtype of
+// calibrate and policy): the rows kept and the shape's element size. INVALID_ARGUMENT otherwise.
+absl::Status SelectKvDtype(const std::string& name, ReadOptions* ro);
 
 // Parses TSV text (header line first). INVALID_ARGUMENT naming the line for a missing column, a
 // malformed number, a non-positive time, an unknown route or the same (cell, SM count, route)

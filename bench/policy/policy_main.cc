@@ -110,10 +110,13 @@ absl::StatusOr<std::vector<PolicyRun>> RunAll(const policy::PolicyFile& file,
 }
 
 absl::StatusOr<policy::PolicyFile> LoadPolicy(const std::string& gpu_name, int sm) {
-  const std::string path = !absl::GetFlag(FLAGS_policy_file).empty()
-                               ? absl::GetFlag(FLAGS_policy_file)
-                               : absl::StrCat(absl::GetFlag(FLAGS_policy_dir), "/",
-                                              policy::PolicyFileName(gpu_name, sm));
+  policy::ReadOptions kv;  // the file of --kv_dtype's pages
+  PKV_RETURN_IF_ERROR(policy::SelectKvDtype(absl::GetFlag(FLAGS_kv_dtype), &kv));
+  const std::string path =
+      !absl::GetFlag(FLAGS_policy_file).empty()
+          ? absl::GetFlag(FLAGS_policy_file)
+          : absl::StrCat(absl::GetFlag(FLAGS_policy_dir), "/",
+                         policy::PolicyFileName(gpu_name, sm, kv.shape.kv_elem_bytes));
   PKV_ASSIGN_OR_RETURN(policy::PolicyFile file, policy::ReadPolicyFile(path));
   if (file.num_sms != sm) {
     std::fprintf(stderr, "# warning: %s was calibrated for %d SMs, evaluating at %d\n",
@@ -147,6 +150,7 @@ absl::StatusOr<std::vector<CellTimes>> LoadCells(std::string* gpu_name) {
   ro.shape = KvShapeFromFlags();
   ro.ctas_per_sm = absl::GetFlag(FLAGS_ctas_per_sm);
   ro.sm_count = absl::GetFlag(FLAGS_sm_count);
+  PKV_RETURN_IF_ERROR(policy::SelectKvDtype(absl::GetFlag(FLAGS_kv_dtype), &ro));
   *gpu_name = absl::GetFlag(FLAGS_gpu_name);
   PKV_ASSIGN_OR_RETURN(std::vector<CellTimes> cells, policy::ReadMeasurements(measurements, ro));
   if (const std::string files = absl::GetFlag(FLAGS_traces); !files.empty()) {

@@ -89,17 +89,19 @@ std::string LearnedJson(const CostModel& m, const CostFitReport& rep) {
 }  // namespace
 
 std::string PolicyFileToJson(const PolicyFile& f) {
-  std::string out =
-      absl::StrCat("{\n  \"format\": \"pkv-decode-policy\", \"version\": ",
-                   f.has_learned && f.learned.margin > 0 ? 2 : 1, ",\n  \"kind\": ", Quote(f.kind),
-                   ",\n  \"gpu\": {\"name\": ", Quote(f.gpu_name), ", \"num_sms\": ", f.num_sms,
-                   ", \"ctas_per_sm\": ", f.ctas_per_sm,
-                   "},\n  \"shape\": {\"num_q_heads\": ", f.shape.num_q_heads,
-                   ", \"num_kv_heads\": ", f.shape.num_kv_heads,
-                   ", \"head_dim\": ", f.shape.head_dim, ", \"page_size\": ", f.shape.page_size,
-                   "},\n  \"split\": {\"min_split_tokens\": ", f.split.min_split_tokens,
-                   ", \"workqueue_chunk_tokens\": ", f.split.workqueue_chunk_tokens,
-                   "},\n  \"source\": ", Quote(f.source), ", \"cells\": ", f.cells);
+  std::string out = absl::StrCat(
+      "{\n  \"format\": \"pkv-decode-policy\", \"version\": ",
+      f.has_learned && f.learned.margin > 0 ? 2 : 1, ",\n  \"kind\": ", Quote(f.kind),
+      ",\n  \"gpu\": {\"name\": ", Quote(f.gpu_name), ", \"num_sms\": ", f.num_sms,
+      ", \"ctas_per_sm\": ", f.ctas_per_sm,
+      "},\n  \"shape\": {\"num_q_heads\": ", f.shape.num_q_heads,
+      ", \"num_kv_heads\": ", f.shape.num_kv_heads, ", \"head_dim\": ", f.shape.head_dim,
+      ", \"page_size\": ", f.shape.page_size,
+      f.shape.kv_elem_bytes != 2 ? absl::StrCat(", \"kv_elem_bytes\": ", f.shape.kv_elem_bytes)
+                                 : std::string(),
+      "},\n  \"split\": {\"min_split_tokens\": ", f.split.min_split_tokens,
+      ", \"workqueue_chunk_tokens\": ", f.split.workqueue_chunk_tokens,
+      "},\n  \"source\": ", Quote(f.source), ", \"cells\": ", f.cells);
   if (f.has_threshold) absl::StrAppend(&out, ",\n  \"threshold\": ", ThresholdJson(f.threshold));
   if (f.has_learned) {
     absl::StrAppend(&out, ",\n  \"learned\": ", LearnedJson(f.learned, f.learned_report));
@@ -259,6 +261,9 @@ absl::Status ParseHeader(const JsonValue& root, PolicyFile* f) {
   PKV_ASSIGN_OR_RETURN(f->shape.num_kv_heads, Int(*shape, "num_kv_heads", "shape"));
   PKV_ASSIGN_OR_RETURN(f->shape.head_dim, Int(*shape, "head_dim", "shape"));
   PKV_ASSIGN_OR_RETURN(f->shape.page_size, Int(*shape, "page_size", "shape"));
+  // Absent: 16-bit pages (files written before FP8 KV).
+  PKV_ASSIGN_OR_RETURN(const int64_t kv_bytes, JsonGetIntOr(*shape, "kv_elem_bytes", 2, "shape"));
+  f->shape.kv_elem_bytes = static_cast<int32_t>(kv_bytes);
   PKV_RETURN_IF_ERROR(decode::ValidateShape(f->shape));
   if (const JsonValue* split = root.Find("split"); split != nullptr) {
     if (!split->is_object()) return Error("split must be an object");
@@ -345,7 +350,7 @@ absl::StatusOr<std::unique_ptr<RoutePolicy>> MakePolicy(const PolicyFile& file,
   return Error(absl::StrCat("policy kind \"", AV(k), "\" is not one of learned, threshold"));
 }
 
-std::string PolicyFileName(std::string_view device_name, int32_t num_sms) {
+std::string PolicyFileName(std::string_view device_name, int32_t num_sms, int32_t kv_elem_bytes) {
   std::string out;
   for (char c : device_name) {
     if (std::isalnum(static_cast<unsigned char>(c))) {
@@ -356,7 +361,7 @@ std::string PolicyFileName(std::string_view device_name, int32_t num_sms) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   if (out.empty()) out = "gpu";
-  return absl::StrCat(out, "-", num_sms, "sm.json");
+  return absl::StrCat(out, "-", num_sms, "sm", kv_elem_bytes == 1 ? "-fp8" : "", ".json");
 }
 
 }  // namespace pkv::policy

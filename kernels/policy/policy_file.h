@@ -70,7 +70,9 @@ absl::StatusOr<std::unique_ptr<RoutePolicy>> MakePolicy(const PolicyFile& file,
                                                         std::string_view kind = {});
 
 // "<device name, lowercased, runs of other characters as '-'>-<num_sms>sm.json", e.g.
-// PolicyFileName("NVIDIA H200", 132) == "nvidia-h200-132sm.json".
-std::string PolicyFileName(std::string_view device_name, int32_t num_sms);
+// PolicyFileName("NVIDIA H200", 132) == "nvidia-h200-132sm.json"; a policy of FP8 pages
+// (kv_elem_bytes 1, its features counting FP8 bytes) is "nvidia-h200-132sm-fp8.json".
+std::string PolicyFileName(std::string_view device_name, int32_t num_sms,
+                           int32_t kv_elem_bytes = 2);
 
 }  // namespace pkv::policy

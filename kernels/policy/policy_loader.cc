@@ -14,7 +14,8 @@ namespace {
 
 bool SameShape(const KvShape& a, const KvShape& b) {
   return a.num_q_heads == b.num_q_heads && a.num_kv_heads == b.num_kv_heads &&
-         a.head_dim == b.head_dim && a.page_size == b.page_size;
+         a.head_dim == b.head_dim && a.page_size == b.page_size &&
+         a.kv_elem_bytes == b.kv_elem_bytes;
 }
 
 void WarnOnMismatch(const PolicyFile& f, const std::string& path, const decode::DeviceLimits& l,
@@ -40,11 +41,30 @@ absl::StatusOr<LoadedPolicy> FromFile(const PolicyFile& f, const std::string& or
                                       const std::string& kind) {
   LoadedPolicy out;
   PKV_ASSIGN_OR_RETURN(out.policy, MakePolicy(f, kind));
+  out.kv_elem_bytes = f.shape.kv_elem_bytes;
   out.origin = absl::StrCat(out.policy->kind(), " policy from ", origin);
   return out;
 }
 
 }  // namespace
+
+absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource& source,
+                                                             const std::string& gpu_name,
+                                                             const decode::DeviceLimits& limits,
+                                                             const KvShape& shape) {
+  const std::string path = absl::StrCat(
+      source.policy_dir, "/", PolicyFileName(gpu_name, limits.num_sms, shape.kv_elem_bytes));
+  if (!Exists(path)) return std::nullopt;
+  absl::StatusOr<PolicyFile> f = ReadPolicyFile(path);
+  if (f.ok() && SameShape(f->shape, shape) && f->ctas_per_sm == limits.ctas_per_sm) {
+    return FromFile(*f, path, source.kind);
+  }
+  PKV_LOG(WARNING) << "decode policy " << path << " is not usable for this model ("
+                   << (f.ok() ? std::string("other shape or CTAs per SM")
+                              : std::string(f.status().message()))
+                   << ")";
+  return std::nullopt;
+}
 
 absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
                                               const std::string& gpu_name,
@@ -64,18 +84,11 @@ absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
     WarnOnMismatch(f, source.policy_file, limits, shape);
     return FromFile(f, source.policy_file, source.kind);
   }
-  const std::string cached =
-      absl::StrCat(source.policy_dir, "/", PolicyFileName(gpu_name, limits.num_sms));
-  if (Exists(cached)) {
-    absl::StatusOr<PolicyFile> f = ReadPolicyFile(cached);
-    if (f.ok() && SameShape(f->shape, shape) && f->ctas_per_sm == limits.ctas_per_sm) {
-      return FromFile(*f, cached, source.kind);
-    }
-    PKV_LOG(WARNING) << "decode policy " << cached << " is not usable for this model ("
-                     << (f.ok() ? std::string("other shape or CTAs per SM")
-                                : std::string(f.status().message()))
-                     << "); calibrating";
-  }
+  PKV_ASSIGN_OR_RETURN(std::optional<LoadedPolicy> stored,
+                       LoadStoredPolicy(source, gpu_name, limits, shape));
+  if (stored.has_value()) return *std::move(stored);
+  const std::string cached = absl::StrCat(
+      source.policy_dir, "/", PolicyFileName(gpu_name, limits.num_sms, shape.kv_elem_bytes));
   absl::StatusOr<PolicyFile> fresh =
       calibrate ? calibrate() : absl::UnavailableError("no calibration runner");
   if (!fresh.ok()) {

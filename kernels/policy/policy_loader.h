@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -32,9 +33,20 @@ struct PolicySource {
 struct LoadedPolicy {
   std::unique_ptr<RoutePolicy> policy;
   std::string origin;  // what was loaded, for the start-up log line
+  // The page element size the policy's byte features count (its file's shape; 2 otherwise).
+  int32_t kv_elem_bytes = 2;
 };
 
 using CalibrateFn = std::function<absl::StatusOr<PolicyFile>()>;
+
+// Step 2 alone: <policy_dir>/<PolicyFileName(device name, SM count, shape.kv_elem_bytes)> when it
+// exists and fits `shape` and the CTAs per SM; nullopt otherwise (an unusable file is logged).
+// FP8 pages look for their own file first (their features count FP8 bytes) and fall back to the
+// 16-bit policy on 16-bit-equivalent features (worker/cuda_backend/decode_attention.cc).
+absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource& source,
+                                                             const std::string& gpu_name,
+                                                             const decode::DeviceLimits& limits,
+                                                             const KvShape& shape);
 
 // `gpu_name` and `limits` describe the GPU as the planner sees it; `shape` is the model's KV
 // shape. INVALID_ARGUMENT for a bad kind; the policy file's error when an explicit file cannot be

@@ -1,5 +1,8 @@
 #include "worker/cuda_backend/decode_attention.h"
 
+#include <optional>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/log.h"
@@ -42,6 +45,18 @@ absl::StatusOr<policy::LoadedPolicy> LoadRoutePolicy(const KvShape& shape, decod
                                   calibrate);
 }
 
+// FP8 pages: this GPU's stored FP8 policy (features in FP8 bytes, fitted on FP8 measurements)
+// when there is one; nullopt otherwise, and the caller uses the 16-bit policy on the batch's
+// 16-bit-equivalent features. An explicit file or a fixed route is the caller's path too.
+absl::StatusOr<std::optional<policy::LoadedPolicy>> StoredFp8Policy(
+    const KvShape& shape, const decode::DeviceLimits& limits, int device,
+    const DecodePolicyOptions& o) {
+  if (!o.policy_file.empty() || absl::StartsWith(o.kind, "fixed:")) return std::nullopt;
+  cudaDeviceProp prop;
+  PKV_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device));
+  return policy::LoadStoredPolicy({o.policy_file, o.policy_dir, o.kind}, prop.name, limits, shape);
+}
+
 }  // namespace
 
 bool DecodeAttention::Supports(const KvShape& shape) { return decode::ValidateShape(shape).ok(); }
@@ -57,6 +72,7 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   }
   std::unique_ptr<DecodeAttention> d(new DecodeAttention());
   d->shape_ = shape;
+  // FP8 pages: their own stored policy, else the 16-bit one on 16-bit-equivalent features.
   d->policy_shape_ = shape;
   d->policy_shape_.kv_elem_bytes = 2;
   d->dtype_ = dtype;
@@ -64,14 +80,23 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   d->config_ = decode::DefaultKernelConfig(kv_dtype);
   PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->config_));
   PKV_ASSIGN_OR_RETURN(d->limits_, decode::QueryDeviceLimits(device, shape, dtype, d->config_));
-  d->policy_limits_ = d->limits_;
+  PKV_ASSIGN_OR_RETURN(d->policy_limits_,
+                       decode::QueryDeviceLimits(device, d->policy_shape_, dtype, d->config_));
+  std::optional<policy::LoadedPolicy> stored;
   if (IsFp8(kv_dtype)) {
-    PKV_ASSIGN_OR_RETURN(d->policy_limits_,
-                         decode::QueryDeviceLimits(device, d->policy_shape_, dtype, d->config_));
+    PKV_ASSIGN_OR_RETURN(stored, StoredFp8Policy(shape, d->limits_, device, policy_options));
   }
-  PKV_ASSIGN_OR_RETURN(policy::LoadedPolicy loaded,
-                       LoadRoutePolicy(d->policy_shape_, dtype, d->config_, d->policy_limits_,
-                                       device, policy_options));
+  policy::LoadedPolicy loaded;
+  if (stored.has_value()) {
+    loaded = *std::move(stored);
+  } else {
+    PKV_ASSIGN_OR_RETURN(loaded, LoadRoutePolicy(d->policy_shape_, dtype, d->config_,
+                                                 d->policy_limits_, device, policy_options));
+  }
+  if (loaded.kv_elem_bytes == shape.kv_elem_bytes) {  // the policy counts this cache's bytes
+    d->policy_shape_ = shape;
+    d->policy_limits_ = d->limits_;
+  }
   d->policy_ = std::move(loaded.policy);
   PKV_LOG(INFO) << "decode route policy: " << loaded.origin;
   for (int32_t rows : buckets) {

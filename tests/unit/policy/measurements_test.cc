@@ -99,6 +99,24 @@ TEST(MeasurementsTest, FiltersBySmCountAndVariant) {
   EXPECT_TRUE(CompleteCells(*all, 132).empty());  // no workqueue / persistent times
 }
 
+// FP8 rows ("<config>/fp8_e4m3") are kept only when their KV dtype is selected, and then 16-bit
+// rows are not.
+TEST(MeasurementsTest, KvDtypeSelectsItsRows) {
+  const std::string text = std::string(kHeader) + Row("a", "split", "w4s3", "20", 132) +
+                           Row("a", "split", "w8s3/fp8_e4m3", "12", 132) +
+                           Row("a", "split", "w8s3/2k/fp8_e4m3", "11", 132);
+  ReadOptions sixteen;
+  EXPECT_EQ((*ParseMeasurements(text, sixteen))[0].time(Route::kSplit), 20.0);
+  ReadOptions fp8;
+  ASSERT_TRUE(SelectKvDtype("fp8_e4m3", &fp8).ok());
+  EXPECT_EQ(fp8.shape.kv_elem_bytes, 1);
+  absl::StatusOr<std::vector<CellTimes>> cells = ParseMeasurements(text, fp8);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_EQ(cells->size(), 1u);
+  EXPECT_EQ((*cells)[0].time(Route::kSplit), 12.0);
+  EXPECT_FALSE(SelectKvDtype("int4", &fp8).ok());
+}
+
 TEST(EvaluateTest, SummaryMatchesADirectComputation) {
   std::mt19937 rng(8);
   std::vector<CellTimes> cells(30);

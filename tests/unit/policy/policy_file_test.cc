@@ -140,6 +140,20 @@ TEST(PolicyFileTest, FileNamesFollowDeviceAndSmCount) {
   EXPECT_EQ(PolicyFileName("  A100-SXM4-80GB  ", 108), "a100-sxm4-80gb-108sm.json");
   EXPECT_EQ(PolicyFileName("", 66), "gpu-66sm.json");
   EXPECT_EQ(PolicyFileName("../../etc/passwd", 1), "etc-passwd-1sm.json");
+  EXPECT_EQ(PolicyFileName("NVIDIA H200", 132, 1), "nvidia-h200-132sm-fp8.json");
+}
+
+// FP8 pages' policies record their element size; files without one are 16-bit policies.
+TEST(PolicyFileTest, KvElementSizeRoundTrips) {
+  PolicyFile f = Fitted();
+  const std::string sixteen = PolicyFileToJson(f);
+  EXPECT_EQ(sixteen.find("kv_elem_bytes"), std::string::npos);  // older readers see no change
+  ASSERT_TRUE(ParsePolicyFile(sixteen).ok());
+  EXPECT_EQ(ParsePolicyFile(sixteen)->shape.kv_elem_bytes, 2);
+  f.shape.kv_elem_bytes = 1;
+  absl::StatusOr<PolicyFile> fp8 = ParsePolicyFile(PolicyFileToJson(f));
+  ASSERT_TRUE(fp8.ok()) << fp8.status();
+  EXPECT_EQ(fp8->shape.kv_elem_bytes, 1);
 }
 
 }  // namespace

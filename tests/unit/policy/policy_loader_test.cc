@@ -100,6 +100,38 @@ TEST(PolicyLoaderTest, CalibratesOnceAndCaches) {
   EXPECT_EQ(calls, 2);
 }
 
+// FP8 pages load <gpu>-<sms>sm-fp8.json, never the 16-bit file; without one LoadStoredPolicy
+// says so (the CUDA backend then uses the 16-bit policy on 16-bit-equivalent features).
+TEST(PolicyLoaderTest, Fp8PagesUseTheirOwnStoredFile) {
+  const std::string dir = FreshDir("fp8");
+  KvShape fp8 = kShape;
+  fp8.kv_elem_bytes = 1;
+  PolicyFile sixteen = Fitted();
+  ASSERT_TRUE(WritePolicyFile(dir + "/test-gpu-132sm.json", sixteen).ok());
+  absl::StatusOr<std::optional<LoadedPolicy>> none =
+      LoadStoredPolicy({"", dir, ""}, "Test GPU", kLimits, fp8);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  PolicyFile f = Fitted();
+  f.shape.kv_elem_bytes = 1;
+  ASSERT_TRUE(WritePolicyFile(dir + "/test-gpu-132sm-fp8.json", f).ok());
+  absl::StatusOr<std::optional<LoadedPolicy>> got =
+      LoadStoredPolicy({"", dir, ""}, "Test GPU", kLimits, fp8);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->kv_elem_bytes, 1);
+  EXPECT_NE((*got)->origin.find("-fp8.json"), std::string::npos);
+  // A 16-bit model is not served the FP8 file, nor an FP8 model a 16-bit file under its name.
+  absl::StatusOr<std::optional<LoadedPolicy>> bf16 =
+      LoadStoredPolicy({"", dir, ""}, "Test GPU", kLimits, kShape);
+  ASSERT_TRUE(bf16.ok() && bf16->has_value());
+  EXPECT_EQ((*bf16)->kv_elem_bytes, 2);
+  ASSERT_TRUE(WritePolicyFile(dir + "/test-gpu-132sm-fp8.json", sixteen).ok());
+  none = LoadStoredPolicy({"", dir, ""}, "Test GPU", kLimits, fp8);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 TEST(PolicyLoaderTest, FailedCalibrationFallsBackToTheDefaultRoute) {
   const std::string dir = FreshDir("fallback");
   const CalibrateFn failing = []() -> absl::StatusOr<PolicyFile> {
