@@ -42,7 +42,8 @@ done
 gen() {  # gen OUTFILE PROMPT SAMPLING...
   local out=$1 p=$2; shift 2
   timeout 30 "$R" pkv generate --router 127.0.0.1:50051 --token_ids "$p" --max_tokens 48 \
-    --ignore_eos "$@" > "$out" 2>/dev/null
+    --ignore_eos --logprobs "$@" > "$out" 2> "$out.err"
+  grep -o "mean logprob.*" "$out.err" >> "$out"  # the text and the mean log-probability compared
 }
 for mode in default deterministic; do
   flag=; [ $mode = deterministic ] && flag=--deterministic
@@ -52,9 +53,12 @@ for mode in default deterministic; do
   for sampling in "--temperature 0" "--temperature 0.8 --top_p 0.95 --seed 7"; do
     D=$OUT/served-$mode-${sampling// /_}; mkdir -p "$D"
     for i in 0 1 2 3; do gen "$D/alone$i" "${PROMPTS[$i]}" $sampling; done
-    for i in 0 1 2 3; do gen "$D/together$i" "${PROMPTS[$i]}" $sampling & done; wait
+    # `wait` on the generations' pids only: a bare wait would also wait for the router and worker.
+    G=(); for i in 0 1 2 3; do gen "$D/together$i" "${PROMPTS[$i]}" $sampling & G+=($!); done
+    wait "${G[@]}"
     # A second together round, staggered so prefill chunks land inside the others' decode steps.
-    for i in 0 1 2 3; do (sleep 0.0$((3 * i)); gen "$D/stagger$i" "${PROMPTS[$i]}" $sampling) & done; wait
+    G=(); for i in 0 1 2 3; do (sleep 0.0$((3 * i)); gen "$D/stagger$i" "${PROMPTS[$i]}" $sampling) & G+=($!); done
+    wait "${G[@]}"
     n=0; for i in 0 1 2 3; do for m in together stagger; do
       cmp -s "$D/alone$i" "$D/$m$i" || n=$((n + 1)); [ -s "$D/alone$i" ] || echo "empty output $D/alone$i" >> "$S"
     done; done
