@@ -13,7 +13,8 @@
 # On the GPU machine (carry .device/w4gemm.tar.xz):
 #   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/w4gemm.tar.xz &&
 #   /tmp/pkv/w4gemm/qgemm_device_run.sh
-# PKV_SWEEP (default 1,2,4,8,16) is the split sweep; PKV_E2E=0 skips the e2e run.
+# PKV_SWEEP (default 1,2,4,8,16) is the split sweep, PKV_VARIANTS the memory-pipeline variants
+# (QGemmArgs); PKV_E2E=0 skips the e2e run.
 # Writes log.txt, tests.txt, quant_tests.txt, qgemm.md/.tsv, e2e.txt/.tsv under $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -28,6 +29,7 @@ echo "== gemv_device_test (qgemm) rc $?" >> "$L"
 timeout 80 "$R" quantized_backend_device_test --gtest_brief=1 > "$OUT/quant_tests.txt" 2>&1
 echo "== quantized_backend_device_test rc $?" >> "$L"
 timeout 90 "$R" pkv-bench qgemm --qgemm_parts "${PKV_SWEEP-1,2,4,8,16}" --iters 10 \
+  --qgemm_variants "${PKV_VARIANTS-base,l2,stagger,pf4,pf8,ring2,ring4}" \
   --out "$OUT/qgemm.tsv" > "$OUT/qgemm.md" 2>&1
 echo "== pkv-bench qgemm rc $?" >> "$L"
 if [ "${PKV_E2E:-1}" = 1 ]; then

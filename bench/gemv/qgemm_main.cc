@@ -8,10 +8,12 @@
 // the dense scratch. Bytes: what each variant must move (packed weights and scales, x, y; the
 // dequantize pass adds 2 bytes written and read per weight); "of stream" is the qgemm's bytes per
 // second against the streaming-read bandwidth measured in the same run. With --qgemm_parts the
-// qgemm is also timed at each listed split factor (the planner's rule's measurement).
+// qgemm is also timed at each listed split factor (the planner's rule's measurement), with
+// --qgemm_variants at each listed memory-pipeline variant (QGemmArgs: L2 hint, stagger, prefetch).
 //
-//   pkv-bench qgemm [--qgemm_tokens 16,32,64,128,256] [--qgemm_parts 1,2,4,8,16] [--iters 10]
-//                   [--out FILE.tsv]
+//   pkv-bench qgemm [--qgemm_tokens 16,32,64,128,256] [--qgemm_parts 1,2,4,8,16]
+//                   [--qgemm_variants base,l2,stagger,pf4,pf8,ring2,ring4] [--iters 10] [--out
+//                   FILE.tsv]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +40,10 @@
 
 ABSL_FLAG(std::string, qgemm_tokens, "16,32,64,128,256", "qgemm: token counts (rows) timed");
 ABSL_FLAG(std::string, qgemm_parts, "", "qgemm: split factors also timed (empty: the rule only)");
+ABSL_FLAG(std::string, qgemm_variants, "",
+          "qgemm: memory-pipeline variants also timed at the rule's split, comma-separated: "
+          "base (no L2 hint, no stagger, no prefetch), l2, stagger, pf4 (one each), pf8 (all, "
+          "prefetch 8), ring2 / ring4 (the defaults, ring depth 2 / 4)");
 
 namespace pkv::bench {
 namespace {
@@ -103,6 +110,26 @@ absl::StatusOr<std::vector<int32_t>> ParseList(const std::string& s, const char*
   return out;
 }
 
+// The memory-pipeline variant `v` (--qgemm_variants) on top of the defaults ("" keeps them).
+absl::Status ApplyVariant(const std::string& v, gpu::QGemmArgs* a) {
+  if (v.empty()) return absl::OkStatus();
+  if (v == "pf8") {
+    a->prefetch_stages = 8;
+    return absl::OkStatus();
+  }
+  if (v == "ring2" || v == "ring4") {  // the defaults with another cp.async ring depth
+    a->plan.stages = v == "ring2" ? 2 : 4;
+    a->plan.smem_bytes = a->plan.stages * gpu::QGemmStageBytes(a->plan.format);
+    return absl::OkStatus();
+  }
+  a->l2_256b = v == "l2";
+  a->stagger = v == "stagger";
+  a->prefetch_stages = v == "pf4" ? 4 : 0;
+  if (v == "base" || v == "l2" || v == "stagger" || v == "pf4") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--qgemm_variants: '", v, "'; supported: base, l2, stagger, pf4, pf8, ring2, ring4"));
+}
+
 // Everything one run shares.
 struct Bench {
   cudaStream_t stream = nullptr;
@@ -129,7 +156,7 @@ struct Bench {
   }
 
   absl::StatusOr<double> TimeQGemm(const Shape& sh, const Weights& w, int32_t m, int32_t parts,
-                                   int32_t* parts_used) {
+                                   const std::string& variant, int32_t* parts_used) {
     PKV_ASSIGN_OR_RETURN(gpu::QGemmPlan plan, gpu::PlanQGemm(m, sh.n, sh.k, w.format, dev, parts));
     if (plan.partial_floats() * 4 > partial_bytes) {
       return absl::ResourceExhaustedError("qgemm bench: partials workspace too small");
@@ -144,6 +171,7 @@ struct Bench {
     a.tickets = static_cast<int32_t*>(tickets.p);
     a.w_scale_count = w.scale_count;
     a.pdl = pdl;
+    PKV_RETURN_IF_ERROR(ApplyVariant(variant, &a));
     return Chain(w.copies, [&](int32_t i) {
       gpu::QGemmArgs ai = a;
       ai.w = w.W(i);
@@ -198,6 +226,11 @@ absl::Status Run() {
                        ParseList(absl::GetFlag(FLAGS_qgemm_tokens), "--qgemm_tokens"));
   PKV_ASSIGN_OR_RETURN(std::vector<int32_t> sweep,
                        ParseList(absl::GetFlag(FLAGS_qgemm_parts), "--qgemm_parts"));
+  std::vector<std::string> variants = {""};
+  for (absl::string_view v :
+       absl::StrSplit(absl::GetFlag(FLAGS_qgemm_variants), ',', absl::SkipEmpty())) {
+    variants.emplace_back(v);
+  }
   Bench b;
   b.iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(10));
   PKV_ASSIGN_OR_RETURN(b.pdl, gpu::PdlUsable(0));
@@ -245,11 +278,14 @@ absl::Status Run() {
       PKV_ASSIGN_OR_RETURN(const double bf16_us, b.TimeDense(sh, dense, m));
       for (const Weights& w : packed) {
         PKV_ASSIGN_OR_RETURN(const double deq_us, b.TimeDequantCublas(sh, w, m));
-        std::vector<int32_t> parts_list = {0};
-        parts_list.insert(parts_list.end(), sweep.begin(), sweep.end());
-        for (int32_t forced : parts_list) {
+        // (variant, forced parts): the defaults at the rule's split, each variant at the rule's
+        // split, the defaults at each swept split.
+        std::vector<std::pair<std::string, int32_t>> runs;
+        for (const std::string& v : variants) runs.push_back({v, 0});
+        for (int32_t p : sweep) runs.push_back({"", p});
+        for (const auto& [variant, forced] : runs) {
           int32_t parts = 0;
-          absl::StatusOr<double> us = b.TimeQGemm(sh, w, m, forced, &parts);
+          absl::StatusOr<double> us = b.TimeQGemm(sh, w, m, forced, variant, &parts);
           if (!us.ok()) {
             std::printf("| %s | %d | %s | %d | %s |\n", sh.name, m, FormatName(w.format), forced,
                         std::string(us.status().message()).c_str());
@@ -257,7 +293,8 @@ absl::Status Run() {
           }
           const int64_t bytes = w.bytes + w.scale_bytes + int64_t{m} * (sh.k + sh.n) * 2;
           const double frac = bytes / (*us * 1e-6) / 1e9 / stream_gbps;
-          const std::string label = forced == 0 ? absl::StrCat(parts) : absl::StrCat("=", parts);
+          const std::string label =
+              absl::StrCat(forced == 0 ? "" : "=", parts, variant.empty() ? "" : " ", variant);
           std::printf("| %s | %d | %s | %s | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.2f | %.2f |\n",
                       sh.name, m, FormatName(w.format), label.c_str(), *us, deq_us, bf16_us,
                       deq_us / *us, bf16_us / *us, bytes / 1e6, frac);

@@ -56,9 +56,16 @@ struct Item {
   int32_t row0 = 0, tok0 = 0;
   int32_t live = 0;  // tokens of the tile < m
   int32_t s_begin = 0, s_end = 0;
+  int32_t rot = 0;  // the part's stages run from s_begin + rot, wrapping (QGemmArgs::stagger)
+  // Iteration i's absolute stage.
+  __device__ __forceinline__ int32_t Stage(int32_t i) const {
+    const int32_t len = s_end - s_begin;
+    const int32_t j = i + rot;
+    return s_begin + (j < len ? j : j - len);
+  }
 };
 
-__device__ __forceinline__ Item MakeItem(const QGemmPlan& p) {
+__device__ __forceinline__ Item MakeItem(const QGemmPlan& p, bool stagger) {
   Item it;
   const int32_t b = blockIdx.x;
   const int32_t tt = b % p.token_tiles, rest = b / p.token_tiles;
@@ -70,6 +77,7 @@ __device__ __forceinline__ Item MakeItem(const QGemmPlan& p) {
   it.live = min(kQGemmTileTokens, p.m - it.tok0);
   it.s_begin = static_cast<int32_t>(int64_t{it.part} * p.k_stages / p.parts);
   it.s_end = static_cast<int32_t>(int64_t{it.part + 1} * p.k_stages / p.parts);
+  it.rot = stagger && it.s_end > it.s_begin ? (rt * 5) % (it.s_end - it.s_begin) : 0;
   return it;
 }
 
@@ -88,7 +96,11 @@ __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, 
     const int r = id / L::kWVecs, v = id % L::kWVecs;
     const int64_t row = min(it.row0 + r, p.n - 1);
     const uint4* src = static_cast<const uint4*>(a.w) + row * row_vecs + int64_t{s} * L::kWVecs + v;
-    dv::CpAsync16(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
+    if (a.l2_256b) {
+      dv::CpAsync16Prefetch<256>(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
+    } else {
+      dv::CpAsync16(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
+    }
   }
   if constexpr (W::kScaleWords) {
     uint32_t* ss = reinterpret_cast<uint32_t*>(slot + L::kXBytes + L::kWBytes);
@@ -97,6 +109,17 @@ __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, 
     dv::CpAsync4(dv::SmemAddr(ss + r),
                  static_cast<const uint32_t*>(a.w_scales) + row * p.k_stages + s);
   }
+}
+
+// L2 prefetch of the first byte of each of the tile's rows in stage s (one row per thread).
+template <typename W>
+__device__ __forceinline__ void PrefetchWeights(const QGemmArgs& a, const Item& it, int32_t s) {
+  using L = Layout<W>;
+  const QGemmPlan& p = a.plan;
+  const int64_t row = min(it.row0 + static_cast<int32_t>(threadIdx.x), p.n - 1);
+  const uint4* src = static_cast<const uint4*>(a.w) + row * int64_t{p.k_stages} * L::kWVecs +
+                     int64_t{s} * L::kWVecs;
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
 }
 
 // cp.async of stage s's x chunks of the tile's tokens into `slot`; tokens >= m are zero-filled.
@@ -259,17 +282,21 @@ __global__ void __launch_bounds__(kQGemmThreads, QGemmCtasPerSm(W::kFormat))
   __shared__ int last;
   using L = Layout<W>;
   const QGemmPlan& p = a.plan;
-  const Item it = MakeItem(p);
+  const Item it = MakeItem(p, a.stagger);
   const int stages = p.stages;
-  auto slot = [&](int32_t s) { return smem + ((s - it.s_begin) % stages) * L::kStageBytes; };
+  const int32_t len = it.s_end - it.s_begin;
+  auto slot = [&](int32_t i) { return smem + (i % stages) * L::kStageBytes; };
   // Weights never depend on earlier kernels: the first stages' are in flight before the wait.
   for (int i = 0; i < stages - 1; ++i) {
-    if (it.s_begin + i < it.s_end) LoadWeights<W>(a, it, it.s_begin + i, slot(it.s_begin + i));
+    if (i < len) LoadWeights<W>(a, it, it.Stage(i), slot(i));
+  }
+  for (int i = stages - 1; i < stages - 1 + a.prefetch_stages; ++i) {
+    if (i < len) PrefetchWeights<W>(a, it, it.Stage(i));
   }
   PdlWait();
   PdlTrigger();
   for (int i = 0; i < stages - 1; ++i) {
-    if (it.s_begin + i < it.s_end) LoadX<T, W>(a, it, it.s_begin + i, slot(it.s_begin + i));
+    if (i < len) LoadX<T, W>(a, it, it.Stage(i), slot(i));
     dv::CpAsyncCommit();
   }
   float acc[2][8][4];
@@ -278,16 +305,19 @@ __global__ void __launch_bounds__(kQGemmThreads, QGemmCtasPerSm(W::kFormat))
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[f][j][0] = acc[f][j][1] = acc[f][j][2] = acc[f][j][3] = 0.f;
   }
-  for (int32_t s = it.s_begin; s < it.s_end; ++s) {
-    dv::CpAsyncWaitDynamic(stages - 2);  // stage s has landed (groups complete in order)
+  for (int32_t i = 0; i < len; ++i) {
+    dv::CpAsyncWaitDynamic(stages -
+                           2);  // iteration i's stage has landed (groups complete in order)
     __syncthreads();                     // ... for every thread; the slot refilled below is free
-    const int32_t next = s + stages - 1;
-    if (next < it.s_end) {
-      LoadWeights<W>(a, it, next, slot(next));
-      LoadX<T, W>(a, it, next, slot(next));
+    const int32_t next = i + stages - 1;
+    if (next < len) {
+      LoadWeights<W>(a, it, it.Stage(next), slot(next));
+      LoadX<T, W>(a, it, it.Stage(next), slot(next));
+      if (next + a.prefetch_stages < len)
+        PrefetchWeights<W>(a, it, it.Stage(next + a.prefetch_stages));
     }
     dv::CpAsyncCommit();
-    ComputeStage<T, W>(slot(s), it.live, acc);
+    ComputeStage<T, W>(slot(i), it.live, acc);
   }
   if (p.parts > 1 && !CombineParts(a, it, it.live, acc, &last)) return;
   Store<T, W>(a, it, acc);

@@ -60,6 +60,7 @@ absl::Status LaunchQGemm(const QGemmArgs& a, cudaStream_t stream) {
   if (p.parts > 1 && (a.partials == nullptr || a.tickets == nullptr || !Aligned(a.partials, 16))) {
     return Invalid("a split plan needs the 16-byte aligned partials and the tickets workspace");
   }
+  if (a.prefetch_stages < 0) return Invalid("prefetch_stages must be >= 0");
   return DispatchDType(a.dtype, [&](auto t) {
     using T = decltype(t);
     if (p.format == GemvWeightFormat::kInt4) {

@@ -109,11 +109,11 @@ absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightF
 
 // How a projection of a packed (quantized) weight runs in a step of `tokens` tokens outside the
 // fused GEMV: the QGemm, or dequantize into scratch + cuBLAS. Rule: the QGemm up to
-// kQGemmMaxRouteTokens tokens, where the weight stream still dominates (at 256 tokens the 8B
-// gate/up's mma.sync work is ~60 GFLOP, ~100 us, against the dequantize pass's extra 2 bytes
-// written and read per weight, ~110 us, plus cuBLAS's own ~90 us); above, cuBLAS's larger tiles
-// amortize one dequantize over many tokens. See bench/NOTES.md (w4gemm) for the measurement.
-inline constexpr int32_t kQGemmMaxRouteTokens = 256;
+// kQGemmMaxRouteTokens tokens, where the step still streams its weights once (at 64 tokens the
+// 8B layer's four projections took 265 us on the QGemm against 280 us dequantized, the first,
+// unprefetched kernel of bench/results/2026-12-02-h200-w4gemm call 1); above, cuBLAS's tiles
+// amortize one dequantize over many tokens (8B gate/up at 128 tokens: 150 us against 164).
+inline constexpr int32_t kQGemmMaxRouteTokens = 64;
 enum class PackedRoute : int32_t { kQGemm = 0, kDequantCublas = 1 };
 PackedRoute ChoosePackedRoute(int64_t tokens, GemvWeightFormat format, int64_t n, int64_t k);
 

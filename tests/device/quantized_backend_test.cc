@@ -1,6 +1,6 @@
 // The CUDA backend on quantized checkpoints (AWQ, GPTQ, FP8 as pkv-make-model writes them) against
 // the CPU backend, which dequantizes the same files to float32 (the oracle): prefill (steps of
-// more than 256 tokens: cuBLAS on the projection dequantized into scratch), then decode steps of
+// more than 64 tokens: cuBLAS on the projection dequantized into scratch), then decode steps of
 // 1, 3, 8 (the fused GEMV on packed weights; the quantized-weight GEMM when the fused path is
 // off), 20 and 64 rows (the quantized-weight GEMM, kernels/model/qgemm.h), logits within a bound
 // and greedy tokens equal; plus the packed memory footprint and the clear refusal of a group
@@ -147,7 +147,7 @@ class QuantizedBackendTest : public ::testing::TestWithParam<QuantCase> {
   ShuffledPagePool pages_{kPool, 17};
 };
 
-// Prefill 64 sequences (cuBLAS on dequantized projections for steps over 256 tokens), then
+// Prefill 64 sequences (cuBLAS on dequantized projections for steps over 64 tokens), then
 // greedy decode steps of 1, 3, 8, 20 and 64 rows through Forward (logits) and Step (tokens,
 // CUDA graphs).
 TEST_P(QuantizedBackendTest, PrefillAndDecodeMatchCpu) {
