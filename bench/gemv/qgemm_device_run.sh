@@ -29,7 +29,7 @@ echo "== gemv_device_test (qgemm) rc $?" >> "$L"
 timeout 80 "$R" quantized_backend_device_test --gtest_brief=1 > "$OUT/quant_tests.txt" 2>&1
 echo "== quantized_backend_device_test rc $?" >> "$L"
 timeout 90 "$R" pkv-bench qgemm --qgemm_parts "${PKV_SWEEP-1,2,4,8,16}" --iters 10 \
-  --qgemm_variants "${PKV_VARIANTS-base,l2,stagger,pf4,pf8,ring2,ring4}" \
+  --qgemm_variants "${PKV_VARIANTS-all,l2,stagger,pf4,ring2,ring4}" \
   --out "$OUT/qgemm.tsv" > "$OUT/qgemm.md" 2>&1
 echo "== pkv-bench qgemm rc $?" >> "$L"
 if [ "${PKV_E2E:-1}" = 1 ]; then

@@ -12,7 +12,7 @@
 // --qgemm_variants at each listed memory-pipeline variant (QGemmArgs: L2 hint, stagger, prefetch).
 //
 //   pkv-bench qgemm [--qgemm_tokens 16,32,64,128,256] [--qgemm_parts 1,2,4,8,16]
-//                   [--qgemm_variants base,l2,stagger,pf4,pf8,ring2,ring4] [--iters 10] [--out
+//                   [--qgemm_variants base,l2,stagger,pf4,all,pf8,ring2,ring4] [--iters 10] [--out
 //                   FILE.tsv]
 #include <cuda_runtime_api.h>
 
@@ -42,8 +42,9 @@ ABSL_FLAG(std::string, qgemm_tokens, "16,32,64,128,256", "qgemm: token counts (r
 ABSL_FLAG(std::string, qgemm_parts, "", "qgemm: split factors also timed (empty: the rule only)");
 ABSL_FLAG(std::string, qgemm_variants, "",
           "qgemm: memory-pipeline variants also timed at the rule's split, comma-separated: "
-          "base (no L2 hint, no stagger, no prefetch), l2, stagger, pf4 (one each), pf8 (all, "
-          "prefetch 8), ring2 / ring4 (the defaults, ring depth 2 / 4)");
+          "base (no L2 hint, no stagger, no prefetch: the defaults), l2, stagger, pf4 (one "
+          "each), all (the three, prefetch 4), pf8 (the three, prefetch 8), ring2 / ring4 (the "
+          "defaults at ring depth 2 / 4)");
 
 namespace pkv::bench {
 namespace {
@@ -113,8 +114,9 @@ absl::StatusOr<std::vector<int32_t>> ParseList(const std::string& s, const char*
 // The memory-pipeline variant `v` (--qgemm_variants) on top of the defaults ("" keeps them).
 absl::Status ApplyVariant(const std::string& v, gpu::QGemmArgs* a) {
   if (v.empty()) return absl::OkStatus();
-  if (v == "pf8") {
-    a->prefetch_stages = 8;
+  if (v == "all" || v == "pf8") {
+    a->l2_256b = a->stagger = true;
+    a->prefetch_stages = v == "all" ? 4 : 8;
     return absl::OkStatus();
   }
   if (v == "ring2" || v == "ring4") {  // the defaults with another cp.async ring depth
@@ -127,7 +129,7 @@ absl::Status ApplyVariant(const std::string& v, gpu::QGemmArgs* a) {
   a->prefetch_stages = v == "pf4" ? 4 : 0;
   if (v == "base" || v == "l2" || v == "stagger" || v == "pf4") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "--qgemm_variants: '", v, "'; supported: base, l2, stagger, pf4, pf8, ring2, ring4"));
+      "--qgemm_variants: '", v, "'; supported: base, l2, stagger, pf4, all, pf8, ring2, ring4"));
 }
 
 // Everything one run shares.

@@ -43,20 +43,19 @@ struct QGemmArgs {
   int32_t* tickets = nullptr;
   bool pdl = false;
 
-  // Memory-pipeline choices (defaults: what the 2026-12-02 H200 measurement kept, bench/NOTES.md
-  // w4gemm; the bench times the others). A stage reads 64 (4-bit) or 128 (fp8) bytes of each of
-  // 256 rows strided by the row length, so the DRAM sees small scattered requests:
-  //   l2_256b        the weight copies carry the .L2::256B hint: a miss fetches the aligned
-  //                  256-byte block, the next stages of the row then hit the L2.
+  // Memory-pipeline options, all off by default: the 2026-12-02 H200 measurement (bench/NOTES.md
+  // w4gemm) found none of them moving the time by more than noise (the bench times them). A stage
+  // reads 64 (4-bit) or 128 (fp8) bytes of each of 256 rows strided by the row length:
+  //   l2_256b        the weight copies carry the .L2::256B hint (a miss fetches the aligned
+  //                  256-byte block, so the next stages of the row hit the L2).
   //   stagger        each row tile walks its part's stages from its own offset (row tile * 5 mod
   //                  the part's length, wrapping around), so the grid's requests spread over
-  //                  the rows' byte offsets instead of all CTAs reading the same column at once.
-  //                  The order of the fp32 sum is still fixed per tile (deterministic).
+  //                  the rows' byte offsets. The order of the fp32 sum stays fixed per tile.
   //   prefetch_stages  > 0: each thread prefetches its row's bytes of the stage that many ahead
   //                  into the L2, beyond the shared-memory ring's depth.
-  bool l2_256b = true;
-  bool stagger = true;
-  int32_t prefetch_stages = 4;
+  bool l2_256b = false;
+  bool stagger = false;
+  int32_t prefetch_stages = 0;
 };
 
 // SM count and shared memory of `device`, for PlanQGemm.

@@ -11,10 +11,10 @@ bool QGemmSupports(GemvWeightFormat format, int64_t n, int64_t k) {
          k > 0 && k % kQGemmStageK == 0;
 }
 
-int32_t ChooseQGemmParts(int32_t tiles, int32_t k_stages, int32_t num_sms) {
-  if (tiles <= 0 || num_sms <= 0) return 1;
+int32_t ChooseQGemmParts(int32_t tiles, int32_t k_stages, int32_t slots) {
+  if (tiles <= 0 || slots <= 0) return 1;
   const int32_t cap = std::clamp(k_stages / kQGemmMinStagesPerPart, 1, kQGemmMaxParts);
-  return std::clamp((num_sms + tiles - 1) / tiles, 1, cap);
+  return std::clamp(slots / tiles, 1, cap);
 }
 
 int32_t ChooseQGemmStages(GemvWeightFormat format, const QGemmDevice& d) {
@@ -40,9 +40,6 @@ absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightF
   p.row_tiles = (n + kQGemmTileRows - 1) / kQGemmTileRows;
   p.token_tiles = (m + kQGemmTileTokens - 1) / kQGemmTileTokens;
   p.k_stages = k / kQGemmStageK;
-  p.parts =
-      parts > 0 ? std::min(parts, p.k_stages) : ChooseQGemmParts(p.tiles(), p.k_stages, d.num_sms);
-  p.items = p.tiles() * p.parts;
   p.stages = ChooseQGemmStages(format, d);
   p.smem_bytes = p.stages * QGemmStageBytes(format);
   if (p.smem_bytes > d.smem_per_block) {
@@ -50,15 +47,19 @@ absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightF
                                                    " bytes of shared memory exceed the CTA limit ",
                                                    d.smem_per_block));
   }
-  p.ctas_per_sm = std::max(1, d.smem_per_sm / (p.smem_bytes + d.smem_reserved));
+  p.ctas_per_sm =
+      std::clamp(d.smem_per_sm / (p.smem_bytes + d.smem_reserved), 1, QGemmCtasPerSm(format));
+  p.parts = parts > 0 ? std::min(parts, p.k_stages)
+                      : ChooseQGemmParts(p.tiles(), p.k_stages, d.num_sms * p.ctas_per_sm);
+  p.items = p.tiles() * p.parts;
   return p;
 }
 
 PackedRoute ChoosePackedRoute(int64_t tokens, GemvWeightFormat format, int64_t n, int64_t k) {
-  if (tokens < 1 || tokens > kQGemmMaxRouteTokens || !QGemmSupports(format, n, k)) {
-    return PackedRoute::kDequantCublas;
-  }
-  return PackedRoute::kQGemm;
+  if (tokens < 1 || !QGemmSupports(format, n, k)) return PackedRoute::kDequantCublas;
+  if (tokens <= kQGemmSmallTokens) return PackedRoute::kQGemm;
+  if (tokens <= kQGemmMaxRouteTokens && n * k >= kQGemmLargeWeights) return PackedRoute::kQGemm;
+  return PackedRoute::kDequantCublas;
 }
 
 }  // namespace pkv::gpu

@@ -35,7 +35,7 @@ inline constexpr int32_t kQGemmTileRows = 256;   // weight rows per CTA (32 per 
 inline constexpr int32_t kQGemmTileTokens = 64;  // tokens per CTA (8 MMA column groups)
 inline constexpr int32_t kQGemmStageK = 128;     // k per pipeline stage
 inline constexpr int32_t kQGemmMaxParts = 16;
-inline constexpr int32_t kQGemmMinStagesPerPart = 4;  // 512 k: fill and drain stay small
+inline constexpr int32_t kQGemmMinStagesPerPart = 2;  // 256 k
 inline constexpr int32_t kQGemmMaxStages = 4;         // cp.async ring depth limit
 
 // Shared memory of one ring slot: x [64 tokens][128 k] 16-bit, the 256 rows' packed weights of
@@ -85,16 +85,17 @@ struct QGemmPlan {
 // 128 (every Llama projection; the dequantize path takes the rest).
 bool QGemmSupports(GemvWeightFormat format, int64_t n, int64_t k);
 
-// The split-K factor. Rule: the smallest parts with one item per SM (tiles * parts >= num_sms, so
-// no SM idles while the weights stream), capped so a part keeps >= 4 stages (512 k) and at 16.
-// More parts do not pay: each adds a 64 KB fp32 slot per tile (write + read in L2) for 8-64 KB of
-// packed weights. Worked examples on 132 SMs, 4-bit:
-//   8B o_proj   M=64  (16 tiles, 32 stages):  ceil(132 / 16) = 9 -> capped at 32 / 4 = 8
-//   8B gate/up  M=64  (112 tiles):            2 (224 items)
-//   8B down     M=64  (16 tiles, 112 stages): 9 (144 items)
-//   8B qkv      M=256 (24 x 4 = 96 tiles):    2
-//   8B gate/up  M=256 (448 tiles):            1
-int32_t ChooseQGemmParts(int32_t tiles, int32_t k_stages, int32_t num_sms);
+// The split-K factor. Measured (bench/results/2026-12-02-h200-w4gemm): a stage costs a CTA ~3 us
+// whatever the token count and format (the ring depth, L2 hints and prefetch do not move it), so
+// the fewer stages per CTA the better until the items overflow one wave of resident CTAs. Rule:
+// the largest parts with tiles * parts <= num_sms * ctas_per_sm (one wave), at least 1, capped so
+// a part keeps >= 2 stages and at 16. Worked examples on 132 SMs (4-bit: 2 CTAs per SM = 264
+// slots; fp8: 1 = 132), each the measured best of the sweep 1, 2, 4, 8, 16 or next to it:
+//   8B o_proj  M=16  (16 tiles, 32 stages): 4-bit 16 (17.9 us; 8: 20.1), fp8 8 (18.8 us)
+//   8B down    M=16  (16 tiles, 112 stages): 4-bit 16 (42.2 us; 9: 66.0), fp8 8 (44.6 us)
+//   8B gate/up M=64  (112 tiles): 4-bit 2 (99.6 us), fp8 1 (88.6 us; 2: 111.1)
+//   8B qkv     M=16  (24 tiles): 4-bit 11 (8: 24.8 us, 16: 25.6), fp8 5 (4: 27.7 us)
+int32_t ChooseQGemmParts(int32_t tiles, int32_t k_stages, int32_t slots);
 
 // The ring depth: as many stages as fit in the SM's shared memory shared by QGemmCtasPerSm CTAs,
 // 2..4, within one CTA's limit. H200 (228 KB per SM): 4-bit 3 stages (99 KB, two CTAs), fp8 4
@@ -108,12 +109,18 @@ absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightF
                                     const QGemmDevice& d, int32_t parts = 0);
 
 // How a projection of a packed (quantized) weight runs in a step of `tokens` tokens outside the
-// fused GEMV: the QGemm, or dequantize into scratch + cuBLAS. Rule: the QGemm up to
-// kQGemmMaxRouteTokens tokens, where the step still streams its weights once (at 64 tokens the
-// 8B layer's four projections took 265 us on the QGemm against 280 us dequantized, the first,
-// unprefetched kernel of bench/results/2026-12-02-h200-w4gemm call 1); above, cuBLAS's tiles
-// amortize one dequantize over many tokens (8B gate/up at 128 tokens: 150 us against 164).
+// fused GEMV: the QGemm, or dequantize into scratch + cuBLAS. Measured on the H200 (the QGemm at
+// its rule's split against dequantize + autotuned cuBLAS, 8B shapes, bench/NOTES.md w4gemm): the
+// QGemm wins every projection up to 32 tokens (e.g. o_proj 4-bit M=32: 22.1 vs 22.9 us, gate/up
+// 82.9 vs 146.1); at 64 only the large ones, where the dequantize pass writes and re-reads the
+// most (gate/up 97 vs 147 us, down 64 vs 79; qkv 35 vs 34, o 29 vs 22); at 128 none (gate/up
+// 159 vs 150). Rule: the QGemm for tokens <= kQGemmSmallTokens, and for tokens <=
+// kQGemmMaxRouteTokens when n * k >= kQGemmLargeWeights; dequantize + cuBLAS otherwise.
+// Worked examples: 8B gate/up (28672 x 4096 = 117M) at 64 tokens -> QGemm; 8B qkv (6144 x 4096
+// = 25M) at 64 -> dequantize; any projection at 20 tokens -> QGemm; 65 tokens -> dequantize.
+inline constexpr int32_t kQGemmSmallTokens = 32;
 inline constexpr int32_t kQGemmMaxRouteTokens = 64;
+inline constexpr int64_t kQGemmLargeWeights = 50'000'000;
 enum class PackedRoute : int32_t { kQGemm = 0, kDequantCublas = 1 };
 PackedRoute ChoosePackedRoute(int64_t tokens, GemvWeightFormat format, int64_t n, int64_t k);
 

@@ -4,7 +4,7 @@
 //   AwkwardShapes: 4-bit (zero points, groups of 128 and 256) and fp8 (per-row and per-tensor
 //     scales), bf16 and fp16, tokens 9, 17, 63, 64, 100, 256 (partial token tiles, several
 //     tiles), n not a multiple of the 256-row tile, forced split factors 1..3 and the planner's
-//     choice, float32 and 16-bit outputs, the memory-pipeline options on (default) and off;
+//     choice, float32 and 16-bit outputs, the memory-pipeline options off (default) and on;
 //     every element checked, outputs poisoned, overrun guarded; the split launches run twice
 //     (the tickets reset) and give the same bits.
 //   ModelShapes: every 8B and 1B Llama projection (fp16: 1B only, as the GEMV test), tokens
@@ -163,11 +163,11 @@ TEST_P(QGemmTest, AwkwardShapes) {
         if (plan->parts > 1) {  // the tickets are back at zero, and the sums are deterministic
           EXPECT_EQ(Launch(r.args, f32, what), got) << what << ": second launch differs";
         }
-        if (parts == 2) {  // the memory-pipeline options off: the same sums in another order
+        if (parts == 2) {  // the memory-pipeline options on: the same sums in another order
           gpu::QGemmArgs plain = r.args;
-          plain.l2_256b = plain.stagger = false;
-          plain.prefetch_stages = 0;
-          const std::string w2 = absl::StrCat(what, " plain pipeline");
+          plain.l2_256b = plain.stagger = true;
+          plain.prefetch_stages = 4;
+          const std::string w2 = absl::StrCat(what, " pipeline options");
           EXPECT_EQ(CheckRows(p, Launch(plain, f32, w2), f32, AllRows(sh.n), w2), 0);
         }
       }

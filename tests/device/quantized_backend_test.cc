@@ -2,9 +2,10 @@
 // the CPU backend, which dequantizes the same files to float32 (the oracle): prefill (steps of
 // more than 64 tokens: cuBLAS on the projection dequantized into scratch), then decode steps of
 // 1, 3, 8 (the fused GEMV on packed weights; the quantized-weight GEMM when the fused path is
-// off), 20 and 64 rows (the quantized-weight GEMM, kernels/model/qgemm.h), logits within a bound
-// and greedy tokens equal; plus the packed memory footprint and the clear refusal of a group
-// size the kernels do not run.
+// off), 20 rows (the quantized-weight GEMM, kernels/model/qgemm.h) and 64 rows (this model's
+// small projections: dequantized + cuBLAS, ChoosePackedRoute), logits within a bound and greedy
+// tokens equal; plus the packed memory footprint and the clear refusal of a group size the
+// kernels do not run.
 //
 // Bound: the GPU dequantizes each weight exactly as the CPU does and rounds it once to the
 // compute dtype (relative 2^-9 bf16, 2^-11 fp16, independent signs), the same order as the

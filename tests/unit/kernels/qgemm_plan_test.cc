@@ -15,13 +15,24 @@ constexpr QGemmDevice kH200{132, 233472, 232448, 1024};
 constexpr QGemmDevice kSm86{84, 102400, 101376, 1024};
 
 TEST(QGemmPlanTest, PartsFollowTheWorkedExamples) {
-  EXPECT_EQ(ChooseQGemmParts(16, 32, 132), 8);    // 8B o_proj, 64 tokens: capped by 32 / 4
-  EXPECT_EQ(ChooseQGemmParts(112, 32, 132), 2);   // 8B gate/up, 64 tokens
-  EXPECT_EQ(ChooseQGemmParts(16, 112, 132), 9);   // 8B down, 64 tokens
-  EXPECT_EQ(ChooseQGemmParts(96, 32, 132), 2);    // 8B qkv, 256 tokens
-  EXPECT_EQ(ChooseQGemmParts(448, 32, 132), 1);   // 8B gate/up, 256 tokens
-  EXPECT_EQ(ChooseQGemmParts(1, 1000, 132), 16);  // the cap
-  EXPECT_EQ(ChooseQGemmParts(1, 3, 132), 1);      // fewer than 4 stages: no split
+  EXPECT_EQ(ChooseQGemmParts(16, 32, 264), 16);   // 8B o_proj, 16 tokens, 4-bit
+  EXPECT_EQ(ChooseQGemmParts(16, 32, 132), 8);    // the same, fp8
+  EXPECT_EQ(ChooseQGemmParts(16, 112, 264), 16);  // 8B down, 4-bit
+  EXPECT_EQ(ChooseQGemmParts(112, 32, 264), 2);   // 8B gate/up, 64 tokens, 4-bit
+  EXPECT_EQ(ChooseQGemmParts(112, 32, 132), 1);   // the same, fp8
+  EXPECT_EQ(ChooseQGemmParts(24, 32, 264), 11);   // 8B qkv, 16 tokens, 4-bit
+  EXPECT_EQ(ChooseQGemmParts(24, 32, 132), 5);    // the same, fp8
+  EXPECT_EQ(ChooseQGemmParts(448, 32, 264), 1);   // more tiles than slots
+  EXPECT_EQ(ChooseQGemmParts(1, 1000, 264), 16);  // the cap
+  EXPECT_EQ(ChooseQGemmParts(1, 3, 264), 1);      // a part keeps >= 2 stages
+  absl::StatusOr<QGemmPlan> p = PlanQGemm(16, 4096, 4096, GemvWeightFormat::kInt4, kH200);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->ctas_per_sm, 2);
+  EXPECT_EQ(p->parts, 16);
+  p = PlanQGemm(16, 4096, 4096, GemvWeightFormat::kFp8, kH200);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->ctas_per_sm, 1);
+  EXPECT_EQ(p->parts, 8);
 }
 
 TEST(QGemmPlanTest, StagesFitTheDevice) {
@@ -52,6 +63,7 @@ TEST(QGemmPlanTest, PlansCoverEveryTileAndStage) {
         EXPECT_GE(p->token_tiles * kQGemmTileTokens, m);
         EXPECT_EQ(p->items, p->tiles() * p->parts);
         EXPECT_LE(p->parts, std::max(1, p->k_stages / kQGemmMinStagesPerPart));
+        EXPECT_LE(p->items, std::max(p->tiles(), kH200.num_sms * p->ctas_per_sm));  // one wave
         // The kernel's part bounds (qgemm_kernel.cuh MakeItem) tile [0, k_stages) with none empty.
         int32_t covered = 0;
         for (int32_t part = 0; part < p->parts; ++part) {
@@ -89,12 +101,19 @@ TEST(QGemmPlanTest, RejectsUnsupportedShapes) {
 
 TEST(QGemmPlanTest, RouteRule) {
   using F = GemvWeightFormat;
-  EXPECT_EQ(ChoosePackedRoute(9, F::kInt4, 4096, 4096), PackedRoute::kQGemm);
-  EXPECT_EQ(ChoosePackedRoute(kQGemmMaxRouteTokens, F::kFp8, 4096, 4096), PackedRoute::kQGemm);
-  EXPECT_EQ(ChoosePackedRoute(kQGemmMaxRouteTokens + 1, F::kInt4, 4096, 4096),
-            PackedRoute::kDequantCublas);
-  EXPECT_EQ(ChoosePackedRoute(64, F::kFp8, 4096, 4160), PackedRoute::kDequantCublas);
-  EXPECT_EQ(ChoosePackedRoute(64, F::kDense, 4096, 4096), PackedRoute::kDequantCublas);
+  constexpr auto kQ = PackedRoute::kQGemm;
+  constexpr auto kD = PackedRoute::kDequantCublas;
+  EXPECT_EQ(ChoosePackedRoute(1, F::kInt4, 4096, 4096), kQ);
+  EXPECT_EQ(ChoosePackedRoute(20, F::kFp8, 6144, 4096), kQ);  // any projection to 32 tokens
+  EXPECT_EQ(ChoosePackedRoute(32, F::kInt4, 4096, 4096), kQ);
+  EXPECT_EQ(ChoosePackedRoute(64, F::kInt4, 28672, 4096), kQ);  // 8B gate/up
+  EXPECT_EQ(ChoosePackedRoute(64, F::kFp8, 4096, 14336), kQ);   // 8B down
+  EXPECT_EQ(ChoosePackedRoute(64, F::kInt4, 6144, 4096), kD);   // 8B qkv
+  EXPECT_EQ(ChoosePackedRoute(33, F::kInt4, 4096, 4096), kD);   // 8B o
+  EXPECT_EQ(ChoosePackedRoute(65, F::kInt4, 28672, 4096), kD);
+  EXPECT_EQ(ChoosePackedRoute(16, F::kFp8, 4096, 4160), kD);  // k % 128
+  EXPECT_EQ(ChoosePackedRoute(16, F::kDense, 4096, 4096), kD);
+  EXPECT_EQ(ChoosePackedRoute(0, F::kInt4, 4096, 4096), kD);
 }
 
 }  // namespace
