@@ -16,6 +16,7 @@ int E2eMain();
 #endif
 #if PKV_BENCH_GEMV
 int GemvMain();
+int QGemmMain();
 #endif
 
 const std::vector<Command>& Commands() {
@@ -34,6 +35,9 @@ const std::vector<Command>& Commands() {
 #if PKV_BENCH_GEMV
     {"gemv", "the fused few-token GEMV: dense vs 4-bit vs fp8 weights at model shapes (GPU)",
      GemvMain},
+    {"qgemm",
+     "the quantized-weight GEMM vs dequantize + cuBLAS vs bf16 cuBLAS, 16..256 tokens (GPU)",
+     QGemmMain},
 #endif
   };
   return table;

@@ -4,6 +4,7 @@
 //   policy     evaluate the policies on a grid (bench/policy/)
 //   e2e        whole-model decode/prefill (bench/e2e/)
 //   gemv       the fused few-token GEMV, dense vs quantized weights (bench/gemv/)
+//   qgemm      the quantized-weight GEMM vs dequantize + cuBLAS vs bf16 cuBLAS (bench/gemv/)
 // main.cc parses every flag (absl flags; shared ones in bench_flags.h, the others in each
 // subcommand's file) before it runs the subcommand, which returns the process exit code.
 #pragma once

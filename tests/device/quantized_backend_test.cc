@@ -1,8 +1,11 @@
 // The CUDA backend on quantized checkpoints (AWQ, GPTQ, FP8 as pkv-make-model writes them) against
-// the CPU backend, which dequantizes the same files to float32 (the oracle): prefill, then decode
-// steps of 1, 3, 8 (the fused GEMV on packed weights) and 20 rows (cuBLAS on the projection
-// dequantized into scratch), logits within a bound and greedy tokens equal; plus the packed
-// memory footprint and the clear refusal of a group size the kernels do not run.
+// the CPU backend, which dequantizes the same files to float32 (the oracle): prefill (steps of
+// more than 64 tokens: cuBLAS on the projection dequantized into scratch), then decode steps of
+// 1, 3, 8 (the fused GEMV on packed weights; the quantized-weight GEMM when the fused path is
+// off), 20 rows (the quantized-weight GEMM, kernels/model/qgemm.h) and 64 rows (this model's
+// small projections: dequantized + cuBLAS, ChoosePackedRoute), logits within a bound and greedy
+// tokens equal; plus the packed memory footprint and the clear refusal of a group size the
+// kernels do not run.
 //
 // Bound: the GPU dequantizes each weight exactly as the CPU does and rounds it once to the
 // compute dtype (relative 2^-9 bf16, 2^-11 fp16, independent signs), the same order as the
@@ -34,7 +37,7 @@ using ::pkv::testing::Seq;
 using ::pkv::testing::ShuffledPagePool;
 
 constexpr int32_t kPageSize = 16;
-constexpr int32_t kPool = 512;
+constexpr int32_t kPool = 2048;
 
 struct QuantCase {
   std::string method;  // awq | gptq | fp8
@@ -67,7 +70,7 @@ CudaBackendOptions GpuOptions(bool fused) {
   o.page_size = kPageSize;
   o.num_kv_pages = kPool;
   o.max_step_tokens = 1024;
-  o.max_rows = 32;
+  o.max_rows = 64;
   o.fused_small_batch = fused;
   return o;
 }
@@ -123,23 +126,25 @@ class QuantizedBackendTest : public ::testing::TestWithParam<QuantCase> {
   ShuffledPagePool pages_{kPool, 17};
 };
 
-// Prefill 20 sequences (cuBLAS on dequantized projections), then greedy decode steps of 1, 3, 8
-// and 20 rows through Forward (logits) and Step (tokens, CUDA graphs).
+// Prefill 64 sequences (cuBLAS on dequantized projections for steps over 64 tokens), then
+// greedy decode steps of 1, 3, 8, 20 and 64 rows through Forward (logits) and Step (tokens,
+// CUDA graphs).
 TEST_P(QuantizedBackendTest, PrefillAndDecodeMatchCpu) {
-  constexpr int32_t kSeqs = 20, kSteps = 3;
+  constexpr int32_t kSeqs = 64, kSteps = 3;
   std::vector<Seq> seqs;
   std::vector<float> ref, got;
   for (int32_t i = 0; i < kSeqs; ++i) {
-    const int32_t len = 5 + 7 * i;
+    const int32_t len = 5 + 7 * (i % 20);
     seqs.push_back(NewSeq(len, len + 4 * kSteps + 1));
   }
   for (int32_t i = 0; i < kSeqs; i += 5) {  // prefill, 5 sequences a step
     std::vector<BatchRow> rows;
-    for (int32_t j = i; j < i + 5; ++j) {
+    const int32_t end = std::min(kSeqs, i + 5);
+    for (int32_t j = i; j < end; ++j) {
       rows.push_back(Row(seqs[j], 0, static_cast<int32_t>(seqs[j].tokens.size())));
     }
     ForwardBoth(rows, &ref, &got);
-    for (int32_t j = i; j < i + 5; ++j) {
+    for (int32_t j = i; j < end; ++j) {
       float m;
       seqs[j].tokens.push_back(ArgMax(&ref[(j - i) * vocab_], vocab_, &m));
     }
@@ -147,7 +152,7 @@ TEST_P(QuantizedBackendTest, PrefillAndDecodeMatchCpu) {
   SamplingParams greedy;
   greedy.temperature = 0.f;
   int compared = 0;
-  for (int32_t batch : {1, 3, 8, 20}) {
+  for (int32_t batch : {1, 3, 8, 20, 64}) {
     for (int32_t step = 0; step < kSteps; ++step) {
       std::vector<BatchRow> rows;
       for (int32_t i = 0; i < batch; ++i) {
@@ -170,7 +175,7 @@ TEST_P(QuantizedBackendTest, PrefillAndDecodeMatchCpu) {
       }
     }
   }
-  EXPECT_GE(compared, (1 + 3 + 8 + 20) * kSteps / 2);
+  EXPECT_GE(compared, (1 + 3 + 8 + 20 + 64) * kSteps / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedBackendTest,

@@ -38,6 +38,7 @@
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/graph_cache.h"
 #include "worker/cuda_backend/kv_attention.h"
+#include "worker/cuda_backend/packed_linear.h"
 #include "worker/cuda_backend/step_buffers.h"
 #include "worker/cuda_backend/step_builder.h"
 #include "worker/cuda_backend/step_staging.h"
@@ -138,6 +139,7 @@ class CudaModelBackend::Impl {
   std::unique_ptr<cuda_backend::KvAttention> kv_;
   cuda_backend::StepBuffers buffers_;
   cuda_backend::FusedPath fused_;
+  cuda_backend::PackedLinear packed_;
   cuda_backend::StepStaging staging_;
   cuda_backend::GraphCache graphs_;
   std::vector<int32_t> buckets_;  // the graph batch buckets (GraphBuckets(max_rows))

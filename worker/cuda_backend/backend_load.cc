@@ -99,6 +99,7 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   PKV_ASSIGN_OR_RETURN(staging_,
                        cuda_backend::StepStaging::Create(NewStepBuilder(config_), stream()));
   PKV_RETURN_IF_ERROR(SetUpFused());
+  PKV_ASSIGN_OR_RETURN(packed_, cuda_backend::PackedLinear::SetUp(weights_, device(), stream()));
   if (o.gemm_autotune) {
     PKV_RETURN_IF_ERROR(TuneGemms());
     gemm_->set_tuned(true);

@@ -10,12 +10,13 @@
 // members are all quantized is stored packed for the fused GEMV (kernels/model/gemv_quant.h:
 // 4-bit groups or fp8 e4m3, rows concatenated like the dense form; per-tensor fp8 scales of fused
 // members become per-row scales), so device memory and the decode byte floor are the packed size.
-// Paths other than the fused GEMV dequantize one projection at a time into `dequant_scratch`
-// (sized for the largest packed projection, allocated with the weights, before the KV pool takes
-// the free memory) and run the dense GEMM on it. A fused projection mixing dense and quantized
-// members, and a quantized lm_head (FP8 checkpoints), are dequantized on the host to the compute
-// dtype at load (dense, full size). A tensor-parallel rank's shard (UploadWeightRuns) takes the
-// same layouts and paths, on its slices.
+// Paths other than the fused GEMV run the quantized-weight GEMM on the packed bytes, or for
+// large steps dequantize one projection at a time into `dequant_scratch` (sized for the largest
+// packed projection, allocated with the weights, before the KV pool takes the free memory) and
+// run the dense GEMM on it (packed_linear.h; the GEMM's split partials use the scratch too). A
+// fused projection mixing dense and quantized members, and a quantized lm_head (FP8 checkpoints),
+// are dequantized on the host to the compute dtype at load (dense, full size). A
+// tensor-parallel rank's shard (UploadWeightRuns) takes the same layouts and paths, on its slices.
 //
 // Upload streams each tensor through two pinned staging buffers (host conversion and the copy of
 // the previous chunk overlap), so an 8B checkpoint never needs a second host copy.

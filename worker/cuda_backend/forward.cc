@@ -40,21 +40,10 @@ absl::Status ForwardPass::EnqueueQkvRope(int layer, const DeviceStep& s) const {
 
 absl::Status ForwardPass::Linear(const void* x, int64_t tokens, const ProjectionWeights& w, void* y,
                                  bool y_f32) const {
-  const void* dense = w.w;
   if (w.packed()) {
-    gpu::GemvDequantArgs d;
-    d.dtype = p_.weights.dtype;
-    d.format = w.format;
-    d.n = w.n;
-    d.k = w.k;
-    d.w = w.w;
-    d.w_scales = w.scales;
-    d.w_scale_count = w.scale_count;
-    d.out = p_.weights.dequant_scratch.get();
-    PKV_RETURN_IF_ERROR(gpu::LaunchDequantizeGemvWeights(d, p_.stream));
-    dense = d.out;
+    return p_.packed.Enqueue(p_.weights, x, tokens, w, y, y_f32, f_.pdl, p_.gemm, p_.stream);
   }
-  return p_.gemm.Linear(p_.weights.dtype, x, tokens, w.k, dense, w.n, y, y_f32, p_.stream);
+  return p_.gemm.Linear(p_.weights.dtype, x, tokens, w.k, w.w, w.n, y, y_f32, p_.stream);
 }
 
 absl::Status ForwardPass::EnqueueForward(const DeviceStep& s) const {

@@ -21,6 +21,7 @@
 #include "worker/cuda_backend/fused_path.h"
 #include "worker/cuda_backend/gemm.h"
 #include "worker/cuda_backend/kv_attention.h"
+#include "worker/cuda_backend/packed_linear.h"
 #include "worker/cuda_backend/step_buffers.h"
 #include "worker/cuda_backend/tp_hooks.h"
 #include "worker/model/model_config.h"
@@ -35,6 +36,7 @@ struct ForwardParts {
   const KvAttention& kv;
   const StepBuffers& buffers;
   const FusedPath& fused;
+  const PackedLinear& packed;  // projections of packed weights (with weights.dequant_scratch)
   TpHooks* tp;  // null on one GPU
   cudaStream_t stream;
 };
@@ -59,8 +61,8 @@ class ForwardPass {
   // fp32 q/k/v in `qkv` -> bias, q/k norm, RoPE, q to `q`, k/v into the layer's KV pages.
   absl::Status EnqueueQkvRope(int layer, const DeviceStep& s) const;
   absl::Status EnqueueLayer(int layer, const DeviceStep& s) const;
-  // y = x . w^T on cuBLAS; a packed projection is first dequantized into the weights' scratch
-  // (one projection at a time: the GEMMs run in order on the stream).
+  // y = x . w^T on cuBLAS; a packed projection through PackedLinear (the quantized-weight GEMM,
+  // or dequantized into the weights' scratch for cuBLAS).
   absl::Status Linear(const void* x, int64_t tokens, const ProjectionWeights& w, void* y,
                       bool y_f32) const;
   // fused_forward.cc

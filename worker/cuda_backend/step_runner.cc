@@ -88,8 +88,8 @@ absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
 }
 
 cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
-  const cuda_backend::ForwardParts parts{config_,  weights_, *gemm_, *kv_,
-                                         buffers_, fused_,   tp_,    stream()};
+  const cuda_backend::ForwardParts parts{config_, weights_, *gemm_, *kv_,    buffers_,
+                                         fused_,  packed_,  tp_,    stream()};
   cuda_backend::ForwardFlags flags;
   flags.fused = UseFused(s);
   flags.pdl = UsePdl();
