@@ -35,6 +35,12 @@ void WarnOnMismatch(const PolicyFile& f, const std::string& path, const decode::
   }
 }
 
+std::string Describe(const KvShape& s, int32_t ctas_per_sm) {
+  return absl::StrCat("H_q=", s.num_q_heads, " H_kv=", s.num_kv_heads, " D=", s.head_dim, " page ",
+                      s.page_size, " kv_elem_bytes ", s.kv_elem_bytes, ", ", ctas_per_sm,
+                      " CTAs per SM");
+}
+
 bool Exists(const std::string& path) { return std::ifstream(path).good(); }
 
 absl::StatusOr<LoadedPolicy> FromFile(const PolicyFile& f, const std::string& origin,
@@ -59,8 +65,11 @@ absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource&
   if (f.ok() && SameShape(f->shape, shape) && f->ctas_per_sm == limits.ctas_per_sm) {
     return FromFile(*f, path, source.kind);
   }
+  // Both sides of the comparison, so a mismatch can be read from the log alone.
   PKV_LOG(WARNING) << "decode policy " << path << " is not usable for this model ("
-                   << (f.ok() ? std::string("other shape or CTAs per SM")
+                   << (f.ok() ? absl::StrCat(
+                                    "file: ", Describe(f->shape, f->ctas_per_sm),
+                                    "; this GPU and model: ", Describe(shape, limits.ctas_per_sm))
                               : std::string(f.status().message()))
                    << ")";
   return std::nullopt;
