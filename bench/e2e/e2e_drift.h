@@ -34,8 +34,8 @@ absl::StatusOr<GreedyTrace> RunGreedyTrace(CudaModelBackend* backend, const Drif
                                            const GreedyTrace* forced);
 
 struct Drift {
-  double max_abs = 0;   // nats, over compared positions
-  double mean_abs = 0;  // nats
+  double max_abs = 0;    // nats, over compared positions
+  double mean_abs = 0;   // nats
   int32_t compared = 0;  // positions whose forced token was in the run's top 20
   int32_t total = 0;
   int32_t greedy_equal = 0;  // positions where the run's own greedy choice was the reference's

@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kQGemmThreads, QGemmCtasPerSm(W::kFormat))
   for (int32_t i = 0; i < len; ++i) {
     dv::CpAsyncWaitDynamic(stages -
                            2);  // iteration i's stage has landed (groups complete in order)
-    __syncthreads();                     // ... for every thread; the slot refilled below is free
+    __syncthreads();            // ... for every thread; the slot refilled below is free
     const int32_t next = i + stages - 1;
     if (next < len) {
       LoadWeights<W>(a, it, it.Stage(next), slot(next));

@@ -37,7 +37,7 @@ struct ForwardParts {
   const StepBuffers& buffers;
   const FusedPath& fused;
   const PackedLinear& packed;  // projections of packed weights (with weights.dequant_scratch)
-  TpHooks* tp;  // null on one GPU
+  TpHooks* tp;                 // null on one GPU
   cudaStream_t stream;
 };
 
