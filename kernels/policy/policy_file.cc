@@ -350,6 +350,14 @@ absl::StatusOr<std::unique_ptr<RoutePolicy>> MakePolicy(const PolicyFile& file,
   return Error(absl::StrCat("policy kind \"", AV(k), "\" is not one of learned, threshold"));
 }
 
+std::string PolicyCacheFileName(std::string_view device_name, int32_t num_sms,
+                                const KvShape& shape) {
+  std::string name = PolicyFileName(device_name, num_sms, shape.kv_elem_bytes);
+  name.resize(name.size() - 5);  // ".json"
+  return absl::StrCat(name, "-q", shape.num_q_heads, "-kv", shape.num_kv_heads, "-d",
+                      shape.head_dim, "-p", shape.page_size, ".json");
+}
+
 std::string PolicyFileName(std::string_view device_name, int32_t num_sms, int32_t kv_elem_bytes) {
   std::string out;
   for (char c : device_name) {

@@ -74,5 +74,10 @@ absl::StatusOr<std::unique_ptr<RoutePolicy>> MakePolicy(const PolicyFile& file,
 // (kv_elem_bytes 1, its features counting FP8 bytes) is "nvidia-h200-132sm-fp8.json".
 std::string PolicyFileName(std::string_view device_name, int32_t num_sms,
                            int32_t kv_elem_bytes = 2);
+// Where a worker caches its on-start calibration for one model shape, e.g.
+// "nvidia-h200-132sm-q32-kv8-d128-p16.json": a fitted file (PolicyFileName) is never overwritten,
+// and models of other shapes on the same machine keep their own caches.
+std::string PolicyCacheFileName(std::string_view device_name, int32_t num_sms,
+                                const KvShape& shape);
 
 }  // namespace pkv::policy

@@ -54,24 +54,37 @@ absl::StatusOr<LoadedPolicy> FromFile(const PolicyFile& f, const std::string& or
 
 }  // namespace
 
-absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource& source,
-                                                             const std::string& gpu_name,
-                                                             const decode::DeviceLimits& limits,
-                                                             const KvShape& shape) {
-  const std::string path = absl::StrCat(
-      source.policy_dir, "/", PolicyFileName(gpu_name, limits.num_sms, shape.kv_elem_bytes));
+namespace {
+
+// The policy at `path` when it exists and fits `shape` and the CTAs per SM; a mismatch is logged
+// with both sides of the comparison, so it can be read from the log alone.
+std::optional<PolicyFile> UsableFile(const std::string& path, const decode::DeviceLimits& limits,
+                                     const KvShape& shape) {
   if (!Exists(path)) return std::nullopt;
   absl::StatusOr<PolicyFile> f = ReadPolicyFile(path);
-  if (f.ok() && SameShape(f->shape, shape) && f->ctas_per_sm == limits.ctas_per_sm) {
-    return FromFile(*f, path, source.kind);
-  }
-  // Both sides of the comparison, so a mismatch can be read from the log alone.
+  if (f.ok() && SameShape(f->shape, shape) && f->ctas_per_sm == limits.ctas_per_sm) return *f;
   PKV_LOG(WARNING) << "decode policy " << path << " is not usable for this model ("
                    << (f.ok() ? absl::StrCat(
                                     "file: ", Describe(f->shape, f->ctas_per_sm),
                                     "; this GPU and model: ", Describe(shape, limits.ctas_per_sm))
                               : std::string(f.status().message()))
                    << ")";
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource& source,
+                                                             const std::string& gpu_name,
+                                                             const decode::DeviceLimits& limits,
+                                                             const KvShape& shape) {
+  for (const std::string& name : {PolicyFileName(gpu_name, limits.num_sms, shape.kv_elem_bytes),
+                                  PolicyCacheFileName(gpu_name, limits.num_sms, shape)}) {
+    const std::string path = absl::StrCat(source.policy_dir, "/", name);
+    if (std::optional<PolicyFile> f = UsableFile(path, limits, shape)) {
+      return FromFile(*f, path, source.kind);
+    }
+  }
   return std::nullopt;
 }
 
@@ -96,8 +109,9 @@ absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
   PKV_ASSIGN_OR_RETURN(std::optional<LoadedPolicy> stored,
                        LoadStoredPolicy(source, gpu_name, limits, shape));
   if (stored.has_value()) return *std::move(stored);
-  const std::string cached = absl::StrCat(
-      source.policy_dir, "/", PolicyFileName(gpu_name, limits.num_sms, shape.kv_elem_bytes));
+  // Cached under the model's shape: never over a fitted file, nor over another model's cache.
+  const std::string cached =
+      absl::StrCat(source.policy_dir, "/", PolicyCacheFileName(gpu_name, limits.num_sms, shape));
   absl::StatusOr<PolicyFile> fresh =
       calibrate ? calibrate() : absl::UnavailableError("no calibration runner");
   if (!fresh.ok()) {

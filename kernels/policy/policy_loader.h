@@ -1,11 +1,14 @@
 // How a worker gets its decode-route policy at start-up (issue 8):
 //   1. --policy_file given: that file (a mismatch with this GPU's SM count or the model's shape is
 //      logged, the file is still used: the operator asked for it); unreadable -> error.
-//   2. else <policy_dir>/<PolicyFileName(device name, SM count)> if it exists (the committed
-//      policies/ files, or an earlier on-start calibration's cache);
+//   2. else <policy_dir>/<PolicyFileName(device name, SM count)> if it exists and fits the model
+//      (the committed policies/ files), else <policy_dir>/<PolicyCacheFileName(.., shape)> (an
+//      earlier on-start calibration's cache for this shape);
 //   3. else the on-start calibration (on_start_calibration.h), whose file is cached in
-//      policy_dir (created if missing) for the next start (a read-only directory only costs the
-//      cache);
+//      policy_dir (created if missing) under PolicyCacheFileName for the next start (a read-only
+//      directory only costs the cache). The fitted file is never overwritten: before, a model of
+//      another shape (a test model) calibrated over it, and every later start of the real model
+//      calibrated again;
 //   4. if calibration fails: the engine's default route (FixedPolicy), with a warning.
 // The calibration is passed in as a function so this logic is unit-tested without a GPU.
 // Thread-safety: call once at start-up; the returned policy is immutable.
@@ -39,8 +42,9 @@ struct LoadedPolicy {
 
 using CalibrateFn = std::function<absl::StatusOr<PolicyFile>()>;
 
-// Step 2 alone: <policy_dir>/<PolicyFileName(device name, SM count, shape.kv_elem_bytes)> when it
-// exists and fits `shape` and the CTAs per SM; nullopt otherwise (an unusable file is logged).
+// Step 2 alone: <policy_dir>/<PolicyFileName(device name, SM count, shape.kv_elem_bytes)>, else
+// the shape's cache, when it exists and fits `shape` and the CTAs per SM; nullopt otherwise (an
+// unusable file is logged).
 // FP8 pages look for their own file first (their features count FP8 bytes) and fall back to the
 // 16-bit policy on 16-bit-equivalent features (worker/cuda_backend/decode_attention.cc).
 absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource& source,

@@ -141,6 +141,10 @@ TEST(PolicyFileTest, FileNamesFollowDeviceAndSmCount) {
   EXPECT_EQ(PolicyFileName("", 66), "gpu-66sm.json");
   EXPECT_EQ(PolicyFileName("../../etc/passwd", 1), "etc-passwd-1sm.json");
   EXPECT_EQ(PolicyFileName("NVIDIA H200", 132, 1), "nvidia-h200-132sm-fp8.json");
+  EXPECT_EQ(PolicyCacheFileName("NVIDIA H200", 132, KvShape{32, 8, 128, 16}),
+            "nvidia-h200-132sm-q32-kv8-d128-p16.json");
+  EXPECT_EQ(PolicyCacheFileName("NVIDIA H200", 66, KvShape{32, 8, 64, 16, 1}),
+            "nvidia-h200-66sm-fp8-q32-kv8-d64-p16.json");
 }
 
 // FP8 pages' policies record their element size; files without one are 16-bit policies.

@@ -75,29 +75,49 @@ TEST(PolicyLoaderTest, ExplicitFileWins) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(PolicyLoaderTest, CalibratesOnceAndCaches) {
+// The on-start calibration is cached per model shape, next to (never over) the fitted file: a
+// fitted file for another shape stays, and each shape is calibrated once.
+TEST(PolicyLoaderTest, CalibratesOnceAndCachesPerShape) {
   const std::string dir = FreshDir("cache") + "/created/by/the/loader";
+  const KvShape other_shape{28, 4, 128, 16};
+  KvShape calibrated = kShape;
   int calls = 0;
   const CalibrateFn calibrate = [&]() -> absl::StatusOr<PolicyFile> {
     ++calls;
-    return Fitted();
+    PolicyFile f = Fitted();
+    f.shape = calibrated;
+    return f;
   };
   absl::StatusOr<LoadedPolicy> first =
       LoadPolicyForGpu({"", dir, ""}, "Test GPU", kLimits, kShape, calibrate);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(calls, 1);
   EXPECT_NE(first->origin.find("on-start calibration"), std::string::npos);
-  ASSERT_TRUE(ReadPolicyFile(dir + "/test-gpu-132sm.json").ok());
+  const std::string cache = dir + "/test-gpu-132sm-q32-kv8-d128-p16.json";
+  ASSERT_TRUE(ReadPolicyFile(cache).ok());
   absl::StatusOr<LoadedPolicy> second =
       LoadPolicyForGpu({"", dir, ""}, "Test GPU", kLimits, kShape, calibrate);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(calls, 1);  // served from the cache
-  EXPECT_NE(second->origin.find("test-gpu-132sm.json"), std::string::npos);
-  // Another model shape cannot use the cached file: calibrate again.
+  EXPECT_NE(second->origin.find(cache), std::string::npos);
+  // A fitted file for another shape is used by that shape and survives the first shape's starts.
+  PolicyFile fitted = Fitted();
+  fitted.shape = other_shape;
+  ASSERT_TRUE(WritePolicyFile(dir + "/test-gpu-132sm.json", fitted).ok());
   absl::StatusOr<LoadedPolicy> other =
-      LoadPolicyForGpu({"", dir, ""}, "Test GPU", kLimits, KvShape{28, 4, 128, 16}, calibrate);
+      LoadPolicyForGpu({"", dir, ""}, "Test GPU", kLimits, other_shape, calibrate);
   ASSERT_TRUE(other.ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_NE(other->origin.find("test-gpu-132sm.json"), std::string::npos);
+  ASSERT_TRUE(LoadPolicyForGpu({"", dir, ""}, "Test GPU", kLimits, kShape, calibrate).ok());
+  EXPECT_EQ(calls, 1);  // still the cache, not the other shape's fitted file
+  EXPECT_EQ(ReadPolicyFile(dir + "/test-gpu-132sm.json")->shape.num_q_heads, 28);
+  // A third shape calibrates into its own cache.
+  calibrated = KvShape{16, 8, 128, 16};
+  ASSERT_TRUE(LoadPolicyForGpu({"", dir, ""}, "Test GPU", kLimits, calibrated, calibrate).ok());
   EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(ReadPolicyFile(dir + "/test-gpu-132sm-q16-kv8-d128-p16.json").ok());
+  EXPECT_EQ(ReadPolicyFile(dir + "/test-gpu-132sm.json")->shape.num_q_heads, 28);
 }
 
 // FP8 pages load <gpu>-<sms>sm-fp8.json, never the 16-bit file; without one LoadStoredPolicy
