@@ -42,6 +42,9 @@ ABSL_FLAG(std::string, variants, "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf
           "e2e: backend variants (e2e_variants.h)");
 ABSL_FLAG(int32_t, warmup, 3, "e2e: untimed decode steps first");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
+ABSL_FLAG(double, gpu_memory_limit_gib, 0,
+          "e2e: GiB each backend may allocate after its CUDA context (0: the whole GPU), e.g. 11.5 "
+          "to size the KV pool as on a 12 GB card (CudaBackendOptions::gpu_memory_limit_bytes)");
 ABSL_FLAG(
     std::string, kv_cache_dtype, "auto",
     "e2e: KV cache dtypes, comma-separated (auto,fp8_e4m3,fp8_e5m2): each shape runs once per "
@@ -224,6 +227,8 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
   o.max_step_tokens = 8192;
   o.max_rows = 256;
   o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  o.gpu_memory_limit_bytes =
+      static_cast<int64_t>(absl::GetFlag(FLAGS_gpu_memory_limit_gib) * 1073741824.0);
   o.kv_cache_dtype = kv;
   std::unique_ptr<CudaModelBackend> b;
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);

@@ -143,6 +143,9 @@ class CudaModelBackend::Impl {
   cuda_backend::StepStaging staging_;
   cuda_backend::GraphCache graphs_;
   std::vector<int32_t> buckets_;  // the graph batch buckets (GraphBuckets(max_rows))
+  // The device's free bytes once the context was up: what this backend has allocated since is
+  // the difference, counted against gpu_memory_limit_bytes.
+  int64_t free_at_start_ = 0;
   bool gemms_tuned_ = false;
   StepTiming timing_;                    // of the last step
   int32_t current_bucket_ = 0;           // the staged step's graph bucket (0: eager)

@@ -1,6 +1,7 @@
 // CudaModelBackend::Impl's load: the parts set up in the order that sizes the KV pool (attention
 // engines, then the activations, then the pool from the free memory left, then the small rest).
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,12 @@ constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
 
 int32_t RoundUp(int32_t n, int32_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
+absl::StatusOr<int64_t> FreeDeviceBytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(free_bytes);
+}
+
 absl::Status ValidateOptions(const CudaBackendOptions& o) {
   if (o.page_size < 1 || o.page_size > 1024) {
     return absl::InvalidArgumentError(
@@ -28,6 +35,10 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
   }
   if (o.max_step_tokens < 1 || o.max_rows < 1 || o.num_kv_pages < 0) {
     return absl::InvalidArgumentError("max_step_tokens and max_rows must be positive");
+  }
+  if (o.gpu_memory_limit_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpu_memory_limit_bytes ", o.gpu_memory_limit_bytes, " is negative"));
   }
   if (o.fused_max_hidden < 0) {
     return absl::InvalidArgumentError(
@@ -68,6 +79,7 @@ absl::StatusOr<std::unique_ptr<CudaModelBackend::Impl>> CudaModelBackend::Impl::
   std::unique_ptr<Impl> m(new Impl(options));
   m->options_.max_rows = std::min(options.max_rows, options.max_step_tokens);
   PKV_ASSIGN_OR_RETURN(m->stream_, cuda_backend::DeviceStream::Create(options.device));
+  PKV_ASSIGN_OR_RETURN(m->free_at_start_, FreeDeviceBytes());  // the context is up
   return m;
 }
 
@@ -95,7 +107,13 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   PKV_ASSIGN_OR_RETURN(buffers_,
                        cuda_backend::StepBuffers::Allocate(config_, RoundUp(o.max_step_tokens, r),
                                                            RoundUp(o.max_rows, r), stream()));
-  PKV_RETURN_IF_ERROR(kv_->AllocatePool(o.num_kv_pages, o.kv_memory_fraction, stream()));
+  std::optional<int64_t> limit_left;  // what gpu_memory_limit_bytes leaves for the pool
+  if (o.gpu_memory_limit_bytes > 0) {
+    PKV_ASSIGN_OR_RETURN(const int64_t free_now, FreeDeviceBytes());
+    limit_left = o.gpu_memory_limit_bytes - (free_at_start_ - free_now);
+  }
+  PKV_RETURN_IF_ERROR(
+      kv_->AllocatePool(o.num_kv_pages, o.kv_memory_fraction, limit_left, stream()));
   PKV_ASSIGN_OR_RETURN(staging_,
                        cuda_backend::StepStaging::Create(NewStepBuilder(config_), stream()));
   PKV_RETURN_IF_ERROR(SetUpFused());

@@ -21,7 +21,7 @@
 //
 // Memory: weights (device_weights.h), activations for max_step_tokens tokens and max_rows rows,
 // decode workspaces per bucket, then the KV pool: num_kv_pages if given, else
-// kv_memory_fraction of the free memory left.
+// kv_memory_fraction of the free memory left (within gpu_memory_limit_bytes when set).
 // Thread-safety: not thread-safe (ModelBackend contract); owns its CUDA stream.
 #pragma once
 
@@ -42,6 +42,12 @@ struct CudaBackendOptions {
   int32_t page_size = 16;
   int64_t num_kv_pages = 0;         // 0: kv_memory_fraction of the free memory after the rest
   double kv_memory_fraction = 0.9;  // in (0, 1]
+  // 0: the whole GPU. Otherwise the bytes this backend may allocate on its device after its CUDA
+  // context is up (weights, buffers, workspaces and the KV pool; the context itself, ~0.3-0.5
+  // GiB, is not counted): e.g. 11.5 GiB on an H200 behaves like a 12 GB card. The KV pool takes
+  // kv_memory_fraction of what the limit leaves (or of the free memory, when that is less); an
+  // explicit num_kv_pages above the limit is refused. Per rank under tensor parallelism.
+  int64_t gpu_memory_limit_bytes = 0;
   int32_t max_step_tokens = 8192;   // tokens one Step() may feed (activation buffers)
   int32_t max_rows = 256;           // rows one Step() may hold
   bool cuda_graphs = true;          // replay decode-only steps from per-bucket CUDA graphs

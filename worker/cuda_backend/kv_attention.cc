@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "kernels/model/model_kernels.h"
@@ -59,21 +60,44 @@ int64_t KvAttention::bytes_per_page() const {
   return 2 * int64_t{num_layers_} * shape_.page_elems() * shape_.kv_elem_bytes;  // K and V
 }
 
-absl::Status KvAttention::AllocatePool(int64_t num_pages, double memory_fraction,
-                                       cudaStream_t stream) {
-  const int64_t page_bytes = shape_.page_elems() * shape_.kv_elem_bytes;  // one layer's K
-  const int64_t per_page = bytes_per_page();
-  int64_t pages = num_pages;
-  if (pages == 0) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
-    pages = static_cast<int64_t>(static_cast<double>(free_bytes) * memory_fraction) / per_page;
+absl::StatusOr<int64_t> KvPoolPages(int64_t num_pages, double memory_fraction, int64_t free_bytes,
+                                    std::optional<int64_t> limit_left, int64_t page_bytes) {
+  const auto gib = [](int64_t b) { return absl::StrFormat("%.2f GiB", b / 1073741824.0); };
+  if (num_pages > 0) {
+    if (limit_left.has_value() && num_pages * page_bytes > *limit_left) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(num_pages, " KV pages need ", gib(num_pages * page_bytes),
+                       ", the GPU memory limit leaves ", gib(*limit_left),
+                       " after the weights and buffers; ask for fewer pages or a higher limit"));
+    }
+    return num_pages;
   }
+  const int64_t room = limit_left.has_value() ? std::min(free_bytes, *limit_left) : free_bytes;
+  const int64_t pages =
+      static_cast<int64_t>(static_cast<double>(std::max<int64_t>(room, 0)) * memory_fraction) /
+      page_bytes;
+  if (pages < 1) {
+    return absl::ResourceExhaustedError(
+        limit_left.has_value() && *limit_left < free_bytes
+            ? absl::StrCat("the GPU memory limit leaves ", gib(*limit_left),
+                           " after the weights and buffers, less than one KV page (",
+                           gib(page_bytes), "); raise the limit or use a smaller model")
+            : absl::StrCat("no GPU memory left for a single KV page (", gib(free_bytes),
+                           " free, a page takes ", gib(page_bytes), ")"));
+  }
+  return pages;
+}
+
+absl::Status KvAttention::AllocatePool(int64_t num_pages, double memory_fraction,
+                                       std::optional<int64_t> limit_left, cudaStream_t stream) {
+  const int64_t page_bytes = shape_.page_elems() * shape_.kv_elem_bytes;  // one layer's K
+  size_t free_bytes = 0, total_bytes = 0;
+  PKV_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  PKV_ASSIGN_OR_RETURN(int64_t pages,
+                       KvPoolPages(num_pages, memory_fraction, static_cast<int64_t>(free_bytes),
+                                   limit_left, bytes_per_page()));
   // Slots (page * page_size + offset) are int32 on the device.
   pages = std::min<int64_t>(pages, std::numeric_limits<int32_t>::max() / shape_.page_size);
-  if (pages < 1) {
-    return absl::ResourceExhaustedError("no GPU memory left for a single KV page");
-  }
   num_pages_ = pages;
   const int64_t layer_bytes = pages * page_bytes;
   PKV_ASSIGN_OR_RETURN(pool_, DeviceBuffer::Allocate(2 * num_layers_ * layer_bytes));

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +52,13 @@ struct KvAttentionOptions {
   std::vector<Fp8KvScales> kv_scales;  // [num_layers] FP8 scales; empty: 1.0 for every layer
 };
 
+// Pages of `page_bytes` (all layers' K and V) the pool takes: num_pages when > 0, else
+// memory_fraction of the free bytes, or of limit_left when a limit applies and leaves less
+// (negative when the weights and buffers already exceed the limit).
+// RESOURCE_EXHAUSTED with the figures when not one page fits, or num_pages does not fit the limit.
+absl::StatusOr<int64_t> KvPoolPages(int64_t num_pages, double memory_fraction, int64_t free_bytes,
+                                    std::optional<int64_t> limit_left, int64_t page_bytes);
+
 class KvAttention {
  public:
   // Phase one: the attention kernels for `c`'s shape and the RoPE table (uploaded synchronously).
@@ -60,9 +68,12 @@ class KvAttention {
                                                              decode::DType dtype,
                                                              const std::vector<int32_t>& buckets,
                                                              int device);
-  // Phase two: num_pages pages, or (num_pages == 0) memory_fraction of the device's free memory;
-  // at most what int32 slots address. RESOURCE_EXHAUSTED when not one page fits.
-  absl::Status AllocatePool(int64_t num_pages, double memory_fraction, cudaStream_t stream);
+  // Phase two: num_pages pages, or (num_pages == 0) memory_fraction of the device's free memory,
+  // or of `limit_left` bytes when that is less (nullopt: no limit; KvPoolPages); at most what
+  // int32 slots address. RESOURCE_EXHAUSTED when not one page fits, or num_pages exceeds the
+  // limit.
+  absl::Status AllocatePool(int64_t num_pages, double memory_fraction,
+                            std::optional<int64_t> limit_left, cudaStream_t stream);
 
   int64_t num_pages() const { return num_pages_; }
   int64_t pool_bytes() const { return pool_.bytes(); }

@@ -118,6 +118,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.page_size = o.page_size;
     c.num_kv_pages = o.kv_pages;
     c.kv_memory_fraction = o.kv_memory_fraction;
+    c.gpu_memory_limit_bytes = static_cast<int64_t>(o.gpu_memory_limit_gib * 1073741824.0);
     c.kv_cache_dtype = *kv_dtype;
     c.policy_file = o.policy_file;
     c.policy_dir = o.policy_dir;

@@ -28,6 +28,10 @@ ABSL_FLAG(std::string, kv_cache_dtype, kDefaults.kv_cache_dtype,
 ABSL_FLAG(double, kv_memory_fraction, kDefaults.kv_memory_fraction,
           "CUDA backend with --kv_pages=0: share of the GPU "
           "memory left free after weights and buffers that the KV pool takes");
+ABSL_FLAG(double, gpu_memory_limit_gib, kDefaults.gpu_memory_limit_gib,
+          "CUDA: GiB this worker may allocate on its GPU after its CUDA context is up (weights, "
+          "buffers and the KV pool; 0: the whole GPU), e.g. 11.5 to run as on a 12 GB card; the "
+          "KV pool takes --kv_memory_fraction of what the limit leaves");
 ABSL_FLAG(std::string, policy_file, kDefaults.policy_file,
           "CUDA: decode-route policy file (pkv-bench calibrate); "
           "empty: <policy_dir>/<gpu>-<sms>sm.json, else an on-start calibration cached there");
@@ -115,6 +119,7 @@ int main(int argc, char** argv) {
   o.kv_pages = absl::GetFlag(FLAGS_kv_pages);
   o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.kv_memory_fraction = absl::GetFlag(FLAGS_kv_memory_fraction);
+  o.gpu_memory_limit_gib = absl::GetFlag(FLAGS_gpu_memory_limit_gib);
   o.policy_file = absl::GetFlag(FLAGS_policy_file);
   o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
   o.decode_policy = absl::GetFlag(FLAGS_decode_policy);

@@ -46,6 +46,11 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--kv_memory_fraction must be in (0, 1], got ", o.kv_memory_fraction));
   }
+  if (!(o.gpu_memory_limit_gib >= 0 && o.gpu_memory_limit_gib < 1e6)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu_memory_limit_gib must be a size in GiB >= 0 (0: the whole GPU), got ",
+                     o.gpu_memory_limit_gib));
+  }
   // Zero means "at once" / "off"; a negative or infinite timeout is a typo, not a wish.
   for (const auto& [flag, value] : {std::pair{"drain_timeout", o.drain_timeout},
                                     std::pair{"engine_stall_timeout", o.engine_stall_timeout}}) {

@@ -26,6 +26,9 @@ struct WorkerOptions {
   // What KV pages store: auto (the model's dtype) | fp8_e4m3 | fp8_e5m2 (ParseKvCacheDtype).
   std::string kv_cache_dtype = "auto";
   double kv_memory_fraction = 0.9;  // cuda, kv_pages == 0: share of free GPU memory for KV pages
+  // cuda: GiB this worker may allocate on its GPU, context excluded (0: the whole GPU);
+  // CudaBackendOptions::gpu_memory_limit_bytes. E.g. 11.5 on an H200 to size like a 12 GB card.
+  double gpu_memory_limit_gib = 0;
   // cuda: decode-route policy (CudaBackendOptions::policy_file / policy_dir / decode_policy)
   std::string policy_file;
   std::string policy_dir = "policies";

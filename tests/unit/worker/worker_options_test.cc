@@ -54,6 +54,8 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--max_message_bytes", [](WorkerOptions& o) { o.max_message_bytes = 10; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 1.5; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 0; }},
+      {"--gpu_memory_limit_gib", [](WorkerOptions& o) { o.gpu_memory_limit_gib = -1; }},
+      {"--gpu_memory_limit_gib", [](WorkerOptions& o) { o.gpu_memory_limit_gib = 1.0 / 0.0; }},
       {"--drain_timeout", [](WorkerOptions& o) { o.drain_timeout = absl::Seconds(-1); }},
       {"--drain_timeout", [](WorkerOptions& o) { o.drain_timeout = absl::InfiniteDuration(); }},
       {"--engine_stall_timeout",
