@@ -48,9 +48,9 @@ struct CudaBackendOptions {
   // kv_memory_fraction of what the limit leaves (or of the free memory, when that is less); an
   // explicit num_kv_pages above the limit is refused. Per rank under tensor parallelism.
   int64_t gpu_memory_limit_bytes = 0;
-  int32_t max_step_tokens = 8192;   // tokens one Step() may feed (activation buffers)
-  int32_t max_rows = 256;           // rows one Step() may hold
-  bool cuda_graphs = true;          // replay decode-only steps from per-bucket CUDA graphs
+  int32_t max_step_tokens = 8192;  // tokens one Step() may feed (activation buffers)
+  int32_t max_rows = 256;          // rows one Step() may hold
+  bool cuda_graphs = true;         // replay decode-only steps from per-bucket CUDA graphs
   // Steps of 1..4 tokens run their projections through the skinny GEMM kernel instead of cuBLAS.
   bool skinny_gemm = false;
   // Steps of at most fused_max_tokens tokens (after graph padding) run each layer as the fused
