@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 
 ABSL_FLAG(std::string, trace, "bench/traces/heldout-20260623.tsv",
           "kernels, policy --live, e2e: the trace grid replayed (bench/traces/)");
@@ -40,6 +41,16 @@ ABSL_FLAG(std::string, gpu_name, "NVIDIA H200",
           "calibrate, policy: the GPU the measurements were taken on (names policy files)");
 
 namespace pkv::bench {
+
+absl::Status WriteToOutFlag(const std::string& text) {
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) return absl::OkStatus();
+  std::FILE* f = std::fopen(out.c_str(), "w");
+  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", out));
+  const bool ok = std::fputs(text.c_str(), f) >= 0;
+  if (std::fclose(f) != 0 || !ok) return absl::InternalError(absl::StrCat("cannot write ", out));
+  return absl::OkStatus();
+}
 
 KvShape KvShapeFromFlags() {
   return KvShape{absl::GetFlag(FLAGS_hq), absl::GetFlag(FLAGS_hkv), absl::GetFlag(FLAGS_d),

@@ -37,6 +37,9 @@ namespace pkv::bench {
 // The KV shape of --hq --hkv --d --page.
 KvShape KvShapeFromFlags();
 
+// Writes `text` to the file --out names; nothing when --out is empty.
+absl::Status WriteToOutFlag(const std::string& text);
+
 // The shared body of a subcommand: runs `run` and reports its error as "pkv-bench <name>: ..."
 // with exit code 1 (0 on success).
 int RunSubcommand(const char* name, const std::function<absl::Status()>& run);

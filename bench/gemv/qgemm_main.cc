@@ -311,13 +311,7 @@ absl::Status Run() {
   }
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(b.stream));
   cudaStreamDestroy(b.stream);
-  if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
-    std::FILE* f = std::fopen(out.c_str(), "w");
-    if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", out));
-    std::fputs(tsv.c_str(), f);
-    std::fclose(f);
-  }
-  return absl::OkStatus();
+  return WriteToOutFlag(tsv);
 }
 
 }  // namespace

@@ -90,8 +90,11 @@ DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev)
 
 std::string What(const Problem& p, const gpu::GemvArgs& a, const char* mode);
 
-// Checks a kStore output (tokens x n, 16-bit or float) against the reference; returns the
-// number of mismatches (the first few reported as failures).
+// Checks `rows` of a kStore output (tokens x n, 16-bit or float) against the reference; returns
+// the number of mismatches (the first few reported as failures).
+int CheckRows(const Problem& p, const std::vector<uint8_t>& got, bool f32,
+              const std::vector<int32_t>& rows, const std::string& what);
+// CheckRows over every row.
 int CheckStore(const Problem& p, const std::vector<uint8_t>& got, bool f32,
                const std::string& what);
 

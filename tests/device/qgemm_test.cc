@@ -87,31 +87,6 @@ std::vector<uint8_t> Launch(gpu::QGemmArgs a, bool f32, const std::string& what)
 }
 
 // Mismatches of rows `rows` (all tokens) against the reference, the first few reported.
-int CheckRows(const Problem& p, const std::vector<uint8_t>& got, bool f32,
-              const std::vector<int32_t>& rows, const std::string& what) {
-  int bad = 0;
-  for (int32_t t = 0; t < p.tokens; ++t) {
-    for (int32_t r : rows) {
-      double mag;
-      const double ref = p.Ref(t, r, &mag);
-      const int64_t i = int64_t{t} * p.n + r;
-      float v;
-      if (f32) {
-        std::memcpy(&v, &got[4 * i], 4);
-      } else {
-        uint16_t b;
-        std::memcpy(&b, &got[2 * i], 2);
-        v = From16(b, p.bf16);
-      }
-      const double tol = 4e-3 * mag + (f32 ? 1e-5 : Ulp16(ref, p.bf16));
-      if (!(std::abs(v - ref) <= tol) && bad++ < 3) {
-        ADD_FAILURE() << what << " t=" << t << " row=" << r << " got " << v << " ref " << ref;
-      }
-    }
-  }
-  return bad;
-}
-
 std::vector<int32_t> AllRows(int32_t n) {
   std::vector<int32_t> rows(n);
   for (int32_t r = 0; r < n; ++r) rows[r] = r;
