@@ -9,6 +9,8 @@
 //    lost is NaN (0x7f decodes to 480 * 2^-8): the KV writer never stores NaN from finite inputs.
 //  - E5M2 everywhere: the code is the top byte of the fp16, so one byte permute is the conversion.
 //  - bf16 queries: the fp16 pair widened to float and rounded to bf16, exact for every FP8 value.
+// PKV_FP8_SOFTWARE_CVT (CMake option, measurement builds) takes the sm_80/86 path everywhere, so
+// a Hopper card runs and times what an Ampere card runs.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,6 +18,10 @@
 
 #include <cstdint>
 #include <type_traits>
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 890 || defined(PKV_FP8_SOFTWARE_CVT))
+#define PKV_FP8_BIT_MOVES 1
+#endif
 
 namespace pkv::decode::dev {
 
@@ -31,7 +37,7 @@ inline constexpr int kKvElemBytes = kIsFp8Kv<Kv> ? 1 : 2;
 // The factor the converted values must be multiplied by (see the header comment).
 template <typename Kv>
 __device__ __forceinline__ float Fp8Unit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+#if defined(PKV_FP8_BIT_MOVES)
   if constexpr (std::is_same_v<Kv, KvE4M3>) return 256.0f;
 #endif
   return 1.0f;
@@ -43,7 +49,7 @@ __device__ __forceinline__ uint32_t Fp8x2ToHalf2(uint32_t x) {
   if constexpr (std::is_same_v<Kv, KvE5M2>) {
     return __byte_perm(x, 0u, 0x1404);  // [0, b0, 0, b1]
   } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#if defined(__CUDA_ARCH__) && !defined(PKV_FP8_BIT_MOVES)
     uint32_t y;
     const uint16_t lo = static_cast<uint16_t>(x);
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(y) : "h"(lo));
