@@ -40,4 +40,10 @@ ABSL_FLAG(std::string, metrics_counter, "pkv_router_requests_total",
 ABSL_FLAG(std::string, json_out, "", "bench serve: write the full report as JSON here");
 ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(120),
           "bench serve: every stream's deadline");
+ABSL_FLAG(int64_t, warmup_requests, 0,
+          "bench serve: a warm-up phase of this many requests of the same workload and load before "
+          "each timed run, awaited, then left out of the statistics (also reported with them)");
+ABSL_FLAG(std::string, dump_requests, "",
+          "bench serve: write one JSON line per request here (phase, worker, turn, prompt and "
+          "cached tokens, TTFT, ITL, end-to-end), warm-up included");
 ABSL_FLAG(bool, progress, true, "bench serve: progress on stderr (a bar on a terminal)");

@@ -27,9 +27,22 @@ absl::StatusOr<double> ScrapeCounter(const BenchOptions& options) {
   return SumMetric(*text, options.metrics_counter);
 }
 
-// The target counts a stream when it finishes it, which can be a moment after the client saw
-// the status: poll for up to 3 s until the counts agree.
-void FinishCounterCheck(const BenchOptions& options, CounterCheck& check) {
+// Scrapes the counter's value before a phase (metrics_address set).
+CounterCheck StartCounterCheck(const BenchOptions& options) {
+  CounterCheck check;
+  check.checked = !options.metrics_address.empty();
+  if (!check.checked) return check;
+  absl::StatusOr<double> before = ScrapeCounter(options);
+  if (before.ok()) check.before = *before;
+  if (!before.ok()) check.error = std::string(before.status().message());
+  return check;
+}
+
+// After a phase of `finished` requests. The target counts a stream when it finishes it, which can
+// be a moment after the client saw the status: polls for up to 3 s until the counts agree.
+void EndCounterCheck(const BenchOptions& options, int64_t finished, CounterCheck& check) {
+  check.benchmark_count = finished;
+  if (!check.checked || !check.error.empty()) return;
   for (int attempt = 0; attempt < 30; ++attempt) {
     absl::StatusOr<double> after = ScrapeCounter(options);
     if (!after.ok()) {
@@ -44,11 +57,21 @@ void FinishCounterCheck(const BenchOptions& options, CounterCheck& check) {
   }
 }
 
+void ShiftTimes(double shift_s, RequestRecord& r) {
+  r.send_s += shift_s;
+  if (r.first_token_s >= 0) r.first_token_s += shift_s;
+  r.end_s += shift_s;
+  for (double& t : r.chunk_s) t += shift_s;
+}
+
 absl::Status Validate(const BenchOptions& options) {
   const LoadOptions& load = options.load;
   if (load.channel == nullptr) return absl::InvalidArgumentError("no channel");
   if (load.request_rate <= 0 && load.concurrency < 1) {
     return absl::InvalidArgumentError("give a --request_rate > 0 or a --concurrency >= 1");
+  }
+  if (options.warmup_requests < 0) {
+    return absl::InvalidArgumentError("--warmup_requests must be >= 0");
   }
   if (load.num_requests <= 0 && load.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("give --num_requests > 0 or --duration > 0");
@@ -107,12 +130,23 @@ absl::StatusOr<RunResult> RunBenchmark(const BenchOptions& options) {
                           ? absl::StrFormat("rate %g/s %s", options.load.request_rate,
                                             ArrivalKindName(options.load.arrival))
                           : absl::StrCat("concurrency ", options.load.concurrency);
-  result.counter.checked = !options.metrics_address.empty();
-  if (result.counter.checked) {
-    absl::StatusOr<double> before = ScrapeCounter(options);
-    if (before.ok()) result.counter.before = *before;
-    if (!before.ok()) result.counter.error = std::string(before.status().message());
+  const auto origin = std::chrono::steady_clock::now();
+  std::vector<RequestRecord> warmup;
+  if (options.warmup_requests > 0) {
+    LoadOptions load = options.load;
+    load.num_requests = options.warmup_requests;
+    load.duration = absl::ZeroDuration();
+    load.request_id_prefix += "-warmup";
+    result.warmup_counter = StartCounterCheck(options);
+    warmup = RunLoad(load, **workload);
+    for (RequestRecord& r : warmup) {
+      r.warmup = true;
+      if (r.ok()) ++result.warmup_ok;
+    }
+    result.warmup_requests = static_cast<int64_t>(warmup.size());
+    EndCounterCheck(options, result.warmup_requests, result.warmup_counter);
   }
+  result.counter = StartCounterCheck(options);
   const double cpu0 = CpuSeconds();
   const auto wall0 = std::chrono::steady_clock::now();
   std::vector<RequestRecord> records = RunLoad(options.load, **workload);
@@ -121,11 +155,16 @@ absl::StatusOr<RunResult> RunBenchmark(const BenchOptions& options) {
   result.cpu_seconds = CpuSeconds() - cpu0;
   result.cpu_fraction = result.wall_seconds > 0 ? result.cpu_seconds / result.wall_seconds : 0;
   result.stats = ComputeStats(records, options.slo);
-  result.counter.benchmark_count = static_cast<int64_t>(records.size());
-  if (result.counter.checked && result.counter.error.empty()) {
-    FinishCounterCheck(options, result.counter);
+  EndCounterCheck(options, static_cast<int64_t>(records.size()), result.counter);
+  if (options.warmup_requests > 0 || options.keep_records) {
+    // One clock for both phases: the timed phase's times shift by its start after the warm-up's.
+    const double shift = std::chrono::duration<double>(wall0 - origin).count();
+    for (RequestRecord& r : records) ShiftTimes(shift, r);
+    warmup.insert(warmup.end(), std::make_move_iterator(records.begin()),
+                  std::make_move_iterator(records.end()));
+    if (options.warmup_requests > 0) result.stats_with_warmup = ComputeStats(warmup, options.slo);
+    if (options.keep_records) result.records = std::move(warmup);
   }
-  if (options.keep_records) result.records = std::move(records);
   return result;
 }
 

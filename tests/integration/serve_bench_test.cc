@@ -1,9 +1,12 @@
 // The serving benchmark (bench/serve/) against real processes: pkv-router and two CPU workers
 // with the tiny model. A short multi-turn run at 50 requests/s must finish every request OK, agree
 // with the router's own request counter, time every first token before its end, and write a
-// report that parses; the same workload straight to one worker over pkv.v1.Worker must too.
+// report that parses; the same workload straight to one worker over pkv.v1.Worker must too. The
+// routed run has a warm-up phase: counted apart from the timed phase on both sides, left out of
+// the statistics, and flagged in the per-request dump.
 #include "bench/serve/serve_bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -42,6 +45,19 @@ BenchOptions MultiTurnAt50(const std::string& address, Target target) {
 }
 
 void ExpectAllOk(const RunResult& run) {
+  const int64_t warmup = run.warmup_requests;
+  ASSERT_EQ(run.records.size(), static_cast<size_t>(40 + warmup));
+  double warmup_end_s = 0;
+  for (size_t i = 0; i < run.records.size(); ++i) {
+    const serve_bench::RequestRecord& r = run.records[i];
+    EXPECT_EQ(r.warmup, static_cast<int64_t>(i) < warmup) << i;
+    // One clock for both phases, and the timed phase starts after the warm-up's last reply.
+    if (r.warmup) {
+      warmup_end_s = std::max(warmup_end_s, r.end_s);
+    } else {
+      EXPECT_GE(r.send_s, warmup_end_s) << i;
+    }
+  }
   EXPECT_EQ(run.stats.requests, 40);
   EXPECT_EQ(run.stats.ok, 40);
   EXPECT_TRUE(run.stats.errors_by_code.empty());
@@ -65,6 +81,7 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
 
   BenchOptions via_router = MultiTurnAt50(c.router_address(), Target::kRouter);
   via_router.metrics_address = c.router_metrics_address();
+  via_router.warmup_requests = 8;
   auto info = serve_bench::FetchModelInfo(via_router.load.channel, Target::kRouter, {});
   ASSERT_TRUE(info.ok()) << info.status();
   serve_bench::ApplyModelInfo(*info, via_router.workload);
@@ -76,6 +93,12 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
   EXPECT_TRUE(routed->counter.error.empty()) << routed->counter.error;
   EXPECT_EQ(routed->counter.target_count, 40);
   EXPECT_TRUE(routed->counter.match);
+  EXPECT_EQ(routed->warmup_requests, 8);
+  EXPECT_EQ(routed->warmup_ok, 8);
+  EXPECT_EQ(routed->warmup_counter.target_count, 8);
+  EXPECT_TRUE(routed->warmup_counter.match);
+  EXPECT_EQ(routed->stats_with_warmup.requests, 48);
+  EXPECT_EQ(routed->stats_with_warmup.ok, 48);
   // Every turn of a conversation carries its session_id: the router keeps it on one worker.
   std::map<std::string, std::set<std::string>> workers_of_session;
   for (const serve_bench::RequestRecord& r : routed->records) {
@@ -115,6 +138,27 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
   EXPECT_TRUE(runs.items()[0].Find("counter")->Find("match")->bool_value());
   EXPECT_EQ(runs.items()[1].Find("target")->str(), "worker");
   EXPECT_TRUE(json->Find("router_overhead_ttft_p50_ms")->is_number());
+  EXPECT_EQ(runs.items()[0].Find("warmup")->Find("counter")->Find("target_count")->integer(), 8);
+  EXPECT_EQ(runs.items()[0].Find("warmup")->Find("stats_with_warmup")->Find("ok")->integer(), 48);
+  EXPECT_EQ(runs.items()[1].Find("warmup"), nullptr);
+
+  // The per-request dump: a line per request, warm-up first, each with its worker and timings.
+  std::stringstream lines(serve_bench::RecordsJsonl(*routed));
+  std::string line;
+  int n = 0, warm = 0;
+  while (std::getline(lines, line)) {
+    absl::StatusOr<JsonValue> record = ParseJson(line);
+    ASSERT_TRUE(record.ok()) << record.status() << ": " << line;
+    ++n;
+    if (record->Find("phase")->str() == "warmup") ++warm;
+    EXPECT_EQ(record->Find("status")->str(), "OK");
+    EXPECT_FALSE(record->Find("worker")->str().empty());
+    EXPECT_GE(record->Find("ttft_ms")->number(), 0);
+    EXPECT_GE(record->Find("e2e_ms")->number(), record->Find("ttft_ms")->number());
+    EXPECT_EQ(record->Find("itl_ms")->items().size() + 1, routed->records[n - 1].chunk_s.size());
+  }
+  EXPECT_EQ(n, 48);
+  EXPECT_EQ(warm, 8);
 }
 
 }  // namespace
