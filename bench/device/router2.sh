@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU-machine call of the `router2` helper (issue 18's open bars), one call:
-#   A. pkv-grpc-hop on the 16 cores: one gRPC hop with a new call per request against a message on
-#      one long-lived multiplexed stream (direct, and through a proxy each way); predicts what a
-#      multiplexed router->worker stream would save.
+#   A. pkv-grpc-hop on the 16 cores: what one more gRPC hop costs (an echo straight, and through
+#      a proxy) with a new call per request, a message on one long-lived multiplexed stream, calls
+#      opened ahead, and the completion-queue API; predicts what a multiplexed router->worker
+#      stream would save.
 #   B. router cost: TTFT p50 through the router minus straight to the worker (1B, one worker, cache
 #      off), with a 100-request warm-up before each timed run, plus the router's stage metrics.
 #   C. placement, 4 workers x 1B on the one GPU, the workload of 2026-12-02-h200-router (multi-turn:
@@ -23,15 +24,17 @@ H=$OUT/a_grpc_hop.log
 sleep 0.3
 "$R" pkv-grpc-hop proxy --listen=127.0.0.1:50901 --upstream=127.0.0.1:50900 --mux=false & HP1=$!
 "$R" pkv-grpc-hop proxy --listen=127.0.0.1:50902 --upstream=127.0.0.1:50900 --mux=true & HP2=$!
+"$R" pkv-grpc-hop proxy --listen=127.0.0.1:50903 --upstream=127.0.0.1:50900 --mux=pool & HP3=$!
+"$R" pkv-grpc-hop async_proxy --listen=127.0.0.1:50904 --upstream=127.0.0.1:50900 --threads=4 & HP4=$!
 sleep 0.5
 wait $MK  # the model is written before the timed hops (its CPU would disturb them)
-for rep in 1 2; do
-  for m in "50900 false" "50900 true" "50901 false" "50902 false"; do
+for rep in 1 2; do  # direct call, direct mux, proxy: call, mux, pre-opened, CQ API
+  for m in "50900 false" "50900 true" "50901 false" "50902 false" "50903 false" "50904 false"; do
     set -- $m
-    timeout 20 "$R" pkv-grpc-hop client --target=127.0.0.1:$1 --mux=$2 --rate=200 --n=600 >> "$H" 2>&1
+    timeout 20 "$R" pkv-grpc-hop client --target=127.0.0.1:$1 --mux=$2 --rate=200 --n=400 >> "$H" 2>&1
   done
 done
-kill $HS $HP1 $HP2 2>/dev/null; wait $HS $HP1 $HP2 2>/dev/null
+kill $HS $HP1 $HP2 $HP3 $HP4 2>/dev/null; wait $HS $HP1 $HP2 $HP3 $HP4 2>/dev/null
 cat "$H" >> "$S"
 
 el "B: router cost"

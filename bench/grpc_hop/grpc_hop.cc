@@ -10,6 +10,9 @@
 //                                   requests (mux=true), or the request written into a call opened
 //                                   beforehand (mux=pool: 16 kept open, one reopened per request);
 //                                   relays the reply, then finishes
+//   async_proxy --listen P --upstream A --threads N
+//                                   the mux=false proxy on the completion-queue API (N threads
+//                                   polling one queue; no callback executor)
 //   client  --target T --mux=false|true --rate R --n N
 //                                   sends N requests at R/s (constant arrivals), each a new call
 //                                   (mux=false, like `pkv bench serve`) or a message on one bidi
@@ -337,6 +340,129 @@ class ProxyService final : public grpc::CallbackGenericService {
   PreCallPool* const pool_;
 };
 
+// ---- the same proxy on the completion-queue API: `threads` threads poll one CQ that carries both
+// the incoming calls and the upstream calls, and every step runs on the thread that polled it (no
+// callback executor in between). One request per incoming call, a new upstream call for it.
+class AsyncProxy {
+ public:
+  AsyncProxy(const std::string& listen, std::shared_ptr<grpc::Channel> upstream, int threads)
+      : stub_(std::move(upstream)) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
+    builder.RegisterAsyncGenericService(&service_);
+    cq_ = builder.AddCompletionQueue();
+    server_ = builder.BuildAndStart();
+    for (int i = 0; i < 64; ++i) new Call(this);  // calls requested ahead
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Poll(); });
+  }
+  void Wait() { server_->Wait(); }
+
+ private:
+  enum Op {
+    kArrived,
+    kReadDown,
+    kUpStarted,
+    kUpWritten,
+    kUpRead,
+    kUpFinished,
+    kDownWritten,
+    kDownFinished
+  };
+  struct Call;
+  struct Tag {
+    Call* call;
+    Op op;
+  };
+  // Steps: arrived -> read the request -> start upstream -> write it (last) + read the reply ->
+  // write the reply downstream -> finish downstream; the upstream's own Finish is collected too.
+  struct Call {
+    explicit Call(AsyncProxy* p) : proxy(p), stream(&sctx) {
+      Arm(kArrived);
+      proxy->service_.RequestCall(&sctx, &stream, proxy->cq_.get(), proxy->cq_.get(),
+                                  &tags[kArrived]);
+    }
+    void Arm(Op op) {
+      tags[op] = {this, op};
+      ++pending;
+    }
+    // Returns true when the call is complete and may be deleted.
+    bool Step(Op op, bool ok) {
+      --pending;
+      switch (op) {
+        case kArrived:
+          if (!ok) return pending == 0;
+          new Call(proxy);
+          Arm(kReadDown);
+          stream.Read(&in, &tags[kReadDown]);
+          break;
+        case kReadDown:
+          if (!ok) {
+            Arm(kDownFinished);
+            stream.Finish(grpc::Status::OK, &tags[kDownFinished]);
+            break;
+          }
+          cctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+          up = proxy->stub_.PrepareCall(&cctx, kMethod, proxy->cq_.get());
+          Arm(kUpStarted);
+          up->StartCall(&tags[kUpStarted]);
+          break;
+        case kUpStarted:
+          Arm(kUpWritten);
+          Arm(kUpRead);
+          up->WriteLast(in, grpc::WriteOptions(), &tags[kUpWritten]);
+          up->Read(&out, &tags[kUpRead]);
+          break;
+        case kUpWritten:
+          break;
+        case kUpRead:
+          Arm(kUpFinished);
+          up->Finish(&up_status, &tags[kUpFinished]);
+          Arm(kDownWritten);
+          stream.Write(out, &tags[kDownWritten]);
+          break;
+        case kUpFinished:
+          break;
+        case kDownWritten:
+          Arm(kDownFinished);
+          stream.Finish(grpc::Status::OK, &tags[kDownFinished]);
+          break;
+        case kDownFinished:
+          break;
+      }
+      return pending == 0;
+    }
+    AsyncProxy* const proxy;
+    grpc::GenericServerContext sctx;
+    grpc::GenericServerAsyncReaderWriter stream;
+    grpc::ClientContext cctx;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> up;
+    grpc::Status up_status;
+    ByteBuffer in, out;
+    Tag tags[8];
+    std::atomic<int> pending{0};
+    absl::Mutex mu;  // steps of one call may complete on different threads
+  };
+  void Poll() {
+    void* raw = nullptr;
+    bool ok = false;
+    while (cq_->Next(&raw, &ok)) {
+      Tag* tag = static_cast<Tag*>(raw);
+      Call* call = tag->call;
+      bool done = false;
+      {
+        absl::MutexLock lock(&call->mu);
+        done = call->Step(tag->op, ok);
+      }
+      if (done) delete call;
+    }
+  }
+  grpc::AsyncGenericService service_;
+  grpc::GenericStub stub_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::thread> threads_;
+};
+
 std::string Arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
   const std::string prefix = "--" + name + "=";
   for (int i = 2; i < argc; ++i) {
@@ -428,6 +554,13 @@ int main(int argc, char** argv) {
     if (mode == "pool") pool = std::make_unique<PreCallPool>(&stub, 16);
     ProxyService service(&stub, mux.get(), pool.get());
     return Serve(Arg(argc, argv, "listen", "127.0.0.1:50901"), &service);
+  }
+  if (role == "async_proxy") {
+    AsyncProxy proxy(Arg(argc, argv, "listen", "127.0.0.1:50904"),
+                     Connect(Arg(argc, argv, "upstream", "127.0.0.1:50900")),
+                     std::stoi(Arg(argc, argv, "threads", "2")));
+    proxy.Wait();
+    return 0;
   }
   if (role == "client") {
     return RunClient(
