@@ -18,6 +18,8 @@ source "$B/common.sh"
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; echo "revision $(cat $B/REVISION)"; } > "$S"
 timeout 120 "$R" pkv-make-model --out /tmp/m1b --shape llama3-1b > /dev/null 2>&1 &
 MK=$!
+# results.tgz is rewritten after each stage, so a call cut short still brings back what it made.
+pack() { tar -C "$OUT" -czf /tmp/results.tgz --exclude results.tgz --exclude summary.txt . && mv /tmp/results.tgz "$OUT/"; }
 el "A: grpc hop"
 H=$OUT/a_grpc_hop.log
 "$R" pkv-grpc-hop server --listen=127.0.0.1:50900 & HS=$!
@@ -36,6 +38,7 @@ for rep in 1 2; do  # direct call, direct mux, proxy: call, mux, pre-opened, CQ 
 done
 kill $HS $HP1 $HP2 $HP3 $HP4 2>/dev/null; wait $HS $HP1 $HP2 $HP3 $HP4 2>/dev/null
 cat "$H" >> "$S"
+pack
 
 el "B: router cost"
 start_workers /tmp/m1b 1 --prefix_caching=false; start_router
@@ -48,6 +51,7 @@ timeout 60 "$R" pkv bench serve --router 127.0.0.1:50051 --worker 127.0.0.1:5006
 } >> "$OUT/b_router_cost.log"
 stop_all
 grep -E "^==|TTFT|overhead|counter|warm-up" "$OUT/b_router_cost.log" >> "$S"
+pack
 
 MB=(--workload multi_turn --turns 6 --conversations 96 --system_prompt_tokens 2048
     --input_len 128 --output_len 32 --num_requests 576 --session_ids=false --concurrency 48
@@ -63,6 +67,7 @@ run_mode() {  # NAME ROUTING(prefix|load)
     --json_out "$OUT/$name.json" --dump_requests "$OUT/$name.jsonl" >> "$L" 2>&1
   curl -s 127.0.0.1:9100/metrics | grep -E "^pkv_router_(placements_total|prefix_)" >> "$L"
   stop_all
+  pack
 }
 run_mode c_prefix_1 prefix
 run_mode c_load_1 load
@@ -70,5 +75,4 @@ run_mode c_prefix_2 prefix
 run_mode c_load_2 load
 grep -E "===|TTFT|E2E|cache hit|worker w|throughput|counter|warm-up|with the" "$L" >> "$S"
 el done
-tar -C "$OUT" -czf "$OUT/results.tgz" --exclude results.tgz --exclude summary.txt .
 cat "$S"
