@@ -8,7 +8,8 @@
 #      off), with a 100-request warm-up before each timed run, plus the router's stage metrics.
 #   C. placement, 4 workers x 1B on the one GPU, the workload of 2026-12-02-h200-router (multi-turn:
 #      6 turns, 2048-token shared prompt, 96 conversations, 48 concurrent, no session ids): prefix
-#      vs load-only, twice each (alternating), with a 96-request warm-up and the per-request dump.
+#      vs load-only, twice each (alternating), with a 96-request warm-up (the run's first requests,
+#      no pause after them) and the per-request dump.
 # Bundle: .device/router2.tar.xz (pkv, pkv-router, pkv-worker, pkv-make-model, pkv-grpc-hop + this
 # script and common.sh). Device call: mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf
 #   .device/router2.tar.xz && bash /tmp/pkv/router2/router2.sh
@@ -18,10 +19,12 @@ source "$B/common.sh"
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; echo "revision $(cat $B/REVISION)"; } > "$S"
 timeout 120 "$R" pkv-make-model --out /tmp/m1b --shape llama3-1b > /dev/null 2>&1 &
 MK=$!
-# results.tgz is rewritten after each stage, so a call cut short still brings back what it made.
-pack() { tar -C "$OUT" -czf /tmp/results.tgz --exclude results.tgz --exclude summary.txt . && mv /tmp/results.tgz "$OUT/"; }
+# Files go to $W; only summary.txt and results.tgz go to $OUT (a call brings back ~8 files), the
+# archive rewritten after each stage so that a call cut short still brings back what it made.
+W=/tmp/router2-out; mkdir -p "$W"
+pack() { tar -C "$W" -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }
 el "A: grpc hop"
-H=$OUT/a_grpc_hop.log
+H=$W/a_grpc_hop.log
 "$R" pkv-grpc-hop server --listen=127.0.0.1:50900 & HS=$!
 sleep 0.3
 "$R" pkv-grpc-hop proxy --listen=127.0.0.1:50901 --upstream=127.0.0.1:50900 --mux=false & HP1=$!
@@ -45,18 +48,18 @@ start_workers /tmp/m1b 1 --prefix_caching=false; start_router
 timeout 60 "$R" pkv bench serve --router 127.0.0.1:50051 --worker 127.0.0.1:50061 --target both \
   --workload sharegpt --input_len 32 --output_len 8 --len_sigma 0 --request_rate 100 \
   --num_requests 1000 --warmup_requests 100 --metrics_url 127.0.0.1:9100 --progress=false \
-  --json_out "$OUT/b_router_cost.json" > "$OUT/b_router_cost.log" 2>&1
+  --json_out "$W/b_router_cost.json" > "$W/b_router_cost.log" 2>&1
 { curl -s 127.0.0.1:9100/metrics | grep -E "^pkv_router_(first_token_stage|time_to_first_token)_seconds_(sum|count)"
   curl -s 127.0.0.1:9101/metrics | grep -E "^pkv_time_to_first_token_seconds_(sum|count)"
-} >> "$OUT/b_router_cost.log"
+} >> "$W/b_router_cost.log"
 stop_all
-grep -E "^==|TTFT|overhead|counter|warm-up" "$OUT/b_router_cost.log" >> "$S"
+grep -E "^==|TTFT|overhead|counter|warm-up" "$W/b_router_cost.log" >> "$S"
 pack
 
 MB=(--workload multi_turn --turns 6 --conversations 96 --system_prompt_tokens 2048
     --input_len 128 --output_len 32 --num_requests 576 --session_ids=false --concurrency 48
     --warmup_requests 96 --metrics_url 127.0.0.1:9100 --progress=false)
-L=$OUT/placement.log
+L=$W/placement.log
 run_mode() {  # NAME ROUTING(prefix|load)
   local name=$1 routing=$2
   start_workers /tmp/m1b 4 --kv_memory_fraction=0.12
@@ -64,7 +67,7 @@ run_mode() {  # NAME ROUTING(prefix|load)
   el "$name"
   echo "=== $name" >> "$L"
   timeout 60 "$R" pkv bench serve --router 127.0.0.1:50051 "${MB[@]}" \
-    --json_out "$OUT/$name.json" --dump_requests "$OUT/$name.jsonl" >> "$L" 2>&1
+    --json_out "$W/$name.json" --dump_requests "$W/$name.jsonl" >> "$L" 2>&1
   curl -s 127.0.0.1:9100/metrics | grep -E "^pkv_router_(placements_total|prefix_)" >> "$L"
   stop_all
   pack

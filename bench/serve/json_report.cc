@@ -139,7 +139,6 @@ void WriteRun(const RunResult& r, JsonOut& j) {
     j.Key("warmup").Open('{');
     j.Key("requests").Int(r.warmup_requests);
     j.Key("ok").Int(r.warmup_ok);
-    WriteCounter("counter", r.warmup_counter, j);
     j.Key("stats_with_warmup").Open('{');
     WriteStats(r.stats_with_warmup, j);
     j.Close('}');

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -55,13 +56,6 @@ void EndCounterCheck(const BenchOptions& options, int64_t finished, CounterCheck
     if (check.match) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-}
-
-void ShiftTimes(double shift_s, RequestRecord& r) {
-  r.send_s += shift_s;
-  if (r.first_token_s >= 0) r.first_token_s += shift_s;
-  r.end_s += shift_s;
-  for (double& t : r.chunk_s) t += shift_s;
 }
 
 absl::Status Validate(const BenchOptions& options) {
@@ -130,41 +124,27 @@ absl::StatusOr<RunResult> RunBenchmark(const BenchOptions& options) {
                           ? absl::StrFormat("rate %g/s %s", options.load.request_rate,
                                             ArrivalKindName(options.load.arrival))
                           : absl::StrCat("concurrency ", options.load.concurrency);
-  const auto origin = std::chrono::steady_clock::now();
-  std::vector<RequestRecord> warmup;
-  if (options.warmup_requests > 0) {
-    LoadOptions load = options.load;
-    load.num_requests = options.warmup_requests;
-    load.duration = absl::ZeroDuration();
-    load.request_id_prefix += "-warmup";
-    result.warmup_counter = StartCounterCheck(options);
-    warmup = RunLoad(load, **workload);
-    for (RequestRecord& r : warmup) {
-      r.warmup = true;
-      if (r.ok()) ++result.warmup_ok;
-    }
-    result.warmup_requests = static_cast<int64_t>(warmup.size());
-    EndCounterCheck(options, result.warmup_requests, result.warmup_counter);
-  }
+  LoadOptions load = options.load;
+  if (load.num_requests > 0) load.num_requests += options.warmup_requests;
   result.counter = StartCounterCheck(options);
   const double cpu0 = CpuSeconds();
   const auto wall0 = std::chrono::steady_clock::now();
-  std::vector<RequestRecord> records = RunLoad(options.load, **workload);
+  std::vector<RequestRecord> records = RunLoad(load, **workload);
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   result.cpu_seconds = CpuSeconds() - cpu0;
   result.cpu_fraction = result.wall_seconds > 0 ? result.cpu_seconds / result.wall_seconds : 0;
-  result.stats = ComputeStats(records, options.slo);
   EndCounterCheck(options, static_cast<int64_t>(records.size()), result.counter);
-  if (options.warmup_requests > 0 || options.keep_records) {
-    // One clock for both phases: the timed phase's times shift by its start after the warm-up's.
-    const double shift = std::chrono::duration<double>(wall0 - origin).count();
-    for (RequestRecord& r : records) ShiftTimes(shift, r);
-    warmup.insert(warmup.end(), std::make_move_iterator(records.begin()),
-                  std::make_move_iterator(records.end()));
-    if (options.warmup_requests > 0) result.stats_with_warmup = ComputeStats(warmup, options.slo);
-    if (options.keep_records) result.records = std::move(warmup);
-  }
+  // The warm-up's records first (each part in finish order), then the timed ones.
+  for (RequestRecord& r : records) r.warmup = r.index < options.warmup_requests;
+  const auto timed_begin = std::stable_partition(records.begin(), records.end(),
+                                                 [](const RequestRecord& r) { return r.warmup; });
+  result.warmup_requests = timed_begin - records.begin();
+  result.warmup_ok =
+      std::count_if(records.begin(), timed_begin, [](const RequestRecord& r) { return r.ok(); });
+  result.stats = ComputeStats(std::vector<RequestRecord>(timed_begin, records.end()), options.slo);
+  if (options.warmup_requests > 0) result.stats_with_warmup = ComputeStats(records, options.slo);
+  if (options.keep_records) result.records = std::move(records);
   return result;
 }
 

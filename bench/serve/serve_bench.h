@@ -4,12 +4,14 @@
 // scraped from /metrics before and after. `pkv bench serve` (client/bench_serve_command.cc) and
 // the integration test call it. Blocking; runs on the caller's thread (see driver.h).
 //
-// Warm-up (BenchOptions::warmup_requests > 0): a first phase sends that many requests of the same
-// workload (multi_turn conversations carry on into the timed phase) at the same load, waits for all
-// of them, then the timed phase runs. The statistics cover the timed phase only, as serving
-// benchmarks report (genai-perf's --warmup-request-count); RunResult::stats_with_warmup covers
-// both, so a report can give the percentiles with and without the warm-up. The target's counter
-// is checked for each phase separately.
+// Warm-up (BenchOptions::warmup_requests > 0): the first warmup_requests requests of the run (in
+// send order) warm the target up and are left out of RunResult::stats, as serving benchmarks
+// report (genai-perf's --warmup-request-count); the timed requests follow without a pause (no
+// barrier: a closed loop that drained and restarted would send its whole concurrency at once and
+// time that burst instead). num_requests counts the timed requests; a duration bound covers both.
+// RunResult::stats_with_warmup covers every request, so a report can give the percentiles with and
+// without the warm-up. The target's counter must grow by both together (it cannot tell them
+// apart mid-run); the report gives the two counts.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,7 @@ struct BenchOptions {
   // finished (the router counts every finished Generate stream by code).
   std::string metrics_counter = "pkv_router_requests_total";
   bool keep_records = false;  // RunResult::records
-  // Requests of the warm-up phase (0 = none); not in RunResult::stats.
+  // Requests sent first to warm the target up (0 = none); not in RunResult::stats.
   int64_t warmup_requests = 0;
 };
 
@@ -62,16 +64,14 @@ struct RunResult {
   double wall_seconds = 0;
   double cpu_seconds = 0;   // user + system time of this process during the run
   double cpu_fraction = 0;  // cpu_seconds / wall_seconds: share of one core
-  CounterCheck counter;     // the timed phase
-  // Warm-up phase (BenchOptions::warmup_requests > 0): its requests, its own counter check, and
-  // the statistics over every request of both phases (times on one clock, from the warm-up's
-  // start).
+  CounterCheck counter;     // every request sent, warm-up included
+  // With BenchOptions::warmup_requests > 0: the warm-up's requests (finished, and OK), and the
+  // statistics over every request, warm-up included.
   int64_t warmup_requests = 0;
   int64_t warmup_ok = 0;
-  CounterCheck warmup_counter;
   RunStats stats_with_warmup;
-  // Only with keep_records: the warm-up's records (RequestRecord::warmup) then the timed phase's,
-  // each in finish order, times from the warm-up's start.
+  // Only with keep_records: the warm-up's records (RequestRecord::warmup) then the timed ones,
+  // each part in finish order.
   std::vector<RequestRecord> records;
 };
 
