@@ -10,10 +10,12 @@
 #      6 turns, 2048-token shared prompt, 96 conversations, 48 concurrent, no session ids): prefix
 #      vs load-only, twice each (alternating), with a 96-request warm-up (the run's first requests,
 #      no pause after them) and the per-request dump.
+# STAGES (default ABC) picks the stages, e.g. STAGES=C bash .../router2.sh for placement only.
 # Bundle: .device/router2.tar.xz (pkv, pkv-router, pkv-worker, pkv-make-model, pkv-grpc-hop + this
 # script and common.sh). Device call: mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf
 #   .device/router2.tar.xz && bash /tmp/pkv/router2/router2.sh
 set -u
+STAGES=${STAGES:-ABC}
 B=/tmp/pkv/router2; R=$B/run
 source "$B/common.sh"
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; echo "revision $(cat $B/REVISION)"; } > "$S"
@@ -23,6 +25,7 @@ MK=$!
 # archive rewritten after each stage so that a call cut short still brings back what it made.
 W=/tmp/router2-out; mkdir -p "$W"
 pack() { tar -C "$W" -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }
+if [[ $STAGES == *A* ]]; then
 el "A: grpc hop"
 H=$W/a_grpc_hop.log
 "$R" pkv-grpc-hop server --listen=127.0.0.1:50900 & HS=$!
@@ -42,7 +45,9 @@ done
 kill $HS $HP1 $HP2 $HP3 $HP4 2>/dev/null; wait $HS $HP1 $HP2 $HP3 $HP4 2>/dev/null
 cat "$H" >> "$S"
 pack
-
+fi
+if [[ $STAGES == *B* ]]; then
+wait $MK 2>/dev/null
 el "B: router cost"
 start_workers /tmp/m1b 1 --prefix_caching=false; start_router
 timeout 60 "$R" pkv bench serve --router 127.0.0.1:50051 --worker 127.0.0.1:50061 --target both \
@@ -55,7 +60,7 @@ timeout 60 "$R" pkv bench serve --router 127.0.0.1:50051 --worker 127.0.0.1:5006
 stop_all
 grep -E "^==|TTFT|overhead|counter|warm-up" "$W/b_router_cost.log" >> "$S"
 pack
-
+fi
 MB=(--workload multi_turn --turns 6 --conversations 96 --system_prompt_tokens 2048
     --input_len 128 --output_len 32 --num_requests 576 --session_ids=false --concurrency 48
     --warmup_requests 96 --metrics_url 127.0.0.1:9100 --progress=false)
@@ -72,10 +77,13 @@ run_mode() {  # NAME ROUTING(prefix|load)
   stop_all
   pack
 }
-run_mode c_prefix_1 prefix
-run_mode c_load_1 load
-run_mode c_prefix_2 prefix
-run_mode c_load_2 load
+wait $MK 2>/dev/null
+if [[ $STAGES == *C* ]]; then
+  run_mode c_prefix_1 prefix
+  run_mode c_load_1 load
+  run_mode c_prefix_2 prefix
+  run_mode c_load_2 load
+fi
 grep -E "===|TTFT|E2E|cache hit|worker w|throughput|counter|warm-up|with the" "$L" >> "$S"
 el done
 cat "$S"
