@@ -28,7 +28,7 @@ absl::StatusOr<double> ScrapeCounter(const BenchOptions& options) {
   return SumMetric(*text, options.metrics_counter);
 }
 
-// Scrapes the counter's value before a phase (metrics_address set).
+// Scrapes the counter's value before the run (when metrics_address is set).
 CounterCheck StartCounterCheck(const BenchOptions& options) {
   CounterCheck check;
   check.checked = !options.metrics_address.empty();
@@ -39,8 +39,8 @@ CounterCheck StartCounterCheck(const BenchOptions& options) {
   return check;
 }
 
-// After a phase of `finished` requests. The target counts a stream when it finishes it, which can
-// be a moment after the client saw the status: polls for up to 3 s until the counts agree.
+// After a run of `finished` requests. The target counts a stream when it finishes it, which can be
+// a moment after the client saw the status: polls for up to 3 s until the counts agree.
 void EndCounterCheck(const BenchOptions& options, int64_t finished, CounterCheck& check) {
   check.benchmark_count = finished;
   if (!check.checked || !check.error.empty()) return;

@@ -62,7 +62,7 @@ struct RunResult {
   int concurrency = 0;
   RunStats stats;
   double wall_seconds = 0;
-  double cpu_seconds = 0;   // user + system time of this process during the run
+  double cpu_seconds = 0;   // user + system time of this process during the run (warm-up too)
   double cpu_fraction = 0;  // cpu_seconds / wall_seconds: share of one core
   CounterCheck counter;     // every request sent, warm-up included
   // With BenchOptions::warmup_requests > 0: the warm-up's requests (finished, and OK), and the
