@@ -82,6 +82,8 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
     return absl::InvalidArgumentError("--slo_ttft and --slo_tpot must be >= 0 (0 = none)");
   }
   o.metrics_counter = absl::GetFlag(FLAGS_metrics_counter);
+  o.warmup_requests = absl::GetFlag(FLAGS_warmup_requests);
+  o.keep_records = !absl::GetFlag(FLAGS_dump_requests).empty();
   return o;
 }
 
@@ -128,6 +130,16 @@ int WriteJson(const serve_bench::BenchReport& report) {
   std::ofstream out(path);
   out << serve_bench::ReportJson(report);
   if (!out.good()) return UsageError("cannot write --json_out " + path);
+  std::fprintf(stderr, "wrote %s\n", path.c_str());
+  return 0;
+}
+
+int WriteRequestDump(const serve_bench::BenchReport& report) {
+  const std::string path = absl::GetFlag(FLAGS_dump_requests);
+  if (path.empty()) return 0;
+  std::ofstream out(path);
+  for (const RunResult& run : report.runs) out << serve_bench::RecordsJsonl(run);
+  if (!out.good()) return UsageError("cannot write --dump_requests " + path);
   std::fprintf(stderr, "wrote %s\n", path.c_str());
   return 0;
 }
@@ -198,6 +210,8 @@ int RunBenchServe() {
   std::printf("workload: %s\n", report.workload.c_str());
   const int json = WriteJson(report);
   if (json != 0) return json;
+  const int dump = WriteRequestDump(report);
+  if (dump != 0) return dump;
   bool all_ok = true;
   for (const RunResult& run : report.runs) {
     all_ok =

@@ -40,4 +40,11 @@ ABSL_FLAG(std::string, metrics_counter, "pkv_router_requests_total",
 ABSL_FLAG(std::string, json_out, "", "bench serve: write the full report as JSON here");
 ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(120),
           "bench serve: every stream's deadline");
+ABSL_FLAG(int64_t, warmup_requests, 0,
+          "bench serve: the first this many requests of each run (same workload and load, no pause "
+          "after them) are a warm-up, left out of the statistics (also reported with them); "
+          "--num_requests counts the requests after them");
+ABSL_FLAG(std::string, dump_requests, "",
+          "bench serve: write one JSON line per request here (phase, worker, turn, prompt and "
+          "cached tokens, TTFT, ITL, end-to-end), warm-up included");
 ABSL_FLAG(bool, progress, true, "bench serve: progress on stderr (a bar on a terminal)");

@@ -33,4 +33,6 @@ ABSL_DECLARE_FLAG(std::string, metrics_url);
 ABSL_DECLARE_FLAG(std::string, metrics_counter);
 ABSL_DECLARE_FLAG(std::string, json_out);
 ABSL_DECLARE_FLAG(absl::Duration, request_timeout);
+ABSL_DECLARE_FLAG(int64_t, warmup_requests);
+ABSL_DECLARE_FLAG(std::string, dump_requests);
 ABSL_DECLARE_FLAG(bool, progress);

@@ -120,6 +120,8 @@ class Dispatcher final : public CallSink {
     call.record.prompt_len = static_cast<int64_t>(spec.prompt.size());
     call.record.max_tokens = spec.max_tokens;
     call.record.session_id = spec.session_id;
+    call.record.conversation = spec.conversation;
+    call.record.turn = spec.turn;
     call.spec = std::move(spec);
     ++sent_;
     ++in_flight_;

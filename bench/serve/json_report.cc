@@ -114,6 +114,16 @@ void WriteStats(const RunStats& s, JsonOut& j) {
   j.Close(']');
 }
 
+void WriteCounter(const char* name, const CounterCheck& c, JsonOut& j) {
+  j.Key(name).Open('{');
+  j.Key("checked").Bool(c.checked);
+  j.Key("error").String(c.error);
+  j.Key("benchmark_count").Int(c.benchmark_count);
+  j.Key("target_count").Int(c.target_count);
+  j.Key("match").Bool(c.match);
+  j.Close('}');
+}
+
 void WriteRun(const RunResult& r, JsonOut& j) {
   j.Open('{');
   j.Key("target").String(TargetName(r.target));
@@ -124,13 +134,16 @@ void WriteRun(const RunResult& r, JsonOut& j) {
   j.Key("wall_s").Number(r.wall_seconds);
   j.Key("cpu_s").Number(r.cpu_seconds);
   j.Key("cpu_fraction_of_core").Number(r.cpu_fraction);
-  j.Key("counter").Open('{');
-  j.Key("checked").Bool(r.counter.checked);
-  j.Key("error").String(r.counter.error);
-  j.Key("benchmark_count").Int(r.counter.benchmark_count);
-  j.Key("target_count").Int(r.counter.target_count);
-  j.Key("match").Bool(r.counter.match);
-  j.Close('}');
+  WriteCounter("counter", r.counter, j);
+  if (r.warmup_requests > 0) {
+    j.Key("warmup").Open('{');
+    j.Key("requests").Int(r.warmup_requests);
+    j.Key("ok").Int(r.warmup_ok);
+    j.Key("stats_with_warmup").Open('{');
+    WriteStats(r.stats_with_warmup, j);
+    j.Close('}');
+    j.Close('}');
+  }
   j.Close('}');
 }
 
@@ -158,6 +171,7 @@ void WriteOptions(const BenchOptions& o, JsonOut& j) {
   j.Key("max_context").Int(w.max_context);
   j.Key("arrival").String(ArrivalKindName(o.load.arrival));
   j.Key("num_requests").Int(o.load.num_requests);
+  j.Key("warmup_requests").Int(o.warmup_requests);
   j.Key("duration_s").Number(absl::ToDoubleSeconds(o.load.duration));
   j.Key("request_timeout_s").Number(absl::ToDoubleSeconds(o.load.request_timeout));
   j.Key("slo_ttft_ms").Number(absl::ToDoubleMilliseconds(o.slo.ttft));
@@ -183,6 +197,37 @@ std::string ReportJson(const BenchReport& report) {
   j.Close('}');
   j.str() += '\n';
   return std::move(j.str());
+}
+
+std::string RecordsJsonl(const RunResult& run) {
+  std::string out;
+  for (const RequestRecord& r : run.records) {
+    JsonOut j;
+    j.Open('{');
+    j.Key("target").String(TargetName(run.target));
+    j.Key("load").String(run.load_label);
+    j.Key("phase").String(r.warmup ? "warmup" : "timed");
+    j.Key("index").Int(r.index);
+    j.Key("session_id").String(r.session_id);
+    j.Key("conversation").Int(r.conversation);
+    j.Key("turn").Int(r.turn);
+    j.Key("worker").String(r.worker_id);
+    j.Key("status").String(StatusCodeName(r.status_code));
+    j.Key("prompt_len").Int(r.prompt_len);
+    j.Key("prompt_tokens").Int(r.prompt_tokens);
+    j.Key("cached_tokens").Int(r.cached_tokens);
+    j.Key("completion_tokens").Int(r.completion_tokens);
+    j.Key("send_s").Number(r.send_s);
+    j.Key("ttft_ms").Number(r.first_token_s >= 0 ? 1e3 * r.ttft_s() : std::nan(""));
+    j.Key("e2e_ms").Number(1e3 * r.e2e_s());
+    j.Key("itl_ms").Open('[');
+    for (size_t i = 1; i < r.chunk_s.size(); ++i) j.Number(1e3 * (r.chunk_s[i] - r.chunk_s[i - 1]));
+    j.Close(']');
+    j.Close('}');
+    out += j.str();
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace pkv::serve_bench

@@ -13,6 +13,9 @@ struct RequestRecord {
   int64_t prompt_len = 0;       // token ids sent
   uint32_t max_tokens = 0;      // asked for (ignore_eos is set, so expected == completion_tokens)
   std::string session_id;       // the request's affinity key (empty = none)
+  int64_t conversation = -1;    // multi_turn: its conversation; -1 otherwise
+  int turn = 0;                 // multi_turn: 0-based turn
+  bool warmup = false;          // a warm-up request (serve_bench.h): not in the statistics
   double send_s = 0;            // the call was started
   double first_token_s = -1;    // the first chunk with a token arrived; -1 if none did
   double end_s = 0;             // the final status arrived

@@ -26,5 +26,10 @@ void PrintRun(const RunResult& run, std::FILE* out);
 void PrintSweepTable(const std::vector<RunResult>& runs, std::FILE* out);
 // Everything as one JSON object (numbers NaN/inf written as null).
 std::string ReportJson(const BenchReport& report);
+// One JSON object a line per request of `run.records` (kept with keep_records), for attributing a
+// tail: target, load, phase (warmup | timed), index, session_id, conversation, turn, worker,
+// status, prompt_len, prompt_tokens, cached_tokens, completion_tokens, send_s (from the run's
+// start), ttft_ms (null without a token), e2e_ms, itl_ms (the gaps between its token chunks).
+std::string RecordsJsonl(const RunResult& run);
 
 }  // namespace pkv::serve_bench

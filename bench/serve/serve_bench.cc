@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -27,9 +28,22 @@ absl::StatusOr<double> ScrapeCounter(const BenchOptions& options) {
   return SumMetric(*text, options.metrics_counter);
 }
 
-// The target counts a stream when it finishes it, which can be a moment after the client saw
-// the status: poll for up to 3 s until the counts agree.
-void FinishCounterCheck(const BenchOptions& options, CounterCheck& check) {
+// Scrapes the counter's value before the run (when metrics_address is set).
+CounterCheck StartCounterCheck(const BenchOptions& options) {
+  CounterCheck check;
+  check.checked = !options.metrics_address.empty();
+  if (!check.checked) return check;
+  absl::StatusOr<double> before = ScrapeCounter(options);
+  if (before.ok()) check.before = *before;
+  if (!before.ok()) check.error = std::string(before.status().message());
+  return check;
+}
+
+// After a run of `finished` requests. The target counts a stream when it finishes it, which can be
+// a moment after the client saw the status: polls for up to 3 s until the counts agree.
+void EndCounterCheck(const BenchOptions& options, int64_t finished, CounterCheck& check) {
+  check.benchmark_count = finished;
+  if (!check.checked || !check.error.empty()) return;
   for (int attempt = 0; attempt < 30; ++attempt) {
     absl::StatusOr<double> after = ScrapeCounter(options);
     if (!after.ok()) {
@@ -49,6 +63,9 @@ absl::Status Validate(const BenchOptions& options) {
   if (load.channel == nullptr) return absl::InvalidArgumentError("no channel");
   if (load.request_rate <= 0 && load.concurrency < 1) {
     return absl::InvalidArgumentError("give a --request_rate > 0 or a --concurrency >= 1");
+  }
+  if (options.warmup_requests < 0) {
+    return absl::InvalidArgumentError("--warmup_requests must be >= 0");
   }
   if (load.num_requests <= 0 && load.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("give --num_requests > 0 or --duration > 0");
@@ -107,24 +124,26 @@ absl::StatusOr<RunResult> RunBenchmark(const BenchOptions& options) {
                           ? absl::StrFormat("rate %g/s %s", options.load.request_rate,
                                             ArrivalKindName(options.load.arrival))
                           : absl::StrCat("concurrency ", options.load.concurrency);
-  result.counter.checked = !options.metrics_address.empty();
-  if (result.counter.checked) {
-    absl::StatusOr<double> before = ScrapeCounter(options);
-    if (before.ok()) result.counter.before = *before;
-    if (!before.ok()) result.counter.error = std::string(before.status().message());
-  }
+  LoadOptions load = options.load;
+  if (load.num_requests > 0) load.num_requests += options.warmup_requests;
+  result.counter = StartCounterCheck(options);
   const double cpu0 = CpuSeconds();
   const auto wall0 = std::chrono::steady_clock::now();
-  std::vector<RequestRecord> records = RunLoad(options.load, **workload);
+  std::vector<RequestRecord> records = RunLoad(load, **workload);
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   result.cpu_seconds = CpuSeconds() - cpu0;
   result.cpu_fraction = result.wall_seconds > 0 ? result.cpu_seconds / result.wall_seconds : 0;
-  result.stats = ComputeStats(records, options.slo);
-  result.counter.benchmark_count = static_cast<int64_t>(records.size());
-  if (result.counter.checked && result.counter.error.empty()) {
-    FinishCounterCheck(options, result.counter);
-  }
+  EndCounterCheck(options, static_cast<int64_t>(records.size()), result.counter);
+  // The warm-up's records first (each part in finish order), then the timed ones.
+  for (RequestRecord& r : records) r.warmup = r.index < options.warmup_requests;
+  const auto timed_begin = std::stable_partition(records.begin(), records.end(),
+                                                 [](const RequestRecord& r) { return r.warmup; });
+  result.warmup_requests = timed_begin - records.begin();
+  result.warmup_ok =
+      std::count_if(records.begin(), timed_begin, [](const RequestRecord& r) { return r.ok(); });
+  result.stats = ComputeStats(std::vector<RequestRecord>(timed_begin, records.end()), options.slo);
+  if (options.warmup_requests > 0) result.stats_with_warmup = ComputeStats(records, options.slo);
   if (options.keep_records) result.records = std::move(records);
   return result;
 }

@@ -3,6 +3,15 @@
 // benchmark's own CPU time (getrusage, all its threads) and the target's own request counter
 // scraped from /metrics before and after. `pkv bench serve` (client/bench_serve_command.cc) and
 // the integration test call it. Blocking; runs on the caller's thread (see driver.h).
+//
+// Warm-up (BenchOptions::warmup_requests > 0): the first warmup_requests requests of the run (in
+// send order) warm the target up and are left out of RunResult::stats, as serving benchmarks
+// report (genai-perf's --warmup-request-count); the timed requests follow without a pause (no
+// barrier: a closed loop that drained and restarted would send its whole concurrency at once and
+// time that burst instead). num_requests counts the timed requests; a duration bound covers both.
+// RunResult::stats_with_warmup covers every request, so a report can give the percentiles with and
+// without the warm-up. The target's counter must grow by both together (it cannot tell them
+// apart mid-run); the report gives the two counts.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +42,8 @@ struct BenchOptions {
   // finished (the router counts every finished Generate stream by code).
   std::string metrics_counter = "pkv_router_requests_total";
   bool keep_records = false;  // RunResult::records
+  // Requests sent first to warm the target up (0 = none); not in RunResult::stats.
+  int64_t warmup_requests = 0;
 };
 
 struct CounterCheck {
@@ -51,10 +62,17 @@ struct RunResult {
   int concurrency = 0;
   RunStats stats;
   double wall_seconds = 0;
-  double cpu_seconds = 0;   // user + system time of this process during the run
+  double cpu_seconds = 0;   // user + system time of this process during the run (warm-up too)
   double cpu_fraction = 0;  // cpu_seconds / wall_seconds: share of one core
-  CounterCheck counter;
-  std::vector<RequestRecord> records;  // only with keep_records
+  CounterCheck counter;     // every request sent, warm-up included
+  // With BenchOptions::warmup_requests > 0: the warm-up's requests (finished, and OK), and the
+  // statistics over every request, warm-up included.
+  int64_t warmup_requests = 0;
+  int64_t warmup_ok = 0;
+  RunStats stats_with_warmup;
+  // Only with keep_records: the warm-up's records (RequestRecord::warmup) then the timed ones,
+  // each part in finish order.
+  std::vector<RequestRecord> records;
 };
 
 // GetModelInfo of the target (Generation or Worker service), with a 10 s deadline.

@@ -12,6 +12,16 @@ void PrintDistribution(const char* name, const Distribution& d, std::FILE* out) 
                 name, d.mean, d.p50, d.p90, d.p99, d.max, d.count);
 }
 
+void PrintCounter(const char* what, const CounterCheck& c, std::FILE* out) {
+  if (!c.checked) return;
+  if (!c.error.empty()) {
+    absl::FPrintF(out, "  %s: scrape failed: %s\n", what, c.error);
+  } else {
+    absl::FPrintF(out, "  %s: %d, benchmark: %d  %s\n", what, c.target_count, c.benchmark_count,
+                  c.match ? "(match)" : "MISMATCH");
+  }
+}
+
 }  // namespace
 
 void PrintRun(const RunResult& run, std::FILE* out) {
@@ -38,14 +48,15 @@ void PrintRun(const RunResult& run, std::FILE* out) {
   }
   absl::FPrintF(out, "  benchmark CPU %.3f s over %.2f s wall = %.3f of one core\n",
                 run.cpu_seconds, run.wall_seconds, run.cpu_fraction);
-  const CounterCheck& c = run.counter;
-  if (!c.checked) return;
-  if (!c.error.empty()) {
-    absl::FPrintF(out, "  target counter: scrape failed: %s\n", c.error);
-  } else {
-    absl::FPrintF(out, "  target counter: %d, benchmark: %d  %s\n", c.target_count,
-                  c.benchmark_count, c.match ? "(match)" : "MISMATCH");
-  }
+  PrintCounter(run.warmup_requests > 0 ? "target counter (warm-up included)" : "target counter",
+               run.counter, out);
+  if (run.warmup_requests == 0) return;
+  absl::FPrintF(out, "  warm-up     the first %d requests (%d ok), not above\n",
+                run.warmup_requests, run.warmup_ok);
+  absl::FPrintF(out, "  with the warm-up's requests (%d, %d ok):\n", run.stats_with_warmup.requests,
+                run.stats_with_warmup.ok);
+  PrintDistribution("TTFT", run.stats_with_warmup.ttft_ms, out);
+  PrintDistribution("E2E", run.stats_with_warmup.e2e_ms, out);
 }
 
 void PrintSweepTable(const std::vector<RunResult>& runs, std::FILE* out) {

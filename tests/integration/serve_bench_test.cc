@@ -1,7 +1,9 @@
 // The serving benchmark (bench/serve/) against real processes: pkv-router and two CPU workers
 // with the tiny model. A short multi-turn run at 50 requests/s must finish every request OK, agree
 // with the router's own request counter, time every first token before its end, and write a
-// report that parses; the same workload straight to one worker over pkv.v1.Worker must too.
+// report that parses; the same workload straight to one worker over pkv.v1.Worker must too. The
+// routed run starts with 8 warm-up requests: left out of the statistics, in the router's count,
+// and flagged in the per-request dump.
 #include "bench/serve/serve_bench.h"
 
 #include <cstdio>
@@ -42,6 +44,13 @@ BenchOptions MultiTurnAt50(const std::string& address, Target target) {
 }
 
 void ExpectAllOk(const RunResult& run) {
+  const int64_t warmup = run.warmup_requests;
+  ASSERT_EQ(run.records.size(), static_cast<size_t>(40 + warmup));
+  for (size_t i = 0; i < run.records.size(); ++i) {
+    const serve_bench::RequestRecord& r = run.records[i];
+    EXPECT_EQ(r.warmup, static_cast<int64_t>(i) < warmup) << i;  // warm-up records first
+    EXPECT_EQ(r.warmup, r.index < warmup) << i;                  // the first sent
+  }
   EXPECT_EQ(run.stats.requests, 40);
   EXPECT_EQ(run.stats.ok, 40);
   EXPECT_TRUE(run.stats.errors_by_code.empty());
@@ -65,6 +74,7 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
 
   BenchOptions via_router = MultiTurnAt50(c.router_address(), Target::kRouter);
   via_router.metrics_address = c.router_metrics_address();
+  via_router.warmup_requests = 8;
   auto info = serve_bench::FetchModelInfo(via_router.load.channel, Target::kRouter, {});
   ASSERT_TRUE(info.ok()) << info.status();
   serve_bench::ApplyModelInfo(*info, via_router.workload);
@@ -74,8 +84,12 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
   ExpectAllOk(*routed);
   EXPECT_TRUE(routed->counter.checked);
   EXPECT_TRUE(routed->counter.error.empty()) << routed->counter.error;
-  EXPECT_EQ(routed->counter.target_count, 40);
+  EXPECT_EQ(routed->counter.target_count, 48);  // the router counts the warm-up too
   EXPECT_TRUE(routed->counter.match);
+  EXPECT_EQ(routed->warmup_requests, 8);
+  EXPECT_EQ(routed->warmup_ok, 8);
+  EXPECT_EQ(routed->stats_with_warmup.requests, 48);
+  EXPECT_EQ(routed->stats_with_warmup.ok, 48);
   // Every turn of a conversation carries its session_id: the router keeps it on one worker.
   std::map<std::string, std::set<std::string>> workers_of_session;
   for (const serve_bench::RequestRecord& r : routed->records) {
@@ -111,10 +125,31 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
   const JsonValue& runs = *json->Find("runs");
   ASSERT_EQ(runs.items().size(), 2u);
   EXPECT_EQ(runs.items()[0].Find("ok")->integer(), 40);
-  EXPECT_EQ(runs.items()[0].Find("counter")->Find("target_count")->integer(), 40);
+  EXPECT_EQ(runs.items()[0].Find("counter")->Find("target_count")->integer(), 48);
   EXPECT_TRUE(runs.items()[0].Find("counter")->Find("match")->bool_value());
   EXPECT_EQ(runs.items()[1].Find("target")->str(), "worker");
   EXPECT_TRUE(json->Find("router_overhead_ttft_p50_ms")->is_number());
+  EXPECT_EQ(runs.items()[0].Find("warmup")->Find("requests")->integer(), 8);
+  EXPECT_EQ(runs.items()[0].Find("warmup")->Find("stats_with_warmup")->Find("ok")->integer(), 48);
+  EXPECT_EQ(runs.items()[1].Find("warmup"), nullptr);
+
+  // The per-request dump: a line per request, warm-up first, each with its worker and timings.
+  std::stringstream lines(serve_bench::RecordsJsonl(*routed));
+  std::string line;
+  int n = 0, warm = 0;
+  while (std::getline(lines, line)) {
+    absl::StatusOr<JsonValue> record = ParseJson(line);
+    ASSERT_TRUE(record.ok()) << record.status() << ": " << line;
+    ++n;
+    if (record->Find("phase")->str() == "warmup") ++warm;
+    EXPECT_EQ(record->Find("status")->str(), "OK");
+    EXPECT_FALSE(record->Find("worker")->str().empty());
+    EXPECT_GE(record->Find("ttft_ms")->number(), 0);
+    EXPECT_GE(record->Find("e2e_ms")->number(), record->Find("ttft_ms")->number());
+    EXPECT_EQ(record->Find("itl_ms")->items().size() + 1, routed->records[n - 1].chunk_s.size());
+  }
+  EXPECT_EQ(n, 48);
+  EXPECT_EQ(warm, 8);
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include "bench/serve/report.h"
 
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "bench/serve/prometheus_scrape.h"
 #include "common/json.h"
@@ -60,6 +63,59 @@ TEST(ServeBenchReportJsonTest, ParsesAndCarriesTheNumbers) {
   EXPECT_EQ(j.Find("workers")->items()[0].Find("worker_id")->str(), "w\"0\\\n");
   EXPECT_TRUE(j.Find("counter")->Find("match")->bool_value());
   EXPECT_TRUE(j.Find("itl_ms")->Find("p50")->is_null());  // one chunk: no ITL, NaN -> null
+}
+
+TEST(ServeBenchRecordsJsonlTest, OneParsableLinePerRequestWithItsTimings) {
+  RequestRecord warm;
+  warm.warmup = true;
+  warm.index = 0;
+  warm.conversation = 3;
+  warm.turn = 2;
+  warm.session_id = "conv-3";
+  warm.worker_id = "w1";
+  warm.prompt_len = warm.prompt_tokens = 40;
+  warm.cached_tokens = 32;
+  warm.completion_tokens = 3;
+  warm.completed = true;
+  warm.send_s = 1.0;
+  warm.first_token_s = 1.02;
+  warm.chunk_s = {1.02, 1.025, 1.035};
+  warm.end_s = 1.04;
+  RequestRecord failed;  // no token: TTFT null, no ITL
+  failed.index = 1;
+  failed.status_code = 14;
+  failed.send_s = 2.0;
+  failed.end_s = 2.5;
+  RunResult run;
+  run.load_label = "concurrency 4";
+  run.records = {warm, failed};
+
+  std::vector<JsonValue> lines;
+  std::stringstream text(RecordsJsonl(run));
+  for (std::string line; std::getline(text, line);) {
+    absl::StatusOr<JsonValue> json = ParseJson(line);
+    ASSERT_TRUE(json.ok()) << json.status() << ": " << line;
+    lines.push_back(*json);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  const JsonValue& w = lines[0];
+  EXPECT_EQ(w.Find("phase")->str(), "warmup");
+  EXPECT_EQ(w.Find("load")->str(), "concurrency 4");
+  EXPECT_EQ(w.Find("conversation")->integer(), 3);
+  EXPECT_EQ(w.Find("turn")->integer(), 2);
+  EXPECT_EQ(w.Find("worker")->str(), "w1");
+  EXPECT_EQ(w.Find("cached_tokens")->integer(), 32);
+  EXPECT_EQ(w.Find("status")->str(), "OK");
+  EXPECT_NEAR(w.Find("ttft_ms")->number(), 20, 1e-9);
+  EXPECT_NEAR(w.Find("e2e_ms")->number(), 40, 1e-9);
+  ASSERT_EQ(w.Find("itl_ms")->items().size(), 2u);
+  EXPECT_NEAR(w.Find("itl_ms")->items()[0].number(), 5, 1e-9);
+  EXPECT_NEAR(w.Find("itl_ms")->items()[1].number(), 10, 1e-9);
+  const JsonValue& f = lines[1];
+  EXPECT_EQ(f.Find("phase")->str(), "timed");
+  EXPECT_EQ(f.Find("status")->str(), "UNAVAILABLE");
+  EXPECT_TRUE(f.Find("ttft_ms")->is_null());
+  EXPECT_TRUE(f.Find("itl_ms")->items().empty());
 }
 
 TEST(ServeBenchSumMetricTest, SumsEveryLabelSetOfOneName) {
