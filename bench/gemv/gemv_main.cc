@@ -11,7 +11,10 @@
 // The input is the plain activation and the epilogue a 16-bit store (the fused norm / RoPE /
 // SiLU / residual variants differ by a few hundred bytes per tile). See bench/NOTES.md.
 //
+// Column `xs KB`: the x bytes each CTA staged in shared memory (0: x read per step; gemv.h).
+//
 //   pkv-bench gemv [--dtype bf16|fp16] [--tokens 1,2,4,8] [--iters 200] [--out FILE.tsv]
+//                  [--x_stage_max_bytes -1|0|N]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -34,6 +37,10 @@
 #include "kernels/model/gemv.h"
 
 ABSL_FLAG(std::string, tokens, "1,2,4,8", "gemv: token counts (rows) timed, comma-separated");
+ABSL_FLAG(int32_t, x_stage_max_bytes, -1,
+          "gemv: shared memory a CTA may stage x in (gemv_plan.h); -1: QueryGemvDevice's figure "
+          "(0 unless built with PKV_GEMV_X_STAGE), 0: never stage, N: N bytes (H200: 71632 keeps "
+          "3 CTAs per SM)");
 
 namespace pkv::bench {
 namespace {
@@ -159,20 +166,23 @@ absl::Status Run() {
                        policy::EventTimer::Create(iters));
   std::string tsv =
       "shape\tn\tk\ttokens\tformat\tparts\tgrid\tus\tbytes\tgbps\tfrac_stream\tspeedup_vs_"
-      "dense\tchain_us\tchain_frac_stream\tchain_speedup_vs_dense\n";
+      "dense\tchain_us\tchain_frac_stream\tchain_speedup_vs_dense\tx_stage_bytes\n";
   std::printf("streaming read: %.0f GB/s; dtype %s; median of %d launches, L2 flushed\n",
               stream_gbps, bf16 ? "bf16" : "fp16", iters);
   std::printf(
       "| shape | T | format | parts | us | MB moved | GB/s | of stream | vs dense | chain us | "
-      "chain of stream | chain vs dense |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "chain of stream | chain vs dense | xs KB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& sh : kShapes) {
     std::unique_ptr<Operands> ops[3];
     for (int f = 0; f < 3; ++f) {
       PKV_ASSIGN_OR_RETURN(
-          const gpu::GemvDevice dev,
+          gpu::GemvDevice dev,
           gpu::QueryGemvDevice(0, bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16,
                                kFormats[f]));
+      if (const int32_t cap = absl::GetFlag(FLAGS_x_stage_max_bytes); cap >= 0) {
+        dev.x_stage_max_bytes = cap;
+      }
       ops[f] = std::make_unique<Operands>();
       PKV_RETURN_IF_ERROR(Prepare(sh, kFormats[f], bf16, dev, stream, ops[f].get()));
     }
@@ -208,18 +218,23 @@ absl::Status Run() {
           dense_chain_us = chain_us;
         }
         const int64_t bytes = a.plan.weight_bytes() + int64_t{t} * (sh.k + sh.n) * 2;
+        const int64_t staged = gpu::GemvStageBytes(a.plan, t) <= a.plan.x_stage_max_bytes
+                                   ? gpu::GemvStageBytes(a.plan, t)
+                                   : 0;
         const double gbps = bytes / (med * 1e-6) / 1e9;
         const double chain_frac = bytes / (chain_us * 1e-6) / 1e9 / stream_gbps;
         std::printf(
-            "| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n",
+            "| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.1f "
+            "|\n",
             sh.name, t, FormatName(kFormats[f]), a.plan.parts, med, bytes / 1e6, gbps,
-            gbps / stream_gbps, dense_us / med, chain_us, chain_frac, dense_chain_us / chain_us);
+            gbps / stream_gbps, dense_us / med, chain_us, chain_frac, dense_chain_us / chain_us,
+            staged / 1024.0);
         absl::StrAppend(
             &tsv, absl::StrFormat("%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.3f\t%d\t%.1f\t%.4f\t%.3f\t%.3f\t%."
-                                  "4f\t%.3f\n",
+                                  "4f\t%.3f\t%d\n",
                                   sh.name, sh.n, sh.k, t, FormatName(kFormats[f]), a.plan.parts,
                                   a.plan.grid, med, bytes, gbps, gbps / stream_gbps, dense_us / med,
-                                  chain_us, chain_frac, dense_chain_us / chain_us));
+                                  chain_us, chain_frac, dense_chain_us / chain_us, staged));
       }
     }
   }

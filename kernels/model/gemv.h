@@ -27,6 +27,11 @@
 // Numerics: fp32 accumulation over k in a fixed order (warp split, then parts in order), so a
 // step gives the same bits on every run; sums differ from cuBLAS's order by fp32 rounding only.
 //
+// x staging (`stage_x`, gemv_plan.h: GemvStageSpan): when tokens x the CTA's k span fits the
+// plan's shared-memory budget, each CTA copies (kRmsNorm: normalizes and rounds) its x span into
+// shared memory once after the dependency wait, and the K loop reads it from there; same bits.
+// Plans get a staging budget from QueryGemvDevice only in builds with PKV_GEMV_X_STAGE (CMake).
+//
 // Programmatic dependent launch (`pdl`, sm_90 code only, see PdlUsable): the kernel loads its
 // first weights (and, with prefetch_steps > 0, prefetches more into L2) before waiting for the
 // previous kernel, then lets the next kernel launch. Safe in CUDA graphs.
@@ -89,7 +94,8 @@ struct GemvArgs {
   float* partials = nullptr;
   int32_t* tickets = nullptr;
 
-  bool pdl = false;            // launch with programmatic stream serialization
+  bool pdl = false;     // launch with programmatic stream serialization
+  bool stage_x = true;  // stage x in shared memory when GemvStageBytes fit the plan (gemv_plan.h)
   int32_t prefetch_steps = 0;  // K units per warp prefetched to L2 before the dependency wait
 };
 

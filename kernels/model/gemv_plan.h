@@ -128,6 +128,10 @@ PKV_HOST_DEVICE constexpr int64_t GemvRowBytes(GemvWeightFormat f, int64_t k) {
 struct GemvDevice {
   int32_t num_sms = 0;
   int32_t ctas_per_sm = 0;  // resident GEMV CTAs per SM (occupancy of the kernels)
+  // Dynamic shared memory a CTA may take for its staged activations (GemvStageBytes) without
+  // lowering ctas_per_sm; 0: never stage. Above 48 KB the launch needs the opt-in attribute
+  // that QueryGemvDevice sets on the kernels of its (dtype, format) on the current device.
+  int32_t x_stage_max_bytes = 0;
 };
 
 struct GemvPlan {
@@ -135,17 +139,50 @@ struct GemvPlan {
   int32_t k = 0;  // input length, a multiple of kGemvStepK
   int32_t group_rows = 16;
   GemvWeightFormat format = GemvWeightFormat::kDense;
-  int32_t units = 0;  // K units per row: k / (32 * GemvUnitSteps(format))
-  int32_t tiles = 0;  // ceil(n / 16)
-  int32_t parts = 1;  // split-K factor
-  int32_t items = 0;  // tiles * parts
-  int32_t grid = 0;   // CTAs: min(items, num_sms * ctas_per_sm)
+  int32_t units = 0;              // K units per row: k / (32 * GemvUnitSteps(format))
+  int32_t tiles = 0;              // ceil(n / 16)
+  int32_t parts = 1;              // split-K factor
+  int32_t items = 0;              // tiles * parts
+  int32_t grid = 0;               // CTAs: min(items, num_sms * ctas_per_sm)
+  int32_t x_stage_max_bytes = 0;  // GemvDevice::x_stage_max_bytes
   // Workspace of a split launch: one 16x8 float slot per item and one ticket per tile.
   int64_t partial_floats() const { return parts > 1 ? int64_t{items} * kGemvTileOutputs : 0; }
   int32_t num_tickets() const { return parts > 1 ? tiles : 0; }
   // Weight bytes one launch streams (rows of masked tile slots are not counted).
   int64_t weight_bytes() const { return int64_t{n} * GemvRowBytes(format, k); }
 };
+
+// x staging. A launch whose GemvStageBytes fit plan.x_stage_max_bytes first copies the k span
+// of x its CTA's items read into shared memory (after the dependency wait; kRmsNorm: the
+// normalized, dtype-rounded words), so the K loop's activation operands are shared-memory reads
+// instead of one L2 round trip per step (bench/NOTES.md: "x staging"). The span is one part's k
+// when every item of a CTA has the same part (parts == 1, or grid a multiple of parts: CTA b
+// only takes items = b mod grid, whose part is b mod parts), else all of k.
+struct GemvKSpan {
+  int32_t begin = 0;  // first k
+  int32_t len = 0;    // k count, a multiple of kGemvStepK
+};
+PKV_HOST_DEVICE bool GemvStagePartFixed(const GemvPlan& p) {
+  return p.parts == 1 || p.grid % p.parts == 0;
+}
+PKV_HOST_DEVICE GemvKSpan GemvStageSpan(const GemvPlan& p, int32_t cta) {
+  if (!GemvStagePartFixed(p)) return {0, p.k};
+  const int32_t unit_k = kGemvStepK * GemvUnitSteps(p.format), part = cta % p.parts;
+  const int64_t lo = int64_t{part} * p.units / p.parts, hi = int64_t{part + 1} * p.units / p.parts;
+  return {static_cast<int32_t>(lo * unit_k), static_cast<int32_t>((hi - lo) * unit_k)};
+}
+// 16-byte vectors per staged token row of `len` k: len / 8, padded to 4 mod 8 so a quarter
+// warp's 16-byte reads (tokens g, g + 1 at the same k, 64 bytes each) fall in distinct banks.
+PKV_HOST_DEVICE int32_t GemvStageRowVecs(int32_t len) {
+  const int32_t v = len / 8;
+  return v + ((12 - v % 8) % 8);
+}
+// Shared-memory bytes of x staged per CTA for `tokens` tokens (the widest span of the plan).
+PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
+  const int32_t unit_k = kGemvStepK * GemvUnitSteps(p.format);
+  const int32_t widest = GemvStagePartFixed(p) ? (p.units + p.parts - 1) / p.parts * unit_k : p.k;
+  return int64_t{tokens} * GemvStageRowVecs(widest) * 16;
+}
 
 // The split-K factor for `tiles` tiles of `units` K units (1 KB of packed weights each, so the
 // rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: the smallest

@@ -56,6 +56,7 @@ std::vector<T> Download(const DeviceBuffer& b, int64_t n) {
   return v;
 }
 
+// QueryGemvDevice for the case, with a 64 KB x staging budget when the build gives none.
 gpu::GemvDevice RealDevice(const GemvCase& c);
 // k rounded up to a multiple the format supports (GemvKMultiple).
 int32_t KFor(const GemvCase& c, int32_t k);

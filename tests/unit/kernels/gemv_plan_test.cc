@@ -4,6 +4,7 @@
 // from the PTX m16n8k16 fragment tables, checked against plain dot products.
 #include "kernels/model/gemv_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -262,6 +263,49 @@ TEST(GemvEmulationTest, FragmentAlgebraComputesTheDotProducts) {
       }
     }
   }
+}
+
+// The staged span of every CTA covers the k of every item it takes, and the staged bytes cover
+// the widest span; rows padded to 4 mod 8 vectors (bank-conflict-free quarter warps).
+TEST(GemvStageTest, SpansCoverEachCtasItems) {
+  struct Case {
+    int32_t n, k, sms;
+    GemvWeightFormat format;
+  };
+  for (const Case& cs : std::vector<Case>{{4096, 4096, 132, GemvWeightFormat::kDense},
+                                          {4096, 14336, 132, GemvWeightFormat::kInt4},
+                                          {1000, 4096, 64, GemvWeightFormat::kDense},
+                                          {1000, 4096, 66, GemvWeightFormat::kDense},
+                                          {2048, 2048, 132, GemvWeightFormat::kFp8},
+                                          {37, 1024, 3, GemvWeightFormat::kDense}}) {
+    const GemvPlan p = *PlanGemv(cs.n, cs.k, 16, GemvDevice{cs.sms, 3}, cs.format);
+    const int32_t unit_k = kGemvStepK * GemvUnitSteps(p.format);
+    int32_t widest = 0;
+    for (int32_t cta = 0; cta < p.grid; ++cta) {
+      const GemvKSpan span = GemvStageSpan(p, cta);
+      widest = std::max(widest, span.len);
+      EXPECT_EQ(GemvStageRowVecs(span.len) % 8, 4);
+      EXPECT_GE(GemvStageRowVecs(span.len), span.len / 8);
+      for (int32_t item = cta; item < p.items; item += p.grid) {
+        const int32_t part = item % p.parts;
+        for (int32_t warp = 0; warp < kGemvWarps; ++warp) {
+          const GemvStepRange r = GemvWarpSteps(p.units, p.parts, part, warp);
+          if (r.begin == r.end) continue;
+          ASSERT_GE(r.begin * unit_k, span.begin) << "n " << cs.n << " cta " << cta;
+          ASSERT_LE(r.end * unit_k, span.begin + span.len) << "n " << cs.n << " cta " << cta;
+        }
+      }
+    }
+    for (int32_t tokens : {1, 8}) {
+      EXPECT_EQ(GemvStageBytes(p, tokens), int64_t{tokens} * GemvStageRowVecs(widest) * 16);
+    }
+  }
+  // 8B o_proj (2 parts, grid 396): each CTA stages half of k; 8 tokens of k = 4096: 64.5 KB.
+  const GemvPlan o = *PlanGemv(4096, 4096, 16, GemvDevice{132, 3});
+  EXPECT_EQ(GemvStageSpan(o, 1).begin, 2048);
+  EXPECT_EQ(GemvStageSpan(o, 1).len, 2048);
+  const GemvPlan qkv = *PlanGemv(6144, 4096, 128, GemvDevice{132, 3});
+  EXPECT_EQ(GemvStageBytes(qkv, 8), 8 * 516 * 16);
 }
 
 }  // namespace
