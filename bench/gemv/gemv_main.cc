@@ -14,7 +14,7 @@
 // Column `xs KB`: the x bytes each CTA staged in shared memory (0: x read per step; gemv.h).
 //
 //   pkv-bench gemv [--dtype bf16|fp16] [--tokens 1,2,4,8] [--iters 200] [--out FILE.tsv]
-//                  [--x_stage_max_bytes -1|0|N]
+//                  [--x_stage_max_bytes -1|0|N] [--prefetch_steps 0|N]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -37,10 +37,15 @@
 #include "kernels/model/gemv.h"
 
 ABSL_FLAG(std::string, tokens, "1,2,4,8", "gemv: token counts (rows) timed, comma-separated");
-ABSL_FLAG(int32_t, x_stage_max_bytes, -1,
-          "gemv: shared memory a CTA may stage x in (gemv_plan.h); -1: QueryGemvDevice's figure "
-          "(0 unless built with PKV_GEMV_X_STAGE), 0: never stage, N: N bytes (H200: 71632 keeps "
-          "3 CTAs per SM)");
+ABSL_FLAG(
+    int32_t, x_stage_max_bytes, -1,
+    "gemv: shared memory a CTA may stage x in (gemv_plan.h); -1: QueryGemvDevice's figure "
+    "(0 when built with -DPKV_GEMV_X_STAGE=OFF), 0: never stage, N: N bytes (H200: 71632 keeps "
+    "3 CTAs per SM)");
+
+ABSL_FLAG(int32_t, prefetch_steps, 0,
+          "gemv: GemvArgs::prefetch_steps of every launch (L2 prefetch of later units before the "
+          "PDL wait and of each next item's first batch; 0: none)");
 
 namespace pkv::bench {
 namespace {
@@ -191,6 +196,7 @@ absl::Status Run() {
       for (int f = 0; f < 3; ++f) {
         gpu::GemvArgs a = ops[f]->args;
         a.tokens = t;
+        a.prefetch_steps = absl::GetFlag(FLAGS_prefetch_steps);
         for (int w = 0; w < 3; ++w) PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));  // warm-up
         PKV_ASSIGN_OR_RETURN(std::vector<double> us,
                              timer->Time(
@@ -208,6 +214,7 @@ absl::Status Run() {
                     gpu::GemvArgs ai = ops[f]->Copy(i);
                     ai.tokens = t;
                     ai.pdl = pdl;
+                    ai.prefetch_steps = a.prefetch_steps;
                     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(ai, stream));
                   }
                   return absl::OkStatus();

@@ -22,15 +22,17 @@
 // Weights (plan.format, gemv_plan.h): dense fp16/bf16, 4-bit groups or fp8 e4m3, packed on the
 // host by gemv_quant.h and dequantized in registers to the activation dtype `dtype` before the
 // same MMAs, so every input mode, epilogue, split-K, PDL and prefetch work for all of them. The
-// dequantized weights are exactly those LaunchDequantizeGemvWeights writes (fp8: the GEMV
-// multiplies the fp32 sums by the scale instead of rounding e4m3 * scale per weight).
+// MMA operands are exact: 4-bit weights enter as q - z and the fp32 sum of each 128-k group is
+// multiplied by its scale; fp8 weights as e4m3 values and the row's fp32 sum by its scale. So
+// the GEMV differs from LaunchDequantizeGemvWeights' rounded weights (round(w * scale) per
+// weight) by that rounding, a relative 2^-9 (fp16) or 2^-8 (bf16) per weight at most.
 // Numerics: fp32 accumulation over k in a fixed order (warp split, then parts in order), so a
 // step gives the same bits on every run; sums differ from cuBLAS's order by fp32 rounding only.
 //
 // x staging (`stage_x`, gemv_plan.h: GemvStageSpan): when tokens x the CTA's k span fits the
 // plan's shared-memory budget, each CTA copies (kRmsNorm: normalizes and rounds) its x span into
 // shared memory once after the dependency wait, and the K loop reads it from there; same bits.
-// Plans get a staging budget from QueryGemvDevice only in builds with PKV_GEMV_X_STAGE (CMake).
+// QueryGemvDevice gives plans a staging budget unless built with -DPKV_GEMV_X_STAGE=OFF (CMake).
 //
 // Programmatic dependent launch (`pdl`, sm_90 code only, see PdlUsable): the kernel loads its
 // first weights (and, with prefetch_steps > 0, prefetches more into L2) before waiting for the
@@ -96,7 +98,9 @@ struct GemvArgs {
 
   bool pdl = false;     // launch with programmatic stream serialization
   bool stage_x = true;  // stage x in shared memory when GemvStageBytes fit the plan (gemv_plan.h)
-  int32_t prefetch_steps = 0;  // K units per warp prefetched to L2 before the dependency wait
+  // > 0: K units per warp prefetched to L2 before the dependency wait, and each next item's
+  // first batch prefetched to L2 when a CTA starts an item.
+  int32_t prefetch_steps = 0;
 };
 
 // Resident CTAs per SM of the GEMV kernels of (`dtype`, `format`) (the least of its

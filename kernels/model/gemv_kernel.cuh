@@ -113,6 +113,36 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
   }
 }
 
+// The kSteps steps of unit `unit` into acc. W::kUnitScale: the unit's MMAs sum into their own
+// accumulators, which one fp32 multiply-add per output scales into acc (C fragment: c0, c1 are
+// row g, c2, c3 row g + 8, so sa scales the first two and sb the last two).
+template <typename T, typename W, typename X>
+__device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint4& va,
+                                            const uint4& vb, uint32_t sa, uint32_t sb, int c,
+                                            float (&acc)[4]) {
+  if constexpr (W::kUnitScale) {
+    float ua[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int q = 0; q < W::kSteps; ++q) {
+      const int32_t step = unit * W::kSteps + q;
+      MmaStep<T>(ua, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
+                 x.At(step * kGemvStepK + 8 * c));
+    }
+    const float fa = W::template UnitScale<T>(sa), fb = W::template UnitScale<T>(sb);
+    acc[0] = fmaf(fa, ua[0], acc[0]);
+    acc[1] = fmaf(fa, ua[1], acc[1]);
+    acc[2] = fmaf(fb, ua[2], acc[2]);
+    acc[3] = fmaf(fb, ua[3], acc[3]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < W::kSteps; ++q) {
+      const int32_t step = unit * W::kSteps + q;
+      MmaStep<T>(acc, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
+                 x.At(step * kGemvStepK + 8 * c));
+    }
+  }
+}
+
 // kRmsNorm: 1 / rms of each token from the partial sums of squares, added in a fixed order.
 __device__ __forceinline__ void ComputeInv(const GemvArgs& a, Smem& sm) {
   if (threadIdx.x < 32) {
@@ -220,11 +250,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   }
   PdlWait();
   PdlTrigger();
-  // Lanes of tokens >= a.tokens load token tokens - 1's inputs (same addresses as other lanes:
-  // no extra traffic) and zero them with a select, so the loop has no divergent branch before
-  // its warp-wide MMAs.
+  // Lanes of tokens >= a.tokens read token tokens - 1's inputs (same addresses as other lanes:
+  // no extra traffic), so the loop has no divergent branch before its warp-wide MMAs; their MMA
+  // columns (C column g) hold sums no epilogue reads, and no column feeds another.
   const int gx = min(g, a.tokens - 1);
-  const bool live = g < a.tokens;
   float inv = 0.f;
   if constexpr (kIn == GemvInput::kRmsNorm) {
     ComputeInv(a, sm);
@@ -239,20 +268,28 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   const XSource<T, kIn, kStage> x{a, xs + gx * row_vecs, span.begin, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
+    // prefetch_steps > 0: the next item's first batch goes to L2 now, so the loads issued for
+    // it at the end of this item's K loop wait for L2 rather than for memory.
+    if (a.prefetch_steps > 0 && item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
+      const Item next = MakeItem<W>(a, item + gridDim.x, warp, g);
+      PrefetchL2(next, next.steps.begin, kBatch, c);
+    }
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
       preloaded = false;
+      if (s + kBatch <= it.steps.end) {
+        // A full batch without branches, so the units' loads of x and (kUnitScale) their
+        // independent MMA chains interleave.
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        if (s + u < it.steps.end) {
+        for (int u = 0; u < kBatch; ++u) {
+          ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], c, acc);
+        }
+      } else {
 #pragma unroll
-          for (int q = 0; q < W::kSteps; ++q) {
-            const int32_t step = (s + u) * W::kSteps + q;
-            uint4 xv = x.At(step * kGemvStepK + 8 * c);
-            if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
-            MmaStep<T>(acc, W::template Expand<T>(b.va[u], b.sa[u], q),
-                       W::template Expand<T>(b.vb[u], b.sb[u], q), xv);
+        for (int u = 0; u < kBatch; ++u) {
+          if (s + u < it.steps.end) {
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], c, acc);
           }
         }
       }

@@ -8,11 +8,10 @@
 #include "kernels/model/gemv_weights.cuh"
 #include "kernels/model/model_device.cuh"
 
-// PKV_GEMV_X_STAGE=1 (CMake option of the same name): QueryGemvDevice gives plans a staging
-// budget, so launches stage x (gemv.h). Off until the H200 call of bench/gemv/xstage_device_run.sh
-// has run its device tests and measured it against per-step x loads (bench/NOTES.md, "x staging").
+// PKV_GEMV_X_STAGE (CMake option of the same name, on by default): QueryGemvDevice gives plans a
+// staging budget, so launches stage x (gemv.h); 0 builds plans that read x per step.
 #ifndef PKV_GEMV_X_STAGE
-#define PKV_GEMV_X_STAGE 0
+#define PKV_GEMV_X_STAGE 1
 #endif
 
 namespace pkv::gpu {

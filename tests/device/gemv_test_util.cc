@@ -99,7 +99,7 @@ gpu::GemvDevice RealDevice(const GemvCase& c) {
       gpu::QueryGemvDevice(0, c.bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16, c.format);
   EXPECT_TRUE(d.ok()) << d.status();
   if (!d.ok()) return gpu::GemvDevice{1, 1};
-  // x staged in every build (QueryGemvDevice budgets it only with PKV_GEMV_X_STAGE): the
+  // x staged in every build (QueryGemvDevice budgets none with -DPKV_GEMV_X_STAGE=OFF): the
   // hand-made devices of the tests, budget 0, cover the per-step loads.
   if (d->x_stage_max_bytes == 0) d->x_stage_max_bytes = 64 << 10;
   return *d;
