@@ -29,10 +29,11 @@
 // Numerics: fp32 accumulation over k in a fixed order (warp split, then parts in order), so a
 // step gives the same bits on every run; sums differ from cuBLAS's order by fp32 rounding only.
 //
-// x staging (`stage_x`, gemv_plan.h: GemvStageSpan): when tokens x the CTA's k span fits the
-// plan's shared-memory budget, each CTA copies (kRmsNorm: normalizes and rounds) its x span into
-// shared memory once after the dependency wait, and the K loop reads it from there; same bits.
-// QueryGemvDevice gives plans a staging budget unless built with -DPKV_GEMV_X_STAGE=OFF (CMake).
+// x staging (`stage_x`, gemv_plan.h: GemvStageSpan, ChooseGemvStageX): when tokens x the CTA's
+// k span fits the plan's shared-memory budget and the rule says it pays, each CTA copies (kRmsNorm:
+// normalizes and rounds) its x span into shared memory once after the dependency wait, and the K
+// loop reads it from there; same bits. QueryGemvDevice gives plans a staging budget unless built
+// with -DPKV_GEMV_X_STAGE=OFF (CMake).
 //
 // Programmatic dependent launch (`pdl`, sm_90 code only, see PdlUsable): the kernel loads its
 // first weights (and, with prefetch_steps > 0, prefetches more into L2) before waiting for the
@@ -54,6 +55,7 @@ namespace pkv::gpu {
 
 enum class GemvInput : int32_t { kPlain = 0, kRmsNorm = 1 };
 enum class GemvEpilogue : int32_t { kStore = 0, kResidual = 1, kRopeKv = 2, kSiluMul = 3 };
+enum class GemvStageX : int32_t { kAuto = 0, kAlways = 1, kNever = 2 };
 
 struct GemvArgs {
   DType dtype = DType::kBFloat16;
@@ -96,12 +98,25 @@ struct GemvArgs {
   float* partials = nullptr;
   int32_t* tickets = nullptr;
 
-  bool pdl = false;     // launch with programmatic stream serialization
-  bool stage_x = true;  // stage x in shared memory when GemvStageBytes fit the plan (gemv_plan.h)
-  // > 0: K units per warp prefetched to L2 before the dependency wait, and each next item's
-  // first batch prefetched to L2 when a CTA starts an item.
-  int32_t prefetch_steps = 0;
+  bool pdl = false;  // launch with programmatic stream serialization
+  // x staging: kAuto where ChooseGemvStageX says it pays, kAlways whenever GemvStageBytes fit
+  // the plan's budget (gemv_plan.h), kNever: x read per step.
+  GemvStageX stage_x = GemvStageX::kAuto;
+  int32_t prefetch_steps = 0;  // K units per warp prefetched to L2 before the dependency wait
 };
+
+// The shared-memory bytes of x a launch of `a` stages per CTA: GemvStageBytes when they fit the
+// plan's budget and a.stage_x (kAuto: ChooseGemvStageX) says so, else 0.
+inline int64_t GemvStagedXBytes(const GemvArgs& a) {
+  if (a.stage_x == GemvStageX::kNever) return 0;
+  const int64_t bytes = GemvStageBytes(a.plan, a.tokens);
+  if (bytes > a.plan.x_stage_max_bytes) return 0;
+  if (a.stage_x == GemvStageX::kAuto &&
+      !ChooseGemvStageX(a.plan, a.tokens, a.input == GemvInput::kRmsNorm)) {
+    return 0;
+  }
+  return bytes;
+}
 
 // Resident CTAs per SM of the GEMV kernels of (`dtype`, `format`) (the least of its
 // instantiations) and the SM count of `device`, for PlanGemv.

@@ -268,12 +268,6 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   const XSource<T, kIn, kStage> x{a, xs + gx * row_vecs, span.begin, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
-    // prefetch_steps > 0: the next item's first batch goes to L2 now, so the loads issued for
-    // it at the end of this item's K loop wait for L2 rather than for memory.
-    if (a.prefetch_steps > 0 && item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
-      const Item next = MakeItem<W>(a, item + gridDim.x, warp, g);
-      PrefetchL2(next, next.steps.begin, kBatch, c);
-    }
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
@@ -307,11 +301,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   }
 }
 
-// Whether a launch of `a` stages x (gemv_plan.h: GemvStageBytes) and with how many bytes.
+// The x bytes a launch of `a` stages (gemv.h: GemvStagedXBytes; none in PKV_GEMV_X_CONST builds).
 inline int64_t StagedXBytes(const GemvArgs& a) {
-  if (PKV_GEMV_X_CONST || !a.stage_x) return 0;
-  const int64_t bytes = GemvStageBytes(a.plan, a.tokens);
-  return bytes <= a.plan.x_stage_max_bytes ? bytes : 0;
+  return PKV_GEMV_X_CONST ? 0 : GemvStagedXBytes(a);
 }
 
 // Calls fn(kernel) with the instantiation for (a.input, a.epilogue, kStage); INVALID_ARGUMENT for

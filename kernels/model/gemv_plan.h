@@ -184,6 +184,28 @@ PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
   return int64_t{tokens} * GemvStageRowVecs(widest) * 16;
 }
 
+// Whether staging x pays (given that GemvStageBytes fit the budget), from the H200 (132 SMs, 3
+// CTAs per SM) measurements of bench/results/2026-12-02-h200-w4gemv (chain timing, staged vs
+// per-step x at the 8B / 1B shapes). Staging is one serialized round trip after the dependency
+// wait plus tokens x span x 2 bytes per CTA through L2; it saves each step's x words: for a
+// normalized input (kRmsNorm) 4 loads and 8 multiplies a step, for a plain one a single 16-byte
+// load that L1 mostly serves. Rule:
+//   normalized input: stage when at most kGemvStageSmallBytes (20 KB) per CTA: the per-step
+//     normalization is the costlier path (8B AWQ step at B=1: 4.01 -> 3.13 ms with staging);
+//     large stages (8 tokens of k = 4096: 64.5 KB a CTA, 194 KB an SM) slowed every cell, up to
+//     2x (the SM's L1, which also holds the weight loads in flight, shrinks to the rest);
+//   plain input: only 4-bit weights at one token (8B down 27.8 -> 22.4 us, gate/up 29.4 ->
+//     27.6 us; qkv 8.1 -> 9.8 us, so a loss there, but qkv is never plain in the model); dense
+//     and fp8 plain lost 1-19% at every token count.
+// Worked examples: 8B qkv (rmsnorm, k 4096) T = 1: 8 KB -> stage; T = 2: 16.1 KB -> stage;
+// T = 4: 32.3 KB -> no;
+// 8B down 4-bit (plain, T = 1) -> stage; 8B o dense (plain) -> no.
+inline constexpr int64_t kGemvStageSmallBytes = 20 << 10;
+PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool normalized_input) {
+  if (normalized_input) return GemvStageBytes(p, tokens) <= kGemvStageSmallBytes;
+  return p.format == GemvWeightFormat::kInt4 && tokens == 1;
+}
+
 // The split-K factor for `tiles` tiles of `units` K units (1 KB of packed weights each, so the
 // rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: the smallest
 // parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and (b) the

@@ -183,6 +183,9 @@ DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev)
   EXPECT_TRUE(plan.ok()) << plan.status();
   a.plan = *plan;
   a.tokens = p.tokens;
+  // Staged whenever the device's budget fits (not only where ChooseGemvStageX says it pays), so
+  // both x paths run every input and epilogue; devices with budget 0 cover the per-step loads.
+  a.stage_x = gpu::GemvStageX::kAlways;
   a.w = d.w.get();
   if (!p.packed_scales.empty()) {
     d.w_scales = Upload(p.packed_scales);

@@ -308,5 +308,22 @@ TEST(GemvStageTest, SpansCoverEachCtasItems) {
   EXPECT_EQ(GemvStageBytes(qkv, 8), 8 * 516 * 16);
 }
 
+// The staging rule's worked examples (gemv_plan.h: ChooseGemvStageX).
+TEST(GemvStageTest, RuleStagesSmallNormalizedInputsAndOneToken4Bit) {
+  const GemvDevice h200{132, 3, 71632};
+  const GemvPlan qkv = *PlanGemv(6144, 4096, 128, h200);
+  EXPECT_TRUE(ChooseGemvStageX(qkv, 1, /*normalized_input=*/true));
+  EXPECT_TRUE(ChooseGemvStageX(qkv, 2, true));
+  EXPECT_FALSE(ChooseGemvStageX(qkv, 4, true));
+  EXPECT_FALSE(ChooseGemvStageX(qkv, 8, true));
+  const GemvPlan down4 = *PlanGemv(4096, 14336, 16, h200, GemvWeightFormat::kInt4);
+  EXPECT_TRUE(ChooseGemvStageX(down4, 1, false));
+  EXPECT_FALSE(ChooseGemvStageX(down4, 2, false));
+  const GemvPlan o = *PlanGemv(4096, 4096, 16, h200);
+  EXPECT_FALSE(ChooseGemvStageX(o, 1, false));
+  const GemvPlan o8 = *PlanGemv(4096, 4096, 16, h200, GemvWeightFormat::kFp8);
+  EXPECT_FALSE(ChooseGemvStageX(o8, 1, false));
+}
+
 }  // namespace
 }  // namespace pkv::gpu
