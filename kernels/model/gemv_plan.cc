@@ -16,7 +16,7 @@ double Balance(int64_t items, int32_t num_sms) {
 }  // namespace
 
 int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms) {
-  if (tiles <= 0 || num_sms <= 0) return 1;
+  if (tiles <= 0 || num_sms <= 0 || tiles >= num_sms) return 1;
   const int32_t max_parts = std::clamp(units / (2 * kGemvWarps), 1, kGemvMaxParts);
   int32_t best = 1;
   double best_balance = -1;

@@ -185,42 +185,49 @@ PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
 }
 
 // Whether staging x pays (given that GemvStageBytes fit the budget), from the H200 (132 SMs, 3
-// CTAs per SM) measurements of bench/results/2026-12-02-h200-w4gemv (chain timing, staged vs
-// per-step x at the 8B / 1B shapes). Staging is one serialized round trip after the dependency
-// wait plus tokens x span x 2 bytes per CTA through L2; it saves each step's x words: for a
-// normalized input (kRmsNorm) 4 loads and 8 multiplies a step, for a plain one a single 16-byte
-// load that L1 mostly serves. Rule:
-//   normalized input: stage when at most kGemvStageSmallBytes (20 KB) per CTA: the per-step
-//     normalization is the costlier path (8B AWQ step at B=1: 4.01 -> 3.13 ms with staging);
-//     large stages (8 tokens of k = 4096: 64.5 KB a CTA, 194 KB an SM) slowed every cell, up to
-//     2x (the SM's L1, which also holds the weight loads in flight, shrinks to the rest);
-//   plain input: only 4-bit weights at one token (8B down 27.8 -> 22.4 us, gate/up 29.4 ->
-//     27.6 us; qkv 8.1 -> 9.8 us, so a loss there, but qkv is never plain in the model); dense
-//     and fp8 plain lost 1-19% at every token count.
-// Worked examples: 8B qkv (rmsnorm, k 4096) T = 1: 8 KB -> stage; T = 2: 16.1 KB -> stage;
-// T = 4: 32.3 KB -> no;
-// 8B down 4-bit (plain, T = 1) -> stage; 8B o dense (plain) -> no.
-inline constexpr int64_t kGemvStageSmallBytes = 20 << 10;
+// CTAs per SM) chain timings of bench/results/2026-12-02-h200-w4gemv (staged vs per-step x, 8B
+// and 1B shapes, every format, 1..8 tokens). Staging costs one serialized round trip after the
+// dependency wait and tokens x span x 2 bytes per CTA through L2 (and, when large, the L1 the
+// SM keeps for weight loads in flight); it saves each step's x words: for a normalized input
+// (kRmsNorm) 4 loads and 8 multiplies a step, for a plain one a 16-byte load L1 mostly serves.
+// Rule:
+//   normalized input: stage at <= 2 tokens (8B qkv int4 11.2 -> 9.2 us at T = 1, 11.7 -> 10.5
+//     at T = 2); above, only where CTAs take several items (items > grid), there for 4-bit
+//     weights at any size that fits (8B gate/up int4 T = 8: 58.9 -> 45.1 us: 4 steps per KB of
+//     weights, each normalizing its x) and for 16-bit / fp8 weights up to kGemvStageMidBytes
+//     (8B gate/up T = 4, 32 KB: dense 70.5 -> 67.4, fp8 56.1 -> 46.9; T = 8, 64.5 KB: dense
+//     76.3 -> 92.4, a loss); one-item cells at T >= 4 lose (8B qkv int4 T = 8: 15.3 -> 19.4);
+//   plain input: only 4-bit weights at one token (8B down 27.8 -> 21.8 us, gate/up 29.4 -> 28.2,
+//     o 13.0 -> 12.5; dense and fp8 plain lost 1-19% at every token count).
+// Worked examples: 8B qkv rmsnorm T = 2 -> stage, T = 4 -> no (one item a CTA); 8B gate/up
+// rmsnorm T = 8: int4 -> stage, dense (64.5 KB) -> no; 8B down int4 plain T = 1 -> stage.
+inline constexpr int64_t kGemvStageMidBytes = 36 << 10;
 PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool normalized_input) {
-  if (normalized_input) return GemvStageBytes(p, tokens) <= kGemvStageSmallBytes;
-  return p.format == GemvWeightFormat::kInt4 && tokens == 1;
+  if (!normalized_input) return p.format == GemvWeightFormat::kInt4 && tokens == 1;
+  if (tokens <= 2) return true;
+  if (p.items <= p.grid) return false;
+  return p.format == GemvWeightFormat::kInt4 || GemvStageBytes(p, tokens) <= kGemvStageMidBytes;
 }
 
 // The split-K factor for `tiles` tiles of `units` K units (1 KB of packed weights each, so the
-// rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: the smallest
-// parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and (b) the
-// fullest SM holding at most 1 / 0.9 of the mean (items / (num_sms * ceil(items / num_sms)) >=
-// 0.9); a part keeps >= 2 units (2 KB) per warp (parts <= units / 16) so the split does not turn
-// the stream into ticket traffic. When no factor meets (a) and (b), the best balance wins, smaller
-// factors on ties. Worked examples on 132 SMs (H200):
-//   8B o_proj   (256 tiles, 128 steps): 1 part = 256 items < 264; 2 parts = 512, balance 0.97 -> 2
-//   8B qkv      (384 tiles, 128 steps): 384 items >= 264, balance 384 / 396 = 0.97 -> 1
+// rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: one part
+// when there are at least as many tiles as SMs (every SM streams a whole tile; measured on the
+// H200, chain timing, T = 1 and 8: 8B o 2 -> 1 part dense 15.8 -> 12.1 us, int4 12.5 -> 8.3,
+// fp8 13.3 -> 8.9; 8B down dense 39.3 -> 36.8, int4 T = 8 29.1 -> 23.7; the tickets, partial
+// slots and a second round of items cost more than the split gains). Fewer tiles than SMs: the
+// smallest parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and
+// (b) the fullest SM holding at most 1 / 0.9 of the mean (items / (num_sms * ceil(items /
+// num_sms)) >= 0.9); a part keeps >= 2 units (2 KB) per warp (parts <= units / 16) so the split
+// does not turn the stream into ticket traffic. When no factor meets (a) and (b), the best
+// balance wins, smaller factors on ties. Worked examples on 132 SMs (H200):
+//   8B o_proj   (256 tiles >= 132)            -> 1 (every format)
+//   8B qkv      (384 tiles)                   -> 1
+//   8B gate/up  (1792 tiles)                  -> 1
+//   8B down     (256 tiles)                   -> 1
 //   1B o_proj   (128 tiles, 64 steps):  2 parts = 256 < 264; 3 parts = 384, balance 0.97 -> 3
-//   8B gate/up  (1792 tiles): balance 1792 / (132 * 14) = 0.97 -> 1
+//   1B down     (128 tiles, 256 steps)        -> 3 (1 part measured slower: 12.8 -> 13.5 us)
 //   tiny model  (8 tiles, 2 steps): parts <= 2 / 16 -> 1
-//   8B o_proj 4-bit (256 tiles, 32 units): 2 parts = 512 items, 32 / 16 = 2 allowed -> 2
 //   1B o_proj 4-bit (128 tiles, 16 units): parts <= 16 / 16 -> 1 (2 MB in all: launch-bound)
-//   8B down   4-bit (256 tiles, 112 units) -> 2, as dense (448 steps)
 int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms);
 
 // The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of
