@@ -11,7 +11,11 @@
 // The input is the plain activation and the epilogue a 16-bit store (the fused norm / RoPE /
 // SiLU / residual variants differ by a few hundred bytes per tile). See bench/NOTES.md.
 //
+// Column `xs KB`: the x bytes each CTA staged in shared memory (0: x read per step; gemv.h).
+//
 //   pkv-bench gemv [--dtype bf16|fp16] [--tokens 1,2,4,8] [--iters 200] [--out FILE.tsv]
+//                  [--x_stage_max_bytes -1|0|N] [--prefetch_steps 0|N]
+//                  [--stage_x auto|always|never] [--input plain|rmsnorm] [--parts 0|1..4]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -34,6 +38,22 @@
 #include "kernels/model/gemv.h"
 
 ABSL_FLAG(std::string, tokens, "1,2,4,8", "gemv: token counts (rows) timed, comma-separated");
+ABSL_FLAG(
+    int32_t, x_stage_max_bytes, -1,
+    "gemv: shared memory a CTA may stage x in (gemv_plan.h); -1: QueryGemvDevice's figure "
+    "(0 when built with -DPKV_GEMV_X_STAGE=OFF), 0: never stage, N: N bytes (H200: 71632 keeps "
+    "3 CTAs per SM)");
+
+ABSL_FLAG(int32_t, prefetch_steps, 0,
+          "gemv: GemvArgs::prefetch_steps of every launch (L2 prefetch of later units before the "
+          "PDL wait and of each next item's first batch; 0: none)");
+
+ABSL_FLAG(std::string, stage_x, "auto",
+          "gemv: x staging (gemv.h GemvStageX): auto (ChooseGemvStageX), always (when it fits), "
+          "never");
+ABSL_FLAG(std::string, input, "plain",
+          "gemv: the input mode: plain (16-bit x) or rmsnorm (float x normalized in the kernel)");
+ABSL_FLAG(int32_t, parts, 0, "gemv: split-K factor of every plan (0: the planner's)");
 
 namespace pkv::bench {
 namespace {
@@ -68,7 +88,7 @@ struct DevMem {
 // One projection's device operands in one weight format: random weights (any bits are valid
 // 4-bit codes; fp8 codes are random bytes), valid scale words / scales, random activations.
 struct Operands {
-  DevMem w, scales, x, y, partials, tickets;
+  DevMem w, scales, x, y, partials, tickets, norm, sum_sq;
   gpu::GemvArgs args;   // copy 0
   int32_t copies = 1;   // weight (and scale) copies, each w_bytes / scale_bytes apart
   int64_t w_bytes = 0;  // one copy's packed weights
@@ -86,6 +106,12 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
   gpu::GemvArgs& a = o->args;
   a.dtype = bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
   PKV_ASSIGN_OR_RETURN(a.plan, gpu::PlanGemv(sh.n, sh.k, 16, dev, f));
+  if (const int32_t parts = absl::GetFlag(FLAGS_parts); parts > 0) {
+    if (parts > gpu::kGemvMaxParts) return absl::InvalidArgumentError("--parts: 0..4");
+    a.plan.parts = parts;  // the planner's other fields, as PlanGemv derives them
+    a.plan.items = a.plan.tiles * parts;
+    a.plan.grid = std::min(a.plan.items, dev.num_sms * dev.ctas_per_sm);
+  }
   const int64_t w_bytes = int64_t{sh.n} * sh.k *
                           (f == GemvWeightFormat::kInt4  ? 1
                            : f == GemvWeightFormat::kFp8 ? 2
@@ -117,9 +143,31 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
         cudaMemcpy(o->scales.p, s.data(), s.size() * 4, cudaMemcpyHostToDevice));
     a.w_scale_count = sh.n;
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->x.p, int64_t{gpu::kGemvMaxTokens} * sh.k * 2));
-  PKV_RETURN_IF_ERROR(
-      policy::FillRandom16(o->x.p, int64_t{gpu::kGemvMaxTokens} * sh.k, 3, bf16, stream));
+  if (absl::GetFlag(FLAGS_input) == "rmsnorm") {
+    // x: float residual rows; norm weight and one sum-of-squares part per token (any positive
+    // values: the kernel's work does not depend on them).
+    std::vector<float> x(int64_t{gpu::kGemvMaxTokens} * sh.k), nw(sh.k);
+    std::vector<float> sum_sq(gpu::kGemvMaxTokens, static_cast<float>(sh.k));
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (float& v : x) v = u(rng);
+    for (float& v : nw) v = 1.f + 0.1f * u(rng);
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->x.p, x.size() * 4));
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpy(o->x.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->norm.p, nw.size() * 4));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(o->norm.p, nw.data(), nw.size() * 4, cudaMemcpyHostToDevice));
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->sum_sq.p, sum_sq.size() * 4));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(o->sum_sq.p, sum_sq.data(), sum_sq.size() * 4, cudaMemcpyHostToDevice));
+    a.input = gpu::GemvInput::kRmsNorm;
+    a.norm_weight = static_cast<const float*>(o->norm.p);
+    a.sum_sq_parts = static_cast<const float*>(o->sum_sq.p);
+    a.num_sum_sq_parts = 1;
+  } else {
+    PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->x.p, int64_t{gpu::kGemvMaxTokens} * sh.k * 2));
+    PKV_RETURN_IF_ERROR(
+        policy::FillRandom16(o->x.p, int64_t{gpu::kGemvMaxTokens} * sh.k, 3, bf16, stream));
+  }
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->y.p, int64_t{gpu::kGemvMaxTokens} * sh.n * 2));
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->partials.p, a.plan.partial_floats() * 4 + 16));
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&o->tickets.p, int64_t{a.plan.num_tickets()} * 4 + 16));
@@ -139,6 +187,17 @@ absl::Status Run() {
     return absl::InvalidArgumentError("--dtype: supported bf16, fp16");
   }
   const bool bf16 = dtype != "fp16";
+  const std::string stage_flag = absl::GetFlag(FLAGS_stage_x), input = absl::GetFlag(FLAGS_input);
+  if (stage_flag != "auto" && stage_flag != "always" && stage_flag != "never") {
+    return absl::InvalidArgumentError("--stage_x: supported auto, always, never");
+  }
+  if (input != "plain" && input != "rmsnorm") {
+    return absl::InvalidArgumentError("--input: supported plain, rmsnorm");
+  }
+  const gpu::GemvStageX stage_x = stage_flag == "always"  ? gpu::GemvStageX::kAlways
+                                  : stage_flag == "never" ? gpu::GemvStageX::kNever
+                                                          : gpu::GemvStageX::kAuto;
+  const int64_t x_elem_bytes = input == "rmsnorm" ? 4 : 2;
   std::vector<int32_t> tokens;
   for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_tokens), ',', absl::SkipEmpty())) {
     int32_t n = 0;
@@ -159,20 +218,23 @@ absl::Status Run() {
                        policy::EventTimer::Create(iters));
   std::string tsv =
       "shape\tn\tk\ttokens\tformat\tparts\tgrid\tus\tbytes\tgbps\tfrac_stream\tspeedup_vs_"
-      "dense\tchain_us\tchain_frac_stream\tchain_speedup_vs_dense\n";
+      "dense\tchain_us\tchain_frac_stream\tchain_speedup_vs_dense\tx_stage_bytes\n";
   std::printf("streaming read: %.0f GB/s; dtype %s; median of %d launches, L2 flushed\n",
               stream_gbps, bf16 ? "bf16" : "fp16", iters);
   std::printf(
       "| shape | T | format | parts | us | MB moved | GB/s | of stream | vs dense | chain us | "
-      "chain of stream | chain vs dense |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "chain of stream | chain vs dense | xs KB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& sh : kShapes) {
     std::unique_ptr<Operands> ops[3];
     for (int f = 0; f < 3; ++f) {
       PKV_ASSIGN_OR_RETURN(
-          const gpu::GemvDevice dev,
+          gpu::GemvDevice dev,
           gpu::QueryGemvDevice(0, bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16,
                                kFormats[f]));
+      if (const int32_t cap = absl::GetFlag(FLAGS_x_stage_max_bytes); cap >= 0) {
+        dev.x_stage_max_bytes = cap;
+      }
       ops[f] = std::make_unique<Operands>();
       PKV_RETURN_IF_ERROR(Prepare(sh, kFormats[f], bf16, dev, stream, ops[f].get()));
     }
@@ -181,6 +243,8 @@ absl::Status Run() {
       for (int f = 0; f < 3; ++f) {
         gpu::GemvArgs a = ops[f]->args;
         a.tokens = t;
+        a.prefetch_steps = absl::GetFlag(FLAGS_prefetch_steps);
+        a.stage_x = stage_x;
         for (int w = 0; w < 3; ++w) PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));  // warm-up
         PKV_ASSIGN_OR_RETURN(std::vector<double> us,
                              timer->Time(
@@ -198,6 +262,8 @@ absl::Status Run() {
                     gpu::GemvArgs ai = ops[f]->Copy(i);
                     ai.tokens = t;
                     ai.pdl = pdl;
+                    ai.prefetch_steps = a.prefetch_steps;
+                    ai.stage_x = a.stage_x;
                     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(ai, stream));
                   }
                   return absl::OkStatus();
@@ -207,19 +273,23 @@ absl::Status Run() {
           dense_us = med;
           dense_chain_us = chain_us;
         }
-        const int64_t bytes = a.plan.weight_bytes() + int64_t{t} * (sh.k + sh.n) * 2;
+        const int64_t bytes =
+            a.plan.weight_bytes() + int64_t{t} * sh.k * x_elem_bytes + int64_t{t} * sh.n * 2;
+        const int64_t staged = gpu::GemvStagedXBytes(a);
         const double gbps = bytes / (med * 1e-6) / 1e9;
         const double chain_frac = bytes / (chain_us * 1e-6) / 1e9 / stream_gbps;
         std::printf(
-            "| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n",
+            "| %s | %d | %s | %d | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.1f "
+            "|\n",
             sh.name, t, FormatName(kFormats[f]), a.plan.parts, med, bytes / 1e6, gbps,
-            gbps / stream_gbps, dense_us / med, chain_us, chain_frac, dense_chain_us / chain_us);
+            gbps / stream_gbps, dense_us / med, chain_us, chain_frac, dense_chain_us / chain_us,
+            staged / 1024.0);
         absl::StrAppend(
             &tsv, absl::StrFormat("%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.3f\t%d\t%.1f\t%.4f\t%.3f\t%.3f\t%."
-                                  "4f\t%.3f\n",
+                                  "4f\t%.3f\t%d\n",
                                   sh.name, sh.n, sh.k, t, FormatName(kFormats[f]), a.plan.parts,
                                   a.plan.grid, med, bytes, gbps, gbps / stream_gbps, dense_us / med,
-                                  chain_us, chain_frac, dense_chain_us / chain_us));
+                                  chain_us, chain_frac, dense_chain_us / chain_us, staged));
       }
     }
   }

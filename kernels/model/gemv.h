@@ -22,10 +22,18 @@
 // Weights (plan.format, gemv_plan.h): dense fp16/bf16, 4-bit groups or fp8 e4m3, packed on the
 // host by gemv_quant.h and dequantized in registers to the activation dtype `dtype` before the
 // same MMAs, so every input mode, epilogue, split-K, PDL and prefetch work for all of them. The
-// dequantized weights are exactly those LaunchDequantizeGemvWeights writes (fp8: the GEMV
-// multiplies the fp32 sums by the scale instead of rounding e4m3 * scale per weight).
+// MMA operands are exact: 4-bit weights enter as q - z and the fp32 sum of each 128-k group is
+// multiplied by its scale; fp8 weights as e4m3 values and the row's fp32 sum by its scale. So
+// the GEMV differs from LaunchDequantizeGemvWeights' rounded weights (round(w * scale) per
+// weight) by that rounding, a relative 2^-9 (fp16) or 2^-8 (bf16) per weight at most.
 // Numerics: fp32 accumulation over k in a fixed order (warp split, then parts in order), so a
 // step gives the same bits on every run; sums differ from cuBLAS's order by fp32 rounding only.
+//
+// x staging (`stage_x`, gemv_plan.h: GemvStageSpan, ChooseGemvStageX): when tokens x the CTA's
+// k span fits the plan's shared-memory budget and the rule says it pays, each CTA copies (kRmsNorm:
+// normalizes and rounds) its x span into shared memory once after the dependency wait, and the K
+// loop reads it from there; same bits. QueryGemvDevice gives plans a staging budget unless built
+// with -DPKV_GEMV_X_STAGE=OFF (CMake).
 //
 // Programmatic dependent launch (`pdl`, sm_90 code only, see PdlUsable): the kernel loads its
 // first weights (and, with prefetch_steps > 0, prefetches more into L2) before waiting for the
@@ -47,6 +55,7 @@ namespace pkv::gpu {
 
 enum class GemvInput : int32_t { kPlain = 0, kRmsNorm = 1 };
 enum class GemvEpilogue : int32_t { kStore = 0, kResidual = 1, kRopeKv = 2, kSiluMul = 3 };
+enum class GemvStageX : int32_t { kAuto = 0, kAlways = 1, kNever = 2 };
 
 struct GemvArgs {
   DType dtype = DType::kBFloat16;
@@ -89,9 +98,25 @@ struct GemvArgs {
   float* partials = nullptr;
   int32_t* tickets = nullptr;
 
-  bool pdl = false;            // launch with programmatic stream serialization
+  bool pdl = false;  // launch with programmatic stream serialization
+  // x staging: kAuto where ChooseGemvStageX says it pays, kAlways whenever GemvStageBytes fit
+  // the plan's budget (gemv_plan.h), kNever: x read per step.
+  GemvStageX stage_x = GemvStageX::kAuto;
   int32_t prefetch_steps = 0;  // K units per warp prefetched to L2 before the dependency wait
 };
+
+// The shared-memory bytes of x a launch of `a` stages per CTA: GemvStageBytes when they fit the
+// plan's budget and a.stage_x (kAuto: ChooseGemvStageX) says so, else 0.
+inline int64_t GemvStagedXBytes(const GemvArgs& a) {
+  if (a.stage_x == GemvStageX::kNever) return 0;
+  const int64_t bytes = GemvStageBytes(a.plan, a.tokens);
+  if (bytes > a.plan.x_stage_max_bytes) return 0;
+  if (a.stage_x == GemvStageX::kAuto &&
+      !ChooseGemvStageX(a.plan, a.tokens, a.input == GemvInput::kRmsNorm)) {
+    return 0;
+  }
+  return bytes;
+}
 
 // Resident CTAs per SM of the GEMV kernels of (`dtype`, `format`) (the least of its
 // instantiations) and the SM count of `device`, for PlanGemv.

@@ -6,6 +6,7 @@ namespace pkv::gpu::gemv {
 
 template absl::Status LaunchGemvTyped<__nv_bfloat16, DenseWeights>(const GemvArgs& a,
                                                                    cudaStream_t stream);
-template absl::Status GemvCtasPerSm<__nv_bfloat16, DenseWeights>(int* ctas);
+template absl::Status GemvCtasPerSm<__nv_bfloat16, DenseWeights>(int stage_optin, int* ctas,
+                                                                 int* static_smem);
 
 }  // namespace pkv::gpu::gemv

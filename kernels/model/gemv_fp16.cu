@@ -5,6 +5,7 @@
 namespace pkv::gpu::gemv {
 
 template absl::Status LaunchGemvTyped<__half, DenseWeights>(const GemvArgs& a, cudaStream_t stream);
-template absl::Status GemvCtasPerSm<__half, DenseWeights>(int* ctas);
+template absl::Status GemvCtasPerSm<__half, DenseWeights>(int stage_optin, int* ctas,
+                                                          int* static_smem);
 
 }  // namespace pkv::gpu::gemv

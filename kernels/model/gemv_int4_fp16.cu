@@ -5,6 +5,7 @@
 namespace pkv::gpu::gemv {
 
 template absl::Status LaunchGemvTyped<__half, Int4Weights>(const GemvArgs& a, cudaStream_t stream);
-template absl::Status GemvCtasPerSm<__half, Int4Weights>(int* ctas);
+template absl::Status GemvCtasPerSm<__half, Int4Weights>(int stage_optin, int* ctas,
+                                                         int* static_smem);
 
 }  // namespace pkv::gpu::gemv

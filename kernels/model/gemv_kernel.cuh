@@ -7,8 +7,11 @@
 // first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
 // weights in flight in every format; with 3 CTAs per SM that is ~3x what the
 // H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us = 35 KB per SM).
-// Weights are read with the streaming hint (evict first); activations through L1 (each SM reads
-// the few KB of x once from L2, then every tile's steps hit L1). A CTA's next item's first batch
+// Weights are read with the streaming hint (evict first). Activations (kStage, when they fit:
+// gemv_plan.h, GemvStageSpan) are copied once per CTA into shared memory after the dependency
+// wait, so each step's x operand is a shared-memory read; without staging each step reads its
+// x words through L1, and a CTA's first item misses it at every step, an L2 round trip the
+// in-order warp waits for at the MMA (bench/NOTES.md, "x staging"). A CTA's next item's first batch
 // is issued before the current item's reduction barrier, and the first item's before the PDL
 // wait, so loads never drain at an item boundary.
 #pragma once
@@ -17,12 +20,14 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/decode/device_util.cuh"
 #include "kernels/model/gemv.h"
 #include "kernels/model/gemv_epilogue.cuh"
 #include "kernels/model/gemv_plan.h"
 #include "kernels/model/gemv_weights.cuh"
+#include "kernels/model/gemv_x.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/pdl.cuh"
 
@@ -92,28 +97,6 @@ __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t
   }
 }
 
-// Token g's 8 inputs at k .. k + 7 as MMA operand words. REQUIRES: g < a.tokens.
-template <typename T, GemvInput kIn>
-__device__ __forceinline__ uint4 LoadX(const GemvArgs& a, int g, int32_t k, float inv) {
-  if constexpr (kIn == GemvInput::kPlain) {
-    const T* x = static_cast<const T*>(a.x) + int64_t{g} * a.plan.k + k;
-    return __ldg(reinterpret_cast<const uint4*>(x));
-  } else {
-    // RMSNorm(x) * w rounded to T, as LaunchAddRmsNorm writes it: (x * inv) * w per element.
-    const float* xr = static_cast<const float*>(a.x) + int64_t{g} * a.plan.k + k;
-    const float4 x0 = __ldg(reinterpret_cast<const float4*>(xr));
-    const float4 x1 = __ldg(reinterpret_cast<const float4*>(xr) + 1);
-    const float4 w0 = __ldg(reinterpret_cast<const float4*>(a.norm_weight + k));
-    const float4 w1 = __ldg(reinterpret_cast<const float4*>(a.norm_weight + k) + 1);
-    uint4 r;
-    r.x = decode::dev::PackPair<T>(x0.x * inv * w0.x, x0.y * inv * w0.y);
-    r.y = decode::dev::PackPair<T>(x0.z * inv * w0.z, x0.w * inv * w0.w);
-    r.z = decode::dev::PackPair<T>(x1.x * inv * w1.x, x1.y * inv * w1.y);
-    r.w = decode::dev::PackPair<T>(x1.z * inv * w1.z, x1.w * inv * w1.w);
-    return r;
-  }
-}
-
 // The two MMAs of one step (gemv_plan.h: GemvFragA / GemvFragB).
 template <typename T>
 __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const uint4& wb,
@@ -127,6 +110,36 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
     GemvFragA(a4, b4, h, fa);
     GemvFragB(x4, h, fb);
     decode::dev::Mma16816<T>(acc, fa, fb[0], fb[1]);
+  }
+}
+
+// The kSteps steps of unit `unit` into acc. W::kUnitScale: the unit's MMAs sum into their own
+// accumulators, which one fp32 multiply-add per output scales into acc (C fragment: c0, c1 are
+// row g, c2, c3 row g + 8, so sa scales the first two and sb the last two).
+template <typename T, typename W, typename X>
+__device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint4& va,
+                                            const uint4& vb, uint32_t sa, uint32_t sb, int c,
+                                            float (&acc)[4]) {
+  if constexpr (W::kUnitScale) {
+    float ua[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int q = 0; q < W::kSteps; ++q) {
+      const int32_t step = unit * W::kSteps + q;
+      MmaStep<T>(ua, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
+                 x.At(step * kGemvStepK + 8 * c));
+    }
+    const float fa = W::template UnitScale<T>(sa), fb = W::template UnitScale<T>(sb);
+    acc[0] = fmaf(fa, ua[0], acc[0]);
+    acc[1] = fmaf(fa, ua[1], acc[1]);
+    acc[2] = fmaf(fb, ua[2], acc[2]);
+    acc[3] = fmaf(fb, ua[3], acc[3]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < W::kSteps; ++q) {
+      const int32_t step = unit * W::kSteps + q;
+      MmaStep<T>(acc, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
+                 x.At(step * kGemvStepK + 8 * c));
+    }
   }
 }
 
@@ -217,9 +230,10 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
   // here) sm.y: no barrier needed at the end.
 }
 
-template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp>
+template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
+  extern __shared__ uint4 xs[];  // kStage: [a.tokens][GemvStageRowVecs(span.len)] (StageX)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
   Batch b;
   int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
@@ -236,32 +250,40 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   }
   PdlWait();
   PdlTrigger();
-  // Lanes of tokens >= a.tokens load token tokens - 1's inputs (same addresses as other lanes:
-  // no extra traffic) and zero them with a select, so the loop has no divergent branch before
-  // its warp-wide MMAs.
+  // Lanes of tokens >= a.tokens read token tokens - 1's inputs (same addresses as other lanes:
+  // no extra traffic), so the loop has no divergent branch before its warp-wide MMAs; their MMA
+  // columns (C column g) hold sums no epilogue reads, and no column feeds another.
   const int gx = min(g, a.tokens - 1);
-  const bool live = g < a.tokens;
   float inv = 0.f;
   if constexpr (kIn == GemvInput::kRmsNorm) {
     ComputeInv(a, sm);
     inv = sm.inv[gx];
   }
+  const GemvKSpan span = GemvStageSpan(a.plan, blockIdx.x);
+  const int32_t row_vecs = GemvStageRowVecs(span.len);
+  if constexpr (kStage) {
+    StageX<T, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
+    __syncthreads();
+  }
+  const XSource<T, kIn, kStage> x{a, xs + gx * row_vecs, span.begin, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
       preloaded = false;
+      if (s + kBatch <= it.steps.end) {
+        // A full batch without branches, so the units' loads of x and (kUnitScale) their
+        // independent MMA chains interleave.
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        if (s + u < it.steps.end) {
+        for (int u = 0; u < kBatch; ++u) {
+          ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], c, acc);
+        }
+      } else {
 #pragma unroll
-          for (int q = 0; q < W::kSteps; ++q) {
-            const int32_t step = (s + u) * W::kSteps + q;
-            uint4 xv = LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
-            if (!live) xv = make_uint4(0u, 0u, 0u, 0u);
-            MmaStep<T>(acc, W::template Expand<T>(b.va[u], b.sa[u], q),
-                       W::template Expand<T>(b.vb[u], b.sb[u], q), xv);
+        for (int u = 0; u < kBatch; ++u) {
+          if (s + u < it.steps.end) {
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], c, acc);
           }
         }
       }
@@ -279,55 +301,90 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
   }
 }
 
-// Launches the instantiation for (a.input, a.epilogue); INVALID_ARGUMENT for a combination the
-// model does not use. Instantiated once per (dtype, weight format) by gemv_<format>_<dtype>.cu.
-template <typename T, typename W>
-absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
-  const dim3 grid(a.plan.grid), block(kThreads);
-  auto launch = [&](auto kernel) {
-    return CudaStatus(LaunchMaybePdl(kernel, grid, block, 0, stream, a.pdl, a), "GemvKernel");
-  };
+// The x bytes a launch of `a` stages (gemv.h: GemvStagedXBytes; none in PKV_GEMV_X_CONST builds).
+inline int64_t StagedXBytes(const GemvArgs& a) {
+  return PKV_GEMV_X_CONST ? 0 : GemvStagedXBytes(a);
+}
+
+// Calls fn(kernel) with the instantiation for (a.input, a.epilogue, kStage); INVALID_ARGUMENT for
+// a combination the model does not use.
+template <typename T, typename W, bool kStage, typename Fn>
+absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
   using In = GemvInput;
   using Ep = GemvEpilogue;
-  if (a.input == In::kPlain && a.epilogue == Ep::kStore) {
-    return launch(GemvKernel<T, W, In::kPlain, Ep::kStore>);
+  if (in == In::kPlain && ep == Ep::kStore) {
+    return fn(GemvKernel<T, W, In::kPlain, Ep::kStore, kStage>);
   }
-  if (a.input == In::kRmsNorm && a.epilogue == Ep::kStore) {
-    return launch(GemvKernel<T, W, In::kRmsNorm, Ep::kStore>);
+  if (in == In::kRmsNorm && ep == Ep::kStore) {
+    return fn(GemvKernel<T, W, In::kRmsNorm, Ep::kStore, kStage>);
   }
-  if (a.input == In::kPlain && a.epilogue == Ep::kResidual) {
-    return launch(GemvKernel<T, W, In::kPlain, Ep::kResidual>);
+  if (in == In::kPlain && ep == Ep::kResidual) {
+    return fn(GemvKernel<T, W, In::kPlain, Ep::kResidual, kStage>);
   }
-  if (a.input == In::kRmsNorm && a.epilogue == Ep::kRopeKv) {
-    return launch(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv>);
+  if (in == In::kRmsNorm && ep == Ep::kRopeKv) {
+    return fn(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv, kStage>);
   }
-  if (a.input == In::kRmsNorm && a.epilogue == Ep::kSiluMul) {
-    return launch(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul>);
+  if (in == In::kRmsNorm && ep == Ep::kSiluMul) {
+    return fn(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul, kStage>);
   }
   return absl::InvalidArgumentError(
       "gemv: supported (input, epilogue) pairs: (plain, store), (rmsnorm, store), (plain, "
       "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
 }
 
-// The least resident-CTAs-per-SM over the instantiations of (T, W) (they differ in registers).
+// Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
+// once per (dtype, weight format) by gemv_<format>_<dtype>.cu.
 template <typename T, typename W>
-absl::Status GemvCtasPerSm(int* ctas) {
-  int least = 1 << 30;
+absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
+  const dim3 grid(a.plan.grid), block(kThreads);
+  const int64_t stage_bytes = StagedXBytes(a);
+  auto launch = [&](auto kernel) {
+    return CudaStatus(
+        LaunchMaybePdl(kernel, grid, block, static_cast<size_t>(stage_bytes), stream, a.pdl, a),
+        "GemvKernel");
+  };
+  if (stage_bytes > 0) return WithGemvKernel<T, W, true>(a.input, a.epilogue, launch);
+  return WithGemvKernel<T, W, false>(a.input, a.epilogue, launch);
+}
+
+// The least resident-CTAs-per-SM over the instantiations of (T, W) (they differ in registers),
+// and the largest static shared memory among them; lets the staged ones take dynamic shared
+// memory up to `stage_optin` (the device's opt-in maximum per CTA, static memory included) on
+// the current device.
+template <typename T, typename W>
+absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
+  int least = 1 << 30, most_static = 0;
   auto query = [&](auto kernel) -> absl::Status {
     int n = 0;
     PKV_CUDA_RETURN_IF_ERROR(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, 0));
+    cudaFuncAttributes attr;
+    PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
     least = n < least ? n : least;
+    most_static = static_cast<int>(attr.sharedSizeBytes) > most_static
+                      ? static_cast<int>(attr.sharedSizeBytes)
+                      : most_static;
     return absl::OkStatus();
+  };
+  auto query_staged = [&](auto kernel) -> absl::Status {
+    // The opt-in limit covers static plus dynamic shared memory: more is cudaErrorInvalidValue.
+    cudaFuncAttributes attr;
+    PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             stage_optin - static_cast<int>(attr.sharedSizeBytes)));
+    return query(kernel);
   };
   using In = GemvInput;
   using Ep = GemvEpilogue;
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kPlain, Ep::kStore>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kRmsNorm, Ep::kStore>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kPlain, Ep::kResidual>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv>));
-  PKV_RETURN_IF_ERROR(query(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul>));
+  for (auto [in, ep] : {std::pair{In::kPlain, Ep::kStore}, std::pair{In::kRmsNorm, Ep::kStore},
+                        std::pair{In::kPlain, Ep::kResidual}, std::pair{In::kRmsNorm, Ep::kRopeKv},
+                        std::pair{In::kRmsNorm, Ep::kSiluMul}}) {
+    PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
+    PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
+  }
   *ctas = least;
+  *static_smem = most_static;
   return absl::OkStatus();
 }
 

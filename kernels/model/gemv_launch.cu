@@ -1,5 +1,6 @@
 // Argument checks and (dtype, weight format) dispatch of the fused GEMV (gemv.h); the kernels
 // themselves are compiled in gemv_bf16.cu, gemv_int4_fp16.cu, ...
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -7,16 +8,22 @@
 #include "kernels/model/gemv_weights.cuh"
 #include "kernels/model/model_device.cuh"
 
+// PKV_GEMV_X_STAGE (CMake option of the same name, on by default): QueryGemvDevice gives plans a
+// staging budget, so launches stage x (gemv.h); 0 builds plans that read x per step.
+#ifndef PKV_GEMV_X_STAGE
+#define PKV_GEMV_X_STAGE 1
+#endif
+
 namespace pkv::gpu {
 namespace gemv {
 
 template <typename T, typename W>
 absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream);
 template <typename T, typename W>
-absl::Status GemvCtasPerSm(int* ctas);
+absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem);
 #define PKV_GEMV_EXTERN(T, W)                                                        \
   extern template absl::Status LaunchGemvTyped<T, W>(const GemvArgs&, cudaStream_t); \
-  extern template absl::Status GemvCtasPerSm<T, W>(int*);
+  extern template absl::Status GemvCtasPerSm<T, W>(int, int*, int*);
 PKV_GEMV_EXTERN(__half, DenseWeights)
 PKV_GEMV_EXTERN(__nv_bfloat16, DenseWeights)
 PKV_GEMV_EXTERN(__half, Int4Weights)
@@ -140,18 +147,32 @@ absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype) {
 
 absl::StatusOr<GemvDevice> QueryGemvDevice(int device, DType dtype, GemvWeightFormat format) {
   GemvDevice d;
+  int smem_per_sm = 0, optin = 0, reserved = 0;
   PKV_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device));
-  int ctas = 0;
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  int ctas = 0, static_smem = 0;
   PKV_RETURN_IF_ERROR(DispatchDType(dtype, [&](auto t) {
-    return gemv::DispatchFormat(
-        format, [&](auto w) { return gemv::GemvCtasPerSm<decltype(t), decltype(w)>(&ctas); });
+    return gemv::DispatchFormat(format, [&](auto w) {
+      return gemv::GemvCtasPerSm<decltype(t), decltype(w)>(optin, &ctas, &static_smem);
+    });
   }));
   d.ctas_per_sm = ctas;
   if (d.num_sms < 1 || d.ctas_per_sm < 1) {
     return absl::InternalError(
         absl::StrCat("gemv: ", d.num_sms, " SMs, ", d.ctas_per_sm, " resident CTAs per SM"));
   }
+  // Each resident CTA's share of the SM's shared memory, less what it already holds: staging
+  // within it never lowers ctas_per_sm (H200: 228 KB / 3 - 1 KB - ~5 KB = ~70 KB, so 8 tokens
+  // of k = 4096 fit). Rounded down to 16-byte words.
+  const int share = smem_per_sm / d.ctas_per_sm - reserved - static_smem;
+  d.x_stage_max_bytes =
+      PKV_GEMV_X_STAGE ? std::max(0, std::min(share, optin - static_smem)) / 16 * 16 : 0;
   return d;
 }
 

@@ -16,7 +16,7 @@ double Balance(int64_t items, int32_t num_sms) {
 }  // namespace
 
 int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms) {
-  if (tiles <= 0 || num_sms <= 0) return 1;
+  if (tiles <= 0 || num_sms <= 0 || tiles >= num_sms) return 1;
   const int32_t max_parts = std::clamp(units / (2 * kGemvWarps), 1, kGemvMaxParts);
   int32_t best = 1;
   double best_balance = -1;
@@ -58,6 +58,7 @@ absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, cons
   p.parts = ChooseGemvParts(p.tiles, p.units, d.num_sms);
   p.items = p.tiles * p.parts;
   p.grid = static_cast<int32_t>(std::min<int64_t>(p.items, int64_t{d.num_sms} * d.ctas_per_sm));
+  p.x_stage_max_bytes = std::max(0, d.x_stage_max_bytes);
   return p;
 }
 

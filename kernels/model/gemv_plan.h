@@ -128,6 +128,10 @@ PKV_HOST_DEVICE constexpr int64_t GemvRowBytes(GemvWeightFormat f, int64_t k) {
 struct GemvDevice {
   int32_t num_sms = 0;
   int32_t ctas_per_sm = 0;  // resident GEMV CTAs per SM (occupancy of the kernels)
+  // Dynamic shared memory a CTA may take for its staged activations (GemvStageBytes) without
+  // lowering ctas_per_sm; 0: never stage. Above 48 KB the launch needs the opt-in attribute
+  // that QueryGemvDevice sets on the kernels of its (dtype, format) on the current device.
+  int32_t x_stage_max_bytes = 0;
 };
 
 struct GemvPlan {
@@ -135,11 +139,12 @@ struct GemvPlan {
   int32_t k = 0;  // input length, a multiple of kGemvStepK
   int32_t group_rows = 16;
   GemvWeightFormat format = GemvWeightFormat::kDense;
-  int32_t units = 0;  // K units per row: k / (32 * GemvUnitSteps(format))
-  int32_t tiles = 0;  // ceil(n / 16)
-  int32_t parts = 1;  // split-K factor
-  int32_t items = 0;  // tiles * parts
-  int32_t grid = 0;   // CTAs: min(items, num_sms * ctas_per_sm)
+  int32_t units = 0;              // K units per row: k / (32 * GemvUnitSteps(format))
+  int32_t tiles = 0;              // ceil(n / 16)
+  int32_t parts = 1;              // split-K factor
+  int32_t items = 0;              // tiles * parts
+  int32_t grid = 0;               // CTAs: min(items, num_sms * ctas_per_sm)
+  int32_t x_stage_max_bytes = 0;  // GemvDevice::x_stage_max_bytes
   // Workspace of a split launch: one 16x8 float slot per item and one ticket per tile.
   int64_t partial_floats() const { return parts > 1 ? int64_t{items} * kGemvTileOutputs : 0; }
   int32_t num_tickets() const { return parts > 1 ? tiles : 0; }
@@ -147,21 +152,82 @@ struct GemvPlan {
   int64_t weight_bytes() const { return int64_t{n} * GemvRowBytes(format, k); }
 };
 
+// x staging. A launch whose GemvStageBytes fit plan.x_stage_max_bytes first copies the k span
+// of x its CTA's items read into shared memory (after the dependency wait; kRmsNorm: the
+// normalized, dtype-rounded words), so the K loop's activation operands are shared-memory reads
+// instead of one L2 round trip per step (bench/NOTES.md: "x staging"). The span is one part's k
+// when every item of a CTA has the same part (parts == 1, or grid a multiple of parts: CTA b
+// only takes items = b mod grid, whose part is b mod parts), else all of k.
+struct GemvKSpan {
+  int32_t begin = 0;  // first k
+  int32_t len = 0;    // k count, a multiple of kGemvStepK
+};
+PKV_HOST_DEVICE bool GemvStagePartFixed(const GemvPlan& p) {
+  return p.parts == 1 || p.grid % p.parts == 0;
+}
+PKV_HOST_DEVICE GemvKSpan GemvStageSpan(const GemvPlan& p, int32_t cta) {
+  if (!GemvStagePartFixed(p)) return {0, p.k};
+  const int32_t unit_k = kGemvStepK * GemvUnitSteps(p.format), part = cta % p.parts;
+  const int64_t lo = int64_t{part} * p.units / p.parts, hi = int64_t{part + 1} * p.units / p.parts;
+  return {static_cast<int32_t>(lo * unit_k), static_cast<int32_t>((hi - lo) * unit_k)};
+}
+// 16-byte vectors per staged token row of `len` k: len / 8, padded to 4 mod 8 so a quarter
+// warp's 16-byte reads (tokens g, g + 1 at the same k, 64 bytes each) fall in distinct banks.
+PKV_HOST_DEVICE int32_t GemvStageRowVecs(int32_t len) {
+  const int32_t v = len / 8;
+  return v + ((12 - v % 8) % 8);
+}
+// Shared-memory bytes of x staged per CTA for `tokens` tokens (the widest span of the plan).
+PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
+  const int32_t unit_k = kGemvStepK * GemvUnitSteps(p.format);
+  const int32_t widest = GemvStagePartFixed(p) ? (p.units + p.parts - 1) / p.parts * unit_k : p.k;
+  return int64_t{tokens} * GemvStageRowVecs(widest) * 16;
+}
+
+// Whether staging x pays (given that GemvStageBytes fit the budget), from the H200 (132 SMs, 3
+// CTAs per SM) chain timings of bench/results/2026-12-02-h200-w4gemv (staged vs per-step x, 8B
+// and 1B shapes, every format, 1..8 tokens). Staging costs one serialized round trip after the
+// dependency wait and tokens x span x 2 bytes per CTA through L2 (and, when large, the L1 the
+// SM keeps for weight loads in flight); it saves each step's x words: for a normalized input
+// (kRmsNorm) 4 loads and 8 multiplies a step, for a plain one a 16-byte load L1 mostly serves.
+// Rule:
+//   normalized input: stage at <= 2 tokens (8B qkv int4 11.2 -> 9.2 us at T = 1, 11.7 -> 10.5
+//     at T = 2); above, only where CTAs take several items (items > grid), there for 4-bit
+//     weights at any size that fits (8B gate/up int4 T = 8: 58.9 -> 45.1 us: 4 steps per KB of
+//     weights, each normalizing its x) and for 16-bit / fp8 weights up to kGemvStageMidBytes
+//     (8B gate/up T = 4, 32 KB: dense 70.5 -> 67.4, fp8 56.1 -> 46.9; T = 8, 64.5 KB: dense
+//     76.3 -> 92.4, a loss); one-item cells at T >= 4 lose (8B qkv int4 T = 8: 15.3 -> 19.4);
+//   plain input: only 4-bit weights at one token (8B down 27.8 -> 21.8 us, gate/up 29.4 -> 28.2,
+//     o 13.0 -> 12.5; dense and fp8 plain lost 1-19% at every token count).
+// Worked examples: 8B qkv rmsnorm T = 2 -> stage, T = 4 -> no (one item a CTA); 8B gate/up
+// rmsnorm T = 8: int4 -> stage, dense (64.5 KB) -> no; 8B down int4 plain T = 1 -> stage.
+inline constexpr int64_t kGemvStageMidBytes = 36 << 10;
+PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool normalized_input) {
+  if (!normalized_input) return p.format == GemvWeightFormat::kInt4 && tokens == 1;
+  if (tokens <= 2) return true;
+  if (p.items <= p.grid) return false;
+  return p.format == GemvWeightFormat::kInt4 || GemvStageBytes(p, tokens) <= kGemvStageMidBytes;
+}
+
 // The split-K factor for `tiles` tiles of `units` K units (1 KB of packed weights each, so the
-// rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: the smallest
-// parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and (b) the
-// fullest SM holding at most 1 / 0.9 of the mean (items / (num_sms * ceil(items / num_sms)) >=
-// 0.9); a part keeps >= 2 units (2 KB) per warp (parts <= units / 16) so the split does not turn
-// the stream into ticket traffic. When no factor meets (a) and (b), the best balance wins, smaller
-// factors on ties. Worked examples on 132 SMs (H200):
-//   8B o_proj   (256 tiles, 128 steps): 1 part = 256 items < 264; 2 parts = 512, balance 0.97 -> 2
-//   8B qkv      (384 tiles, 128 steps): 384 items >= 264, balance 384 / 396 = 0.97 -> 1
+// rule sees a 4-bit row as the quarter of a 16-bit one it is) on `num_sms` SMs. Rule: one part
+// when there are at least as many tiles as SMs (every SM streams a whole tile; measured on the
+// H200, chain timing, T = 1 and 8: 8B o 2 -> 1 part dense 15.8 -> 12.1 us, int4 12.5 -> 8.3,
+// fp8 13.3 -> 8.9; 8B down dense 39.3 -> 36.8, int4 T = 8 29.1 -> 23.7; the tickets, partial
+// slots and a second round of items cost more than the split gains). Fewer tiles than SMs: the
+// smallest parts in 1..4 with (a) at least two items per SM, so two CTAs stream on every SM, and
+// (b) the fullest SM holding at most 1 / 0.9 of the mean (items / (num_sms * ceil(items /
+// num_sms)) >= 0.9); a part keeps >= 2 units (2 KB) per warp (parts <= units / 16) so the split
+// does not turn the stream into ticket traffic. When no factor meets (a) and (b), the best
+// balance wins, smaller factors on ties. Worked examples on 132 SMs (H200):
+//   8B o_proj   (256 tiles >= 132)            -> 1 (every format)
+//   8B qkv      (384 tiles)                   -> 1
+//   8B gate/up  (1792 tiles)                  -> 1
+//   8B down     (256 tiles)                   -> 1
 //   1B o_proj   (128 tiles, 64 steps):  2 parts = 256 < 264; 3 parts = 384, balance 0.97 -> 3
-//   8B gate/up  (1792 tiles): balance 1792 / (132 * 14) = 0.97 -> 1
+//   1B down     (128 tiles, 256 steps)        -> 3 (1 part measured slower: 12.8 -> 13.5 us)
 //   tiny model  (8 tiles, 2 steps): parts <= 2 / 16 -> 1
-//   8B o_proj 4-bit (256 tiles, 32 units): 2 parts = 512 items, 32 / 16 = 2 allowed -> 2
 //   1B o_proj 4-bit (128 tiles, 16 units): parts <= 16 / 16 -> 1 (2 MB in all: launch-bound)
-//   8B down   4-bit (256 tiles, 112 units) -> 2, as dense (448 steps)
 int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms);
 
 // The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of

@@ -1,6 +1,7 @@
 // The fused few-token GEMV (kernels/model/gemv.h) against double-precision host references, on
 // fresh random data with poisoned outputs: every input mode and epilogue, 1..8 tokens, split-K
-// plans (forced by planning for a few SMs) and unsplit ones, masked last tiles, both dtypes and
+// plans (forced by planning for a few SMs) and unsplit ones, x staged in shared memory (over a
+// part or all of k) or read per step, masked last tiles, both dtypes and
 // every weight format (dense, 4-bit, fp8: the reference uses the dequantized weights, see
 // gemv_test_util.h for the oracle and bound); and two dependent launches under programmatic
 // dependent launch, where the second normalises its input from the sums of squares the first
@@ -37,7 +38,11 @@ TEST_P(GemvTest, StoreMatchesReference) {
   int32_t tokens = 1;
   for (const Shape& sh : std::vector<Shape>{{37, 64}, {300, 1024}, {1000, 4096}, {64, 2048}}) {
     for (bool rms : {false, true}) {
-      for (const gpu::GemvDevice& dev : {RealDevice(GetParam()), gpu::GemvDevice{3, 1}}) {
+      // {64, 1, 48 KB}, {66, 1, 48 KB}: x staged over all of k (grid 64 of 3 parts) or over a
+      // part (grid 66), with several items per CTA; {3, 1}: never staged.
+      for (const gpu::GemvDevice& dev :
+           {RealDevice(GetParam()), gpu::GemvDevice{3, 1}, gpu::GemvDevice{64, 1, 48 << 10},
+            gpu::GemvDevice{66, 1, 48 << 10}}) {
         const Problem p = MakeProblem(GetParam(), sh.n, K(sh.k), tokens, rms, &rng_);
         DeviceProblem d = Stage(p, 16, dev);
         const bool f32 = (tokens + sh.n) % 2 == 0;

@@ -3,11 +3,12 @@
 // its input, and the reference the kernel is checked against.
 //
 // The oracle of a quantized projection is the float32 dequantization of its canonical weights
-// (gemv_quant.h), rounded to the activation dtype (Problem::wf): that is what the kernel feeds
-// the MMA for 4-bit weights (scales are drawn representable in the dtype, as a checkpoint's are
-// when its dtype matches), and within one rounding of the weight (2^-9 relative in bf16, 2^-12 in
-// fp16) of the exact e4m3 * scale the fp8 kernel uses. Bound of every check: 4e-3 * sum |x w|
-// (the weight rounding above plus fp32 accumulation, far under) plus the output's rounding.
+// (gemv_quant.h), rounded to the activation dtype (Problem::wf): what the dequantize kernel writes
+// (scales are drawn representable in the dtype, as a checkpoint's are when its dtype matches),
+// and within one rounding of the weight (2^-9 relative in bf16, 2^-12 in fp16) of the exact
+// (q - z) * scale and e4m3 * scale the 4-bit and fp8 GEMVs apply in fp32. Bound of every check:
+// 4e-3 * sum |x w| (the weight rounding above plus fp32 accumulation, far under) plus the output's
+// rounding.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +57,7 @@ std::vector<T> Download(const DeviceBuffer& b, int64_t n) {
   return v;
 }
 
+// QueryGemvDevice for the case, with a 64 KB x staging budget when the build gives none.
 gpu::GemvDevice RealDevice(const GemvCase& c);
 // k rounded up to a multiple the format supports (GemvKMultiple).
 int32_t KFor(const GemvCase& c, int32_t k);

@@ -20,16 +20,16 @@ TEST(FusedPlanTest, Llama3_8bOnH200) {
   EXPECT_EQ(p->qkv.group_rows, 128);
   EXPECT_EQ(p->qkv.parts, 1);
   EXPECT_EQ(p->o.n, 4096);
-  EXPECT_EQ(p->o.parts, 2);
+  EXPECT_EQ(p->o.parts, 1);
   EXPECT_EQ(p->gate_up.n, 28672);
   EXPECT_EQ(p->gate_up.group_rows, 28672);
   EXPECT_EQ(p->down.k, 14336);
-  EXPECT_EQ(p->down.parts, 2);
+  EXPECT_EQ(p->down.parts, 1);
   EXPECT_EQ(p->lm_head.n, 128256);
   EXPECT_EQ(p->residual_parts, 256);
-  // The o and down plans both split 256 tiles in two: 512 slots of 128 floats, 256 tickets.
-  EXPECT_EQ(p->partial_floats(), 512 * 128);
-  EXPECT_EQ(p->num_tickets(), 256);
+  // 256 tiles or more on 132 SMs: no plan splits, so no workspace.
+  EXPECT_EQ(p->partial_floats(), 0);
+  EXPECT_EQ(p->num_tickets(), 0);
   for (const gpu::GemvPlan* g : {&p->qkv, &p->o, &p->gate_up, &p->down, &p->lm_head}) {
     EXPECT_LE(g->grid, 132 * 3);
     EXPECT_EQ(g->items, g->tiles * g->parts);
@@ -47,8 +47,8 @@ TEST(FusedPlanTest, Llama3_8bInt4PlansEachProjectionInItsFormat) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->qkv.format, gpu::GemvWeightFormat::kInt4);
   EXPECT_EQ(p->qkv.units, 4096 / 128);
-  EXPECT_EQ(p->o.parts, 2);  // gemv_plan.h's worked example: 8B o_proj 4-bit
-  EXPECT_EQ(p->down.parts, 2);
+  EXPECT_EQ(p->o.parts, 1);  // gemv_plan.h's worked example: 256 tiles >= 132 SMs
+  EXPECT_EQ(p->down.parts, 1);
   EXPECT_LE(p->gate_up.grid, 132 * 2);
   EXPECT_EQ(p->lm_head.format, gpu::GemvWeightFormat::kDense);
   EXPECT_LE(p->lm_head.grid, 132 * 3);
@@ -59,7 +59,7 @@ TEST(FusedPlanTest, Llama3_1bAndTinyAreSupported) {
   absl::StatusOr<FusedPlans> p = PlanFusedLayers(*ModelShapeConfig("llama3-1b"), kH200);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->qkv.group_rows, 64);
-  EXPECT_EQ(p->qkv.parts, 2);
+  EXPECT_EQ(p->qkv.parts, 1);  // 192 tiles >= 132 SMs
   EXPECT_EQ(p->o.parts, 3);
   EXPECT_EQ(p->down.parts, 3);
   EXPECT_EQ(p->residual_parts, 128);

@@ -4,6 +4,7 @@
 // from the PTX m16n8k16 fragment tables, checked against plain dot products.
 #include "kernels/model/gemv_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -71,11 +72,11 @@ TEST(GemvWarpStepsTest, PartsAndWarpsTileTheStepsInOrder) {
 }
 
 TEST(ChooseGemvPartsTest, WorkedExamplesOn132Sms) {
-  EXPECT_EQ(ChooseGemvParts(256, 128, 132), 2);   // 8B o_proj
+  EXPECT_EQ(ChooseGemvParts(256, 128, 132), 1);   // 8B o_proj: tiles >= SMs
   EXPECT_EQ(ChooseGemvParts(384, 128, 132), 1);   // 8B q/k/v
   EXPECT_EQ(ChooseGemvParts(1792, 128, 132), 1);  // 8B gate/up
-  EXPECT_EQ(ChooseGemvParts(256, 448, 132), 2);   // 8B down
-  EXPECT_EQ(ChooseGemvParts(192, 64, 132), 2);    // 1B q/k/v
+  EXPECT_EQ(ChooseGemvParts(256, 448, 132), 1);   // 8B down
+  EXPECT_EQ(ChooseGemvParts(192, 64, 132), 1);    // 1B q/k/v
   EXPECT_EQ(ChooseGemvParts(128, 64, 132), 3);    // 1B o_proj
   EXPECT_EQ(ChooseGemvParts(128, 256, 132), 3);   // 1B down
   EXPECT_EQ(ChooseGemvParts(8016, 128, 132), 1);  // 8B LM head
@@ -101,11 +102,18 @@ TEST(PlanGemvTest, PlansAndRejections) {
   absl::StatusOr<GemvPlan> p = PlanGemv(4096, 4096, 16, h200);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->tiles, 256);
-  EXPECT_EQ(p->parts, 2);
-  EXPECT_EQ(p->items, 512);
-  EXPECT_EQ(p->grid, 396);
-  EXPECT_EQ(p->partial_floats(), 512 * 128);
-  EXPECT_EQ(p->num_tickets(), 256);
+  EXPECT_EQ(p->parts, 1);
+  EXPECT_EQ(p->grid, 256);
+  EXPECT_EQ(p->partial_floats(), 0);
+  EXPECT_EQ(p->num_tickets(), 0);
+  p = PlanGemv(2048, 8192, 16, h200);  // 1B down: 128 tiles < 132 SMs split 3 ways
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->tiles, 128);
+  EXPECT_EQ(p->parts, 3);
+  EXPECT_EQ(p->items, 384);
+  EXPECT_EQ(p->grid, 384);
+  EXPECT_EQ(p->partial_floats(), 384 * 128);
+  EXPECT_EQ(p->num_tickets(), 128);
   p = PlanGemv(100, 64, 16, h200);  // rows not a multiple of 16: the last tile is masked
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->tiles, 7);
@@ -126,7 +134,7 @@ TEST(PlanGemvTest, QuantizedFormatsPlanOnTheirBytes) {
   absl::StatusOr<GemvPlan> p = PlanGemv(4096, 4096, 16, h200, GemvWeightFormat::kInt4);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->units, 32);
-  EXPECT_EQ(p->parts, 2);  // 32 units / 16 allows 2; 256 items are too few for 132 SMs
+  EXPECT_EQ(p->parts, 1);  // 256 tiles >= 132 SMs
   EXPECT_EQ(p->weight_bytes(), 4096 * (4096 / 2 + 4 * 32));
   p = PlanGemv(2048, 2048, 16, h200, GemvWeightFormat::kInt4);  // 1B o_proj: 16 units
   ASSERT_TRUE(p.ok());
@@ -239,7 +247,7 @@ TEST(GemvEmulationTest, FragmentAlgebraComputesTheDotProducts) {
   for (const Case& cs : std::vector<Case>{{16, 32, 16, 132, 1},
                                           {40, 96, 16, 1, 1},
                                           {64, 2048, 16, 8, 4},
-                                          {37, 1024, 16, 3, 2},
+                                          {37, 1024, 16, 6, 2},
                                           {48, 1536, 16, 5, 3},
                                           {128, 64, 64, 132, 1},
                                           {96, 512, 96, 3, 1}}) {
@@ -262,6 +270,70 @@ TEST(GemvEmulationTest, FragmentAlgebraComputesTheDotProducts) {
       }
     }
   }
+}
+
+// The staged span of every CTA covers the k of every item it takes, and the staged bytes cover
+// the widest span; rows padded to 4 mod 8 vectors (bank-conflict-free quarter warps).
+TEST(GemvStageTest, SpansCoverEachCtasItems) {
+  struct Case {
+    int32_t n, k, sms;
+    GemvWeightFormat format;
+  };
+  for (const Case& cs : std::vector<Case>{{4096, 4096, 132, GemvWeightFormat::kDense},
+                                          {4096, 14336, 132, GemvWeightFormat::kInt4},
+                                          {1000, 4096, 64, GemvWeightFormat::kDense},
+                                          {1000, 4096, 66, GemvWeightFormat::kDense},
+                                          {2048, 2048, 132, GemvWeightFormat::kFp8},
+                                          {37, 1024, 3, GemvWeightFormat::kDense}}) {
+    const GemvPlan p = *PlanGemv(cs.n, cs.k, 16, GemvDevice{cs.sms, 3}, cs.format);
+    const int32_t unit_k = kGemvStepK * GemvUnitSteps(p.format);
+    int32_t widest = 0;
+    for (int32_t cta = 0; cta < p.grid; ++cta) {
+      const GemvKSpan span = GemvStageSpan(p, cta);
+      widest = std::max(widest, span.len);
+      EXPECT_EQ(GemvStageRowVecs(span.len) % 8, 4);
+      EXPECT_GE(GemvStageRowVecs(span.len), span.len / 8);
+      for (int32_t item = cta; item < p.items; item += p.grid) {
+        const int32_t part = item % p.parts;
+        for (int32_t warp = 0; warp < kGemvWarps; ++warp) {
+          const GemvStepRange r = GemvWarpSteps(p.units, p.parts, part, warp);
+          if (r.begin == r.end) continue;
+          ASSERT_GE(r.begin * unit_k, span.begin) << "n " << cs.n << " cta " << cta;
+          ASSERT_LE(r.end * unit_k, span.begin + span.len) << "n " << cs.n << " cta " << cta;
+        }
+      }
+    }
+    for (int32_t tokens : {1, 8}) {
+      EXPECT_EQ(GemvStageBytes(p, tokens), int64_t{tokens} * GemvStageRowVecs(widest) * 16);
+    }
+  }
+  // 1B o_proj (3 parts, grid 384): each CTA stages a third of k (21 of 64 steps for part 1).
+  const GemvPlan o = *PlanGemv(2048, 2048, 16, GemvDevice{132, 3});
+  ASSERT_EQ(o.parts, 3);
+  EXPECT_EQ(GemvStageSpan(o, 1).begin, 21 * 32);
+  EXPECT_EQ(GemvStageSpan(o, 1).len, 21 * 32);
+  const GemvPlan qkv = *PlanGemv(6144, 4096, 128, GemvDevice{132, 3});
+  EXPECT_EQ(GemvStageBytes(qkv, 8), 8 * 516 * 16);
+}
+
+// The staging rule's worked examples (gemv_plan.h: ChooseGemvStageX).
+TEST(GemvStageTest, RuleWorkedExamples) {
+  const GemvDevice h200{132, 3, 71632};
+  const GemvPlan qkv = *PlanGemv(6144, 4096, 128, h200);  // one item a CTA
+  EXPECT_TRUE(ChooseGemvStageX(qkv, 1, /*normalized_input=*/true));
+  EXPECT_TRUE(ChooseGemvStageX(qkv, 2, true));
+  EXPECT_FALSE(ChooseGemvStageX(qkv, 4, true));
+  EXPECT_FALSE(ChooseGemvStageX(qkv, 1, false));                 // plain dense
+  const GemvPlan gate_up = *PlanGemv(28672, 4096, 28672, h200);  // 1792 items on 396 CTAs
+  EXPECT_TRUE(ChooseGemvStageX(gate_up, 4, true));               // 32.2 KB
+  EXPECT_FALSE(ChooseGemvStageX(gate_up, 8, true));              // 64.5 KB
+  const GemvPlan gate_up4 = *PlanGemv(28672, 4096, 28672, h200, GemvWeightFormat::kInt4);
+  EXPECT_TRUE(ChooseGemvStageX(gate_up4, 8, true));
+  const GemvPlan down4 = *PlanGemv(4096, 14336, 16, h200, GemvWeightFormat::kInt4);
+  EXPECT_TRUE(ChooseGemvStageX(down4, 1, false));
+  EXPECT_FALSE(ChooseGemvStageX(down4, 2, false));
+  const GemvPlan o8 = *PlanGemv(4096, 4096, 16, h200, GemvWeightFormat::kFp8);
+  EXPECT_FALSE(ChooseGemvStageX(o8, 1, false));
 }
 
 }  // namespace
