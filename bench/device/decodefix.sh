@@ -6,16 +6,19 @@
 #   2. held-out grid, main's pkv-bench (pkv-bench-base) and this branch's side by side: 16-bit w4s3,
 #      FP8 e4m3 w4s3 and w8s3; this branch without the prefix (--nopage_prefix);
 #   3. calibration grid, FP8 w4s3 and w8s3 (this branch): fitting data of the per-cell config rule;
-#   4. diagnostics on bench/device/decodefix_diag.tsv: warm L2 (--flush_mb 1) vs flushed, and
-#      nsys kernel durations (GPU-side) against the event times.
+#   4. diagnostics on bench/device/decodefix_diag.tsv: warm L2 (--flush_mb 1) vs flushed; on
+#      decodefix_diag2.tsv (small cells): split plans (in-kernel merge) vs no splits.
+# (Call 1 also asked for nsys kernel durations: nsys is not installed on the GPU machine.)
 # Build machine: device-bundle into .device/decodefix (pkv-bench and the two tests of this branch,
 # main's pkv-bench copied in as bin/pkv-bench-base, this script as go.sh, the diagnostic trace),
 # strip, tar+xz. Device call: carry [".device/decodefix.tar.xz"],
-#   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/decodefix.tar.xz && bash /tmp/pkv/decodefix/go.sh
+#   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/decodefix.tar.xz && timeout 360 bash /tmp/pkv/decodefix/go.sh
 set -u
 B=/tmp/pkv/decodefix; R=$B/run; OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES"
 S=$RES/summary.txt; T0=$(date +%s)
 el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
+finish() { tar -C /tmp -czf "$OUT/results.tgz" res; cp "$S" "$OUT/summary.txt"; }
+trap 'el "terminated"; finish; exit 1' TERM
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "revision $(cat $B/REVISION)"; date -u; } > "$S" 2>&1
 H=bench/traces/heldout-20260623.tsv; C=bench/traces/calibration-20260622.tsv
@@ -40,7 +43,7 @@ el "held-out"
 bench base_h16 pkv-bench-base $H --kv_dtype auto --configs w4s3
 bench new_h16 pkv-bench $H --kv_dtype auto --configs w4s3
 bench base_h8 pkv-bench-base $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --nofloor
-bench new_h8 pkv-bench $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --nofloor
+bench new_h8 pkv-bench $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
 bench new_h16_nopfx pkv-bench $H --kv_dtype auto --configs w4s3 --nopage_prefix --nofloor
 
 el "calibration (FP8 configs)"
@@ -52,21 +55,14 @@ for bin in pkv-bench-base pkv-bench; do
   bench diag_${bin}_warm $bin $D --kv_dtype auto --configs w4s3 --routes workqueue --nofloor \
     --flush_mb 1
 done
-NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-echo "nsys: ${NSYS:-none}" >> "$S"
-if [ -n "$NSYS" ]; then
-  for bin in pkv-bench-base pkv-bench; do
-    timeout 90 "$NSYS" profile -t cuda -o "/tmp/nsys_$bin" --force-overwrite true "$R" "$bin" \
-      kernels --trace $D --routes workqueue --kv_dtype auto --configs w4s3 --iters 30 \
-      --wall_iters 1 --nograph --nofloor --out "$RES/nsys_$bin.tsv" > "$RES/nsys_$bin.md" 2>&1
-    echo "rc=$? nsys $bin" >> "$S"
-    timeout 60 "$NSYS" stats -r cuda_gpu_trace -f csv -o "$RES/nsys_$bin" "/tmp/nsys_$bin.nsys-rep" \
-      > /dev/null 2>&1
-    echo "rc=$? nsys stats $bin" >> "$S"
-  done
-fi
+# Small cells without splits (no merge) against the split plans: the merge path's cost.
+D2=$B/decodefix_diag2.tsv
+for bin in pkv-bench-base pkv-bench; do
+  bench diag2_${bin}_split $bin $D2 --kv_dtype auto --configs w4s3 --routes workqueue --nofloor
+  bench diag2_${bin}_nosplit $bin $D2 --kv_dtype auto --configs w4s3 --routes workqueue --nofloor \
+    --min_split 1000000
+done
 el done
 grep -h "empty-launch\|streaming" "$RES"/base_h16.md "$RES"/new_h16.md >> "$S"
-tar -C /tmp -czf "$OUT/results.tgz" res
-cp "$S" "$OUT/summary.txt"
+finish
 cat "$S"

@@ -23,6 +23,7 @@
 //    ticket) merges all its partials in place when merge_in_kernel is set.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
@@ -349,8 +350,11 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   }
   CpAsyncWait<0>();
   __syncthreads();  // the ring is drained and every warp is done with it
-  CombineAndWrite<kD, T, kFp8>(p, it, st, smem, out_scale);
-  if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
+  // The item again (an L1 hit) rather than its fields kept live through the loop: at the
+  // 128-register cap those registers are what keeps the loop free of spills.
+  const WorkItem done = p.items[item_index];
+  CombineAndWrite<kD, T, kFp8>(p, done, st, smem, out_scale);
+  if (done.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, done, smem, ticket);
   return true;
 }
 
@@ -368,23 +372,18 @@ template <int kD, typename T, typename Kv = T>
 __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
     DecodeAttentionKernel(const __grid_constant__ DecodeParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
-  if (p.cta_item_indptr != nullptr) {
-    const int b = p.cta_item_indptr[blockIdx.x], e = p.cta_item_indptr[blockIdx.x + 1];
-    for (int i = b; i < e; ++i) ProcessItem<kD, T, Kv>(p, p.first + i, smem, nullptr);
-    return;
-  }
-  if (!p.count_from_header) {
-    for (int i = blockIdx.x; i < p.count; i += gridDim.x) {
-      ProcessItem<kD, T, Kv>(p, p.first + i, smem, nullptr);
-    }
-    return;
-  }
-  // Graph-sized grids (grid <= the item capacity): the CTA's first item is requested together
-  // with the count, the later ones once it is known.
-  if (!ProcessItem<kD, T, Kv>(p, p.first + blockIdx.x, smem, p.header)) return;
-  const int count = p.header[0];
-  for (int i = blockIdx.x + gridDim.x; i < count; i += gridDim.x) {
-    ProcessItem<kD, T, Kv>(p, p.first + i, smem, nullptr);
+  // One call site of ProcessItem (each inlined copy of the item loop costs registers).
+  const bool persistent = p.cta_item_indptr != nullptr;
+  const bool from_header = !persistent && p.count_from_header;
+  int i = persistent ? p.cta_item_indptr[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int end = persistent ? p.cta_item_indptr[blockIdx.x + 1] : from_header ? INT_MAX : p.count;
+  const int step = persistent ? 1 : static_cast<int>(gridDim.x);
+  // Graph-sized grids: each item is requested together with the count and skipped past it (the
+  // reads stay inside the workspace: items and item_pids hold capacity >= grid entries and the
+  // partial-state regions follow them).
+  const int32_t* live = from_header ? p.header : nullptr;
+  for (; i < end; i += step) {
+    if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, live)) break;
   }
 }
 

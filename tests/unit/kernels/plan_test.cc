@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/decode/decode_launch.h"
 #include "kernels/decode/workspace.h"
 
 namespace pkv::decode {
@@ -357,6 +358,24 @@ TEST(DecodePlanTest, RejectsBadInput) {
   for (int r = 0; r < kNumRoutes; ++r) {
     EXPECT_EQ(*ParseRoute(RouteName(static_cast<Route>(r))), static_cast<Route>(r));
   }
+}
+
+// The per-step configuration rule (decode_launch.h): FP8 many-row skewed batches take w4s3.
+TEST(ChooseKernelConfigTest, Fp8ManyRowSkewedBatchesTakeFourWarps) {
+  auto warps = [](KvCacheDtype kv, int32_t batch, double cv) {
+    return ChooseKernelConfig(kv, batch, cv).warps;
+  };
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 32, 1.63), 4);
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E5M2, 16, 0.4), 4);
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 8, 1.6), 8);    // few rows
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 128, 0.0), 8);  // equal lengths
+  EXPECT_EQ(warps(KvCacheDtype::kAuto, 128, 1.6), 4);     // 16-bit pages: the default, w4s3
+  EXPECT_EQ(ChooseKernelConfig(KvCacheDtype::kAuto, 1, 0).stages, 3);
+  KernelConfig c[2];
+  EXPECT_EQ(CandidateKernelConfigs(KvCacheDtype::kAuto, c), 1);
+  ASSERT_EQ(CandidateKernelConfigs(KvCacheDtype::kFp8E4M3, c), 2);
+  EXPECT_EQ(c[0].warps, DefaultKernelConfig(KvCacheDtype::kFp8E4M3).warps);
+  EXPECT_EQ(c[1].warps, 4);
 }
 
 }  // namespace
