@@ -39,12 +39,15 @@ for t in decode_attention_device_test:200 decode_fp8_device_test:120; do
 done
 grep -E "PASSED|FAILED|tests ran" "$RES/tests.log" >> "$S"
 
+MODE=${1:-all}  # all | final (tests and the held-out grid only: the third call)
 el "held-out"
 bench base_h16 pkv-bench-base $H --kv_dtype auto --configs w4s3
 bench new_h16 pkv-bench $H --kv_dtype auto --configs w4s3
 bench base_h8 pkv-bench-base $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --nofloor
 bench new_h8 pkv-bench $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
-bench new_h16_nopfx pkv-bench $H --kv_dtype auto --configs w4s3 --nopage_prefix --nofloor
+[ "$MODE" = final ] || bench new_h16_nopfx pkv-bench $H --kv_dtype auto --configs w4s3 \
+  --nopage_prefix --nofloor
+if [ "$MODE" = final ]; then el done; finish; cat "$S"; exit 0; fi
 
 el "calibration (FP8 configs)"
 bench new_c8 pkv-bench $C --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --nofloor --nograph
