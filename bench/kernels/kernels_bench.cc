@@ -112,16 +112,22 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   b.pool.resize(b.pool_pages);
   std::iota(b.pool.begin(), b.pool.end(), 0);
   // Workspace: the largest capacity any variant may need, laid out once.
-  for (const RouteVariant& v : cfg_.variants) {
-    PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v));
-    decode::PlanOptions opt;
-    opt.route = v.route;
-    const decode::PlanSizes c = decode::CapacityFor(b.max_rows, s, limits, opt);
-    b.capacity.items = std::max(b.capacity.items, c.items);
-    b.capacity.ctas = std::max(b.capacity.ctas, c.ctas);
-    b.capacity.merges = std::max(b.capacity.merges, c.merges);
-    b.capacity.partials = std::max(b.capacity.partials, c.partials);
-    b.capacity.pairs = std::max(b.capacity.pairs, c.pairs);
+  for (const RouteVariant& cv : cfg_.variants) {
+    decode::KernelConfig configs[2] = {cv.config, cv.config};
+    const int n = cv.auto_config ? decode::CandidateKernelConfigs(cv.kv_dtype, configs) : 1;
+    for (int i = 0; i < n; ++i) {
+      RouteVariant v = cv;
+      v.config = configs[i];
+      PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v));
+      decode::PlanOptions opt;
+      opt.route = v.route;
+      const decode::PlanSizes c = decode::CapacityFor(b.max_rows, s, limits, opt);
+      b.capacity.items = std::max(b.capacity.items, c.items);
+      b.capacity.ctas = std::max(b.capacity.ctas, c.ctas);
+      b.capacity.merges = std::max(b.capacity.merges, c.merges);
+      b.capacity.partials = std::max(b.capacity.partials, c.partials);
+      b.capacity.pairs = std::max(b.capacity.pairs, c.pairs);
+    }
   }
   b.layout = decode::LayoutWorkspace(b.capacity, s, nullptr, nullptr);
   PKV_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.workspace, b.layout.total_bytes));
@@ -148,6 +154,8 @@ absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& l
   if (graph_sized) opt.capacity_rows = buf_->max_rows;
   decode::PlanInput in{step_lengths_.data(), page_indptr_.data(),
                        static_cast<int32_t>(lengths_.size()), ShapeFor(v)};
+  // The device block table is the pool's first entries (RunLine).
+  if (cfg_.page_prefix) in.page_ids = buf_->pool.data();
   return decode::PlanDecode(in, limits, opt, plan);
 }
 
@@ -168,7 +176,20 @@ absl::StatusOr<std::vector<RowResult>> KernelsBench::RunLine(const TraceLine& li
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   std::vector<RowResult> rows;
   fused_out_.clear();
-  for (const RouteVariant& v : cfg_.variants) {
+  for (RouteVariant v : cfg_.variants) {
+    if (v.auto_config) {  // the worker's per-step choice, from the line's lengths
+      double sum = 0, sum_sq = 0;
+      for (int32_t len : lengths_) {
+        sum += len;
+        sum_sq += static_cast<double>(len) * len;
+      }
+      const double n = std::max<double>(1, lengths_.size()), mean = sum / n;
+      const double cv = mean > 0 ? std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) / mean : 0;
+      v.config = decode::ChooseKernelConfig(v.kv_dtype, static_cast<int32_t>(lengths_.size()), cv);
+      v.label =
+          absl::StrCat("auto=w", v.config.warps, "s", v.config.stages, IsFp8(v.kv_dtype) ? "/" : "",
+                       IsFp8(v.kv_dtype) ? KvCacheDtypeName(v.kv_dtype) : "");
+    }
     RowResult row;
     row.trace = line.name;
     row.kind = line.kind;
@@ -210,15 +231,14 @@ absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& 
                                      RowResult* row) {
   Buffers& b = *buf_;
   std::vector<DecodePlan> plans(cfg_.steps);
-  std::vector<int64_t> bytes(cfg_.steps);
+  std::vector<decode::WorkspaceLayout> lays(cfg_.steps);
   for (int st = 0; st < cfg_.steps; ++st) {
     PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, true, &plans[st]));
     PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
-    bytes[st] =
-        decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st]).upload_bytes;
+    lays[st] = decode::LayoutWorkspace(b.capacity, ShapeFor(v), &plans[st], b.images[st]);
   }
   auto upload = [&](int st) {
-    return cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_);
+    return decode::UploadPlan(b.images[st], lays[st], false, b.workspace, stream_);
   };
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -229,16 +249,12 @@ absl::Status KernelsBench::TimeGraph(const RouteVariant& v, const DeviceLimits& 
   PKV_RETURN_IF_ERROR(launched);
   PKV_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph, 0));
   for (int st = cfg_.steps - 1; st >= 0; --st) {  // warm up; ends with step 0 for the check
-    PKV_CUDA_RETURN_IF_ERROR(upload(st));
+    PKV_RETURN_IF_ERROR(upload(st));
     PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
   }
   PKV_RETURN_IF_ERROR(CheckAgainstFused(v, row));
   absl::StatusOr<std::vector<double>> t = b.timer->Time(
-      cfg_.iters, b.flusher.get(), stream_,
-      [&](int it) -> absl::Status {
-        PKV_CUDA_RETURN_IF_ERROR(upload(it % cfg_.steps));
-        return absl::OkStatus();
-      },
+      cfg_.iters, b.flusher.get(), stream_, [&](int it) { return upload(it % cfg_.steps); },
       [&](int) -> absl::Status {
         PKV_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream_));
         return absl::OkStatus();
@@ -256,18 +272,16 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
   PKV_ASSIGN_OR_RETURN(DeviceLimits limits, LimitsFor(v));
   const float scale = 1.f / std::sqrt(static_cast<float>(cfg_.shape.head_dim));
   std::vector<DecodePlan> plans(cfg_.steps);
-  std::vector<int64_t> bytes(cfg_.steps);
+  std::vector<decode::WorkspaceLayout> lays(cfg_.steps);
   double kv_bytes = 0;
   for (int st = 0; st < cfg_.steps; ++st) {
     PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, false, &plans[st]));
     PKV_RETURN_IF_ERROR(decode::CheckFits(plans[st], b.capacity));
-    bytes[st] =
-        decode::LayoutWorkspace(b.capacity, cfg_.shape, &plans[st], b.images[st]).upload_bytes;
+    lays[st] = decode::LayoutWorkspace(b.capacity, ShapeFor(v), &plans[st], b.images[st]);
     kv_bytes += static_cast<double>(plans[st].counters.kv_bytes) / cfg_.steps;
   }
   auto launch = [&](int st) -> absl::Status {
-    PKV_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(b.workspace, b.images[st], bytes[st], cudaMemcpyHostToDevice, stream_));
+    PKV_RETURN_IF_ERROR(decode::UploadPlan(b.images[st], lays[st], false, b.workspace, stream_));
     return decode::LaunchDecode(plans[st], b.layout, Tensors(v), b.workspace, v.config, scale,
                                 stream_);
   };
@@ -279,11 +293,9 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
       const std::vector<double> gpu,
       b.timer->Time(
           cfg_.iters, b.flusher.get(), stream_,
-          [&](int it) -> absl::Status {
+          [&](int it) {
             const int st = it % cfg_.steps;
-            PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.workspace, b.images[st], bytes[st],
-                                                     cudaMemcpyHostToDevice, stream_));
-            return absl::OkStatus();
+            return decode::UploadPlan(b.images[st], lays[st], false, b.workspace, stream_);
           },
           [&](int it) {
             return decode::LaunchDecode(plans[it % cfg_.steps], b.layout, Tensors(v), b.workspace,
@@ -300,7 +312,7 @@ absl::Status KernelsBench::RunVariant(const TraceLine& line, const RouteVariant&
     const auto t0 = std::chrono::steady_clock::now();
     PKV_RETURN_IF_ERROR(PlanStep(v, limits, st, false, &scratch));
     const decode::WorkspaceLayout lay =
-        decode::LayoutWorkspace(b.capacity, cfg_.shape, &scratch, image);
+        decode::LayoutWorkspace(b.capacity, ShapeFor(v), &scratch, image);
     PKV_RETURN_IF_ERROR(decode::UploadPlan(image, lay, false, b.workspace, stream_));
     PKV_RETURN_IF_ERROR(
         decode::LaunchDecode(scratch, b.layout, Tensors(v), b.workspace, v.config, scale, stream_));

@@ -25,6 +25,7 @@ struct RouteVariant {
   decode::Route route = decode::Route::kWorkqueue;
   decode::MergeMode merge = decode::MergeMode::kInKernel;
   decode::KernelConfig config;
+  bool auto_config = false;  // config chosen per line by decode::ChooseKernelConfig
   KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: 1-byte pages with their own pool
   std::string label;                            // e.g. "w4s3", "w4s3/2k" or "w4s3/fp8_e4m3"
 };
@@ -39,6 +40,7 @@ struct BenchConfig {
   int64_t flush_bytes = int64_t{256} << 20;
   bool flush_write = false;  // L2 flush by writing instead of reading (see L2Flusher)
   bool graph = true;         // also time CUDA-graph replays of graph-sized plans
+  bool page_prefix = true;   // plans carry each item's first page ids (PlanInput::page_ids)
   std::vector<RouteVariant> variants;
   int sm_count = 0;       // SMs the planner is told about
   bool cap_grid = false;  // fallback SM restriction: cap grids to sm_count * ctas_per_sm

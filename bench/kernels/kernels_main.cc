@@ -26,13 +26,16 @@ ABSL_FLAG(std::string, flashinfer, "",
 ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent",
           "kernels: routes measured; a route followed by :2k uses the separate merge launch");
 ABSL_FLAG(std::string, configs, "default",
-          "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2; default: the worker's for each "
-          "KV dtype (decode::DefaultKernelConfig)");
+          "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2; default: the worker's default "
+          "for each KV dtype (decode::DefaultKernelConfig); auto: the worker's per-step choice "
+          "(decode::ChooseKernelConfig)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
 ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
 ABSL_FLAG(bool, graph, true, "kernels: time the steps as one CUDA graph");
+ABSL_FLAG(bool, page_prefix, true,
+          "kernels: plans carry each item's first page ids (one round trip less per item)");
 ABSL_FLAG(int32_t, bw_mb, 4096, "kernels: MiB read by the streaming-bandwidth measurement");
 ABSL_FLAG(bool, floor, true, "kernels: measure the empty-launch floor first");
 ABSL_FLAG(bool, plan_only, false,
@@ -50,17 +53,20 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
   std::vector<RouteVariant> out;
   for (absl::string_view cfg : absl::StrSplit(configs, ',', absl::SkipEmpty())) {
     decode::KernelConfig kc = decode::DefaultKernelConfig(kv);
-    const int n = cfg == "default" ? 2
-                                   : std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps,
-                                                 &kc.stages, &kc.l2_prefetch);
+    const bool auto_config = cfg == "auto";
+    const int n = cfg == "default" || auto_config
+                      ? 2
+                      : std::sscanf(std::string(cfg).c_str(), "w%ds%dp%d", &kc.warps, &kc.stages,
+                                    &kc.l2_prefetch);
     if (n < 2) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad --configs entry '", cfg,
-                       "'; expected default or w<warps>s<stages>[p<prefetch>], e.g. w4s3"));
+                       "'; expected default, auto or w<warps>s<stages>[p<prefetch>], e.g. w4s3"));
     }
     const std::string cfg_label =
-        kc.l2_prefetch > 0 ? absl::StrCat("w", kc.warps, "s", kc.stages, "p", kc.l2_prefetch)
-                           : absl::StrCat("w", kc.warps, "s", kc.stages);
+        auto_config          ? std::string("auto")
+        : kc.l2_prefetch > 0 ? absl::StrCat("w", kc.warps, "s", kc.stages, "p", kc.l2_prefetch)
+                             : absl::StrCat("w", kc.warps, "s", kc.stages);
     for (absl::string_view r : absl::StrSplit(routes, ',', absl::SkipEmpty())) {
       RouteVariant v;
       std::vector<absl::string_view> parts = absl::StrSplit(r, ':');
@@ -68,6 +74,7 @@ absl::StatusOr<std::vector<RouteVariant>> ParseVariants(const std::string& route
       v.merge = parts.size() > 1 && parts[1] == "2k" ? decode::MergeMode::kSeparate
                                                      : decode::MergeMode::kInKernel;
       v.config = kc;
+      v.auto_config = auto_config;
       v.kv_dtype = kv;
       v.label = absl::StrCat(cfg_label, v.merge == decode::MergeMode::kSeparate ? "/2k" : "",
                              IsFp8(kv) ? "/" : "", IsFp8(kv) ? KvCacheDtypeName(kv) : "");
@@ -164,6 +171,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   }
   cfg.flush_write = flush == "write";
   cfg.graph = absl::GetFlag(FLAGS_graph);
+  cfg.page_prefix = absl::GetFlag(FLAGS_page_prefix);
   PKV_ASSIGN_OR_RETURN(cfg.variants,
                        ParseVariants(absl::GetFlag(FLAGS_routes), absl::GetFlag(FLAGS_configs),
                                      absl::GetFlag(FLAGS_kv_dtype)));

@@ -3,10 +3,13 @@
 // once per step.
 //
 // Data flow per item:
-//  - Q (G rows, zero-padded to 8) and the page ids of the first `stages` tiles go to shared memory
-//    (cp.async); then K/V tiles of warps*16 tokens stream through a `stages`-deep cp.async ring
-//    (16-byte copies, zero-filled past the item's end). Page ids of later tiles are prefetched
-//    into registers one tile ahead, so the indirection never stalls the stream.
+//  - The item and, when the plan carries them (DecodePlan::item_pids), the page ids of its first
+//    pages arrive in one round trip; the first K/V tiles are then issued together with Q (G rows,
+//    zero-padded to 8) and any page ids of the first `stages` tiles the prefix lacks (without a
+//    prefix: Q and those page ids first, then the tiles). K/V tiles of warps*16 tokens stream
+//    through a `stages`-deep cp.async ring (16-byte copies, zero-filled past the item's end).
+//    Page ids of later tiles are prefetched into registers one tile ahead, so the indirection
+//    never stalls the stream.
 //  - Warp w owns tokens [16w, 16w+16) of every tile. Scores are computed transposed,
 //    S^T[16 tokens][8 heads] = K * Q^T with mma.m16n8k16 (A = K via ldmatrix, B = Q^T), so the 8
 //    query heads are the MMA's n = 8 and no row padding to 16 is wasted. The probabilities are
@@ -20,6 +23,7 @@
 //    ticket) merges all its partials in place when merge_in_kernel is set.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
@@ -156,8 +160,13 @@ __device__ void CombineAndWrite(const DecodeParams& p, const WorkItem& it, WarpS
   }
 }
 
+// Runs item `item_index`. live_count: nullptr, or the graph-sized launch's item count in the
+// workspace header, loaded in the same round trip as the item (which lies inside the workspace's
+// capacity either way); the CTA skips the item when item_index - p.first >= *live_count.
+// Returns false when it skipped.
 template <int kD, typename T, typename Kv>
-__device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem) {
+__device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem,
+                            const int32_t* live_count) {
   constexpr bool kFp8 = kIsFp8Kv<Kv>;
   constexpr int kEb = kKvElemBytes<Kv>;
   constexpr int kRowBytes = kD * kEb;
@@ -168,21 +177,42 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   const int tile_tokens = lay.tile_tokens(), tile_bytes = lay.tile_bytes();
   const int stages = p.stages;
   __syncthreads();  // the CTA's previous item is done with shared memory
-  const WorkItem it = p.items[item_index];
-  const int len = it.token_end - it.token_begin;
-  int32_t* ticket = reinterpret_cast<int32_t*>(smem + lay.misc_offset());
-  if (len <= 0) {
-    EmptyItem<kD, T>(p, it);
-    if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
-    return;
-  }
   const uint32_t ring = SmemAddr(smem);
   const uint32_t qs = ring + lay.q_offset();
   const int32_t* pid_s = reinterpret_cast<const int32_t*>(smem + lay.pid_offset());
+  // Round trip 1: the item, its first kItemPagePrefix page ids when the plan carries them (into
+  // pid_s[0, kItemPagePrefix), by item index: no dependency on the item) and the live count.
+  const bool has_prefix = p.item_pids != nullptr;
+  if (has_prefix && tid < kItemPagePrefix / 4) {
+    CpAsync16(SmemAddr(pid_s + 4 * tid),
+              p.item_pids + static_cast<int64_t>(item_index) * kItemPagePrefix + 4 * tid, true);
+  }
+  CpAsyncCommit();
+  const WorkItem it = p.items[item_index];
+  const int live = live_count != nullptr ? *live_count : 0;
+  if (live_count != nullptr && item_index - p.first >= live) {
+    CpAsyncWait<0>();  // nothing may still write shared memory when the CTA moves on
+    return false;
+  }
+  const int len = it.token_end - it.token_begin;
+  int32_t* ticket = reinterpret_cast<int32_t*>(smem + lay.misc_offset());
+  if (len <= 0) {
+    CpAsyncWait<0>();
+    EmptyItem<kD, T>(p, it);
+    if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
+    return true;
+  }
   const uint32_t first_page = p.page_div.Div(it.token_begin);  // exact: begin is page-aligned
 
-  // Q rows (zero-filled past G) and the first `stages` tiles' page ids, in one round trip.
+  // Round trip 2 (with the first K/V tiles when the prefix covers them): Q rows (zero-filled
+  // past G) and the page ids of the first `stages` tiles the prefix does not hold.
   const int g = p.group;
+  const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
+  const int npro =
+      min(item_pages, static_cast<int>(p.page_div.Div(stages * tile_tokens + p.page_size - 1)));
+  const int have = has_prefix ? min(npro, kItemPagePrefix) : 0;
+  CpAsyncWait<0>();
+  __syncthreads();  // the prefix is in pid_s for every thread
   const T* qrow = static_cast<const T*>(p.q) +
                   (static_cast<int64_t>(it.row) * p.num_q_heads + it.kv_head * g) * kD;
   constexpr int kQChunks = kD / 8;  // Q rows are 16-bit whatever the pages hold
@@ -190,15 +220,17 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     const int h = e / kQChunks, c = e - h * kQChunks;
     CpAsync16(qs + (h * lay.q_row_elems() + c * 8) * 2, qrow + (h < g ? h : 0) * kD + c * 8, h < g);
   }
-  const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
-  const int npro =
-      min(item_pages, static_cast<int>(p.page_div.Div(stages * tile_tokens + p.page_size - 1)));
-  for (int e = tid; e < npro; e += blockDim.x) {
+  for (int e = have + tid; e < npro; e += blockDim.x) {
     CpAsync4(SmemAddr(pid_s + e), p.page_ids + it.page_base + first_page + e);
   }
   CpAsyncCommit();
-  CpAsyncWait<0>();
-  __syncthreads();
+  // The prologue tiles (0 .. stages-2) can be issued now if their pages are all in the prefix.
+  const int pro_tokens = min(len, (stages - 1) * tile_tokens);
+  const bool early = have * p.page_size >= pro_tokens;
+  if (!early) {
+    CpAsyncWait<0>();
+    __syncthreads();
+  }
 
   const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache);
   const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache);
@@ -270,6 +302,9 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     }
     CpAsyncCommit();
   }
+  // Q and the rest of the page ids have landed once at most the prologue's tiles are pending.
+  CpAsyncWaitDynamic(stages - 1);
+  __syncthreads();
   uint32_t qf[kD / 16][2];
   if constexpr (kFp8) {
     LoadQFragmentsFp8<kD, T>(qf, qs, lay.q_row_elems());
@@ -315,8 +350,12 @@ __device__ void ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   }
   CpAsyncWait<0>();
   __syncthreads();  // the ring is drained and every warp is done with it
-  CombineAndWrite<kD, T, kFp8>(p, it, st, smem, out_scale);
-  if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
+  // The item again (an L1 hit) rather than its fields kept live through the loop: at the
+  // 128-register cap those registers are what keeps the loop free of spills.
+  const WorkItem done = p.items[item_index];
+  CombineAndWrite<kD, T, kFp8>(p, done, st, smem, out_scale);
+  if (done.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, done, smem, ticket);
+  return true;
 }
 
 // Non-persistent launches: CTA b runs items first + b, first + b + gridDim.x, ... (a graph-sized
@@ -333,13 +372,19 @@ template <int kD, typename T, typename Kv = T>
 __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
     DecodeAttentionKernel(const __grid_constant__ DecodeParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
-  if (p.cta_item_indptr != nullptr) {
-    const int b = p.cta_item_indptr[blockIdx.x], e = p.cta_item_indptr[blockIdx.x + 1];
-    for (int i = b; i < e; ++i) ProcessItem<kD, T, Kv>(p, p.first + i, smem);
-    return;
+  // One call site of ProcessItem (each inlined copy of the item loop costs registers).
+  const bool persistent = p.cta_item_indptr != nullptr;
+  const bool from_header = !persistent && p.count_from_header;
+  int i = persistent ? p.cta_item_indptr[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int end = persistent ? p.cta_item_indptr[blockIdx.x + 1] : from_header ? INT_MAX : p.count;
+  const int step = persistent ? 1 : static_cast<int>(gridDim.x);
+  // Graph-sized grids: each item is requested together with the count and skipped past it (the
+  // reads stay inside the workspace: items and item_pids hold capacity >= grid entries and the
+  // partial-state regions follow them).
+  const int32_t* live = from_header ? p.header : nullptr;
+  for (; i < end; i += step) {
+    if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, live)) break;
   }
-  const int count = p.count_from_header ? p.header[0] : p.count;
-  for (int i = blockIdx.x; i < count; i += gridDim.x) ProcessItem<kD, T, Kv>(p, p.first + i, smem);
 }
 
 }  // namespace pkv::decode::dev

@@ -67,6 +67,30 @@ KernelConfig DefaultKernelConfig(KvCacheDtype kv_dtype) {
   return c;
 }
 
+int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, KernelConfig out[2]) {
+  out[0] = DefaultKernelConfig(kv_dtype);
+  if (!IsFp8(kv_dtype)) return 1;
+  out[1] = KernelConfig{4, 3, 0};
+  return 2;
+}
+
+// FP8 w4s3 region of ChooseKernelConfig, fitted on the calibration grid only (seed 20260622, H200,
+// routes workqueue/persistent/split; bench/kernels/config_rule.py fit) by exhaustive search over
+// B in {1, 2, 4, ..., 256} x CV in {0, 0.1, ..., 3} for the lowest geometric-mean regret (a cell's
+// best route under the chosen config over its best under either): 1.0044 (worst 1.094, zipf-B64)
+// against 1.0211 (worst 1.212, bimodal-B32) for always-w8s3. Worked example: bimodal B = 32 (CV
+// 1.63): w4s3 124.0 us vs w8s3 150.2 us; uniform B = 8 (CV 0.36): w8s3; every B <= 8 batch and
+// every equal-length batch: w8s3, which is within 1.7% of w4s3 on all of them.
+constexpr int32_t kFp8W4MinBatch = 16;
+constexpr double kFp8W4MinCv = 0.4;
+
+KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t batch, double len_cv) {
+  if (IsFp8(kv_dtype) && batch >= kFp8W4MinBatch && len_cv >= kFp8W4MinCv) {
+    return KernelConfig{4, 3, 0};
+  }
+  return DefaultKernelConfig(kv_dtype);
+}
+
 int64_t AttentionSmemBytes(int32_t head_dim, const KernelConfig& config, int32_t kv_elem_bytes) {
   return AttentionSmem{head_dim, config.warps, config.stages, kv_elem_bytes}.total_bytes();
 }
@@ -120,6 +144,11 @@ absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, boo
   const int64_t bytes = graph_sized ? layout.partial_lse : layout.upload_bytes;
   PKV_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(workspace, image, bytes, cudaMemcpyHostToDevice, stream));
+  if (!graph_sized && layout.upload_pid_bytes > 0) {  // the items' page-id prefixes follow
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<uint8_t*>(workspace) + layout.item_pids,
+                                             image + layout.item_pids, layout.upload_pid_bytes,
+                                             cudaMemcpyHostToDevice, stream));
+  }
   return absl::OkStatus();
 }
 
@@ -151,6 +180,8 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
   p.out = t.out;
   p.lse = t.lse;
   p.items = reinterpret_cast<const WorkItem*>(ws + layout.items);
+  p.item_pids =
+      plan.item_pids.empty() ? nullptr : reinterpret_cast<const int32_t*>(ws + layout.item_pids);
   p.merges = reinterpret_cast<const MergeEntry*>(ws + layout.merges);
   p.header = reinterpret_cast<const int32_t*>(ws + layout.header);
   p.partial_lse = reinterpret_cast<float*>(ws + layout.partial_lse);

@@ -48,6 +48,19 @@ struct KernelConfig {
 // them slower than 16-bit pages, which w4 FP8 was by up to 25%.
 KernelConfig DefaultKernelConfig(KvCacheDtype kv_dtype);
 
+// The configurations ChooseKernelConfig picks from for a KV dtype (the default first); the worker
+// sizes its workspaces for all of them. 16-bit pages: w4s3 only; FP8 pages: w8s3, w4s3.
+int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, KernelConfig out[2]);
+
+// The configuration for one step's batch (batch rows, coefficient of variation of their lengths).
+// Rule (FP8 pages; 16-bit pages always take the default): w4s3 when batch >= kFp8W4MinBatch and
+// len_cv >= kFp8W4MinCv, else w8s3. Why: w4s3 runs 4 CTAs of half the tile per SM (528 slots on
+// the H200, the same 16 warps), so many-row skewed batches, whose long rows set the step's tail,
+// split finer and balance better; elsewhere the 8-warp tile's fewer barriers per byte win.
+// Constants fitted on the calibration grid only (bench/results/2026-12-02-h200-decodefix):
+// see decode_launch.cu.
+KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t batch, double len_cv);
+
 // The caller's tensors for one layer (device pointers).
 struct DecodeTensors {
   DType dtype = DType::kFloat16;  // q and out; also the pages' type when kv_dtype is kAuto

@@ -30,6 +30,7 @@ struct DecodeParams {
 
   // Plan (device copies in the workspace).
   const WorkItem* items = nullptr;           // [item capacity]
+  const int32_t* item_pids = nullptr;        // [item capacity][kItemPagePrefix], or nullptr
   const int32_t* cta_item_indptr = nullptr;  // [grid + 1] for persistent launches, else nullptr
   const MergeEntry* merges = nullptr;        // [merge capacity]
   const int32_t* header = nullptr;           // {num_items, num_ctas, num_merges, num_rows}

@@ -131,6 +131,22 @@ void ComputeFeatures(const PlanInput& in, DecodePlan* plan) {
   }
 }
 
+// DecodePlan::item_pids from the host block table (cleared when there is none).
+void FillItemPagePrefix(const PlanInput& in, DecodePlan* plan) {
+  plan->item_pids.clear();
+  if (in.page_ids == nullptr) return;
+  const int32_t ps = in.shape.page_size;
+  plan->item_pids.resize(plan->items.size() * kItemPagePrefix, 0);
+  int32_t* dst = plan->item_pids.data();
+  for (const WorkItem& it : plan->items) {
+    const int32_t first_page = it.token_begin / ps;
+    const int32_t pages = (it.token_end - it.token_begin + ps - 1) / ps;
+    const int32_t* src = in.page_ids + it.page_base + first_page;
+    for (int32_t k = 0; k < std::min(pages, kItemPagePrefix); ++k) dst[k] = src[k];
+    dst += kItemPagePrefix;
+  }
+}
+
 void ComputeCounters(DecodePlan* plan) {
   PlanCounters& c = plan->counters;
   const int64_t g = plan->shape.group_size();
@@ -194,6 +210,7 @@ absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
       break;
   }
   plan->counters.num_partials = ctx.num_partials;
+  FillItemPagePrefix(input, plan);
   ComputeCounters(plan);
   plan->counters.plan_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();

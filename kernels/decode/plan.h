@@ -77,6 +77,12 @@ struct PlanOptions {
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;
+// Page ids of each item's first pages carried in the plan (DecodePlan::item_pids), so a CTA gets
+// its item and the page ids of its first K/V tiles in one round trip instead of two dependent
+// ones. 16 pages of 16 tokens cover the first 256 tokens: the prologue tiles of every 4- and
+// 8-warp config (64 and 128 tokens a tile, 2 tiles issued before the loop); smaller pages fall
+// back to loading the rest from the block table.
+inline constexpr int32_t kItemPagePrefix = 16;
 
 // One CTA's unit of work: tokens [token_begin, token_end) of one row for one KV head.
 // 32 bytes; the device reads it with two 16-byte loads.
@@ -147,6 +153,10 @@ struct DecodePlan {
   std::vector<int32_t> cta_item_indptr;  // persistent launches only: [grid + 1]
   std::vector<MergeEntry> merges;        // pairs merged by a separate launch (kSeparate)
   std::vector<LaunchSpec> launches;
+  // [items.size()][kItemPagePrefix] when PlanInput::page_ids was given, else empty: item i's
+  // block-table entries page_ids[page_base + token_begin / page_size + k] for k below the item's
+  // page count, 0 past it.
+  std::vector<int32_t> item_pids;
   std::vector<int32_t> row_order;  // planner scratch: the order rows were emitted in
   std::vector<int32_t> row_pages;  // planner scratch: pages each row's length spans
   PlanCounters counters;
@@ -159,6 +169,10 @@ struct PlanInput {
   const int32_t* page_indptr = nullptr;  // [num_rows + 1] CSR offsets into the block table
   int32_t num_rows = 0;
   KvShape shape;
+  // Optional host copy of the block table the kernels read ([page_indptr[num_rows]], the same
+  // entries as the device copy): when given, the plan carries each item's first page ids
+  // (DecodePlan::item_pids). nullptr: the kernels load them from the device copy.
+  const int32_t* page_ids = nullptr;
 };
 
 // Builds the plan of `options.route`. Reuses `plan`'s vectors (no allocation once warmed up).

@@ -76,6 +76,10 @@ WorkspaceLayout LayoutWorkspace(const PlanSizes& sizes, const KvShape& shape,
   l.items = Region(&cur, int64_t{sizes.items} * sizeof(WorkItem), fill ? image : nullptr,
                    fill ? plan->items.data() : nullptr, used_items * int64_t{sizeof(WorkItem)});
   l.upload_bytes = l.items + used_items * int64_t{sizeof(WorkItem)};
+  const int64_t pid_bytes = fill ? static_cast<int64_t>(plan->item_pids.size()) * 4 : 0;
+  l.item_pids = Region(&cur, int64_t{sizes.items} * kItemPagePrefix * 4, fill ? image : nullptr,
+                       fill ? plan->item_pids.data() : nullptr, pid_bytes);
+  l.upload_pid_bytes = pid_bytes;
   const int64_t g = shape.group_size();
   l.partial_lse = Region(&cur, int64_t{sizes.partials} * g * 4, nullptr, nullptr, 0);
   l.partial_o = Region(&cur, int64_t{sizes.partials} * g * shape.head_dim * 4, nullptr, nullptr, 0);

@@ -5,6 +5,8 @@
 //   cta_indptr  int32[ctas + 1]                 persistent route: CTA -> items
 //   merges      MergeEntry[merges]              separate-merge launches
 //   items       WorkItem[items]
+//   item_pids   int32[items][kItemPagePrefix]   each item's first page ids (plans made with the
+//                                               host block table; see DecodePlan::item_pids)
 //   ---------------------------------------- the regions above are the per-step upload
 //   partial_lse float[partials][group]          log2 units (see decode_params.h)
 //   partial_o   float[partials][group][head_dim]
@@ -40,6 +42,8 @@ struct WorkspaceLayout {
   int64_t merges = 0;
   int64_t items = 0;
   int64_t upload_bytes = 0;  // bytes of the image to copy: header .. end of the plan's items
+  int64_t item_pids = 0;
+  int64_t upload_pid_bytes = 0;  // then these bytes from item_pids (0: the plan has no prefix)
   int64_t partial_lse = 0;
   int64_t partial_o = 0;
   int64_t counters = 0;

@@ -26,6 +26,18 @@ TEST_F(DecodeDeviceTest, AwkwardLengthsEveryRouteAndPageSize) {
   }
 }
 
+// Plans without the host block table: every item loads its first page ids itself.
+TEST_F(DecodeDeviceTest, WithoutPagePrefix) {
+  for (int ps : {1, 16}) {
+    Case c;
+    c.page_prefix = false;
+    c.shape.page_size = ps;
+    c.lengths = {1, ps + 1, 0, 3 * ps + 5, 700, 2900};
+    CheckAllRoutes(c);
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST_F(DecodeDeviceTest, HeadDimsDtypesAndGroups) {
   for (int d : {64, 128, 256}) {
     for (DType t : {DType::kFloat16, DType::kBFloat16}) {
@@ -129,6 +141,7 @@ TEST_F(DecodeDeviceTest, GraphReplayWithNewLengthsMatchesFreshRun) {
       auto plan_for = [&](const std::vector<int32_t>& lengths) {
         PlanInput in{lengths.data(), prob.page_indptr().data(),
                      static_cast<int32_t>(lengths.size()), c.shape};
+        in.page_ids = prob.page_ids().data();
         ASSERT_TRUE(PlanDecode(in, *limits, opt, &plan).ok());
         ASSERT_TRUE(ws.Fill(plan).ok());
       };

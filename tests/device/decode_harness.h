@@ -31,6 +31,7 @@ struct Case {
   DeviceLimits limits{0, 0};  // {0, 0}: the GPU's own (QueryDeviceLimits)
   float q_scale = 1.f;        // larger values make the softmax peakier
   int32_t min_split_tokens = 128;
+  bool page_prefix = true;  // plan with the host block table (DecodePlan::item_pids)
   std::string Name() const;
 };
 
@@ -65,6 +66,7 @@ class DecodeProblem {
   void SetLengths(const std::vector<int32_t>& lengths);
   const std::vector<int32_t>& lengths() const { return lengths_; }
   const std::vector<int32_t>& page_indptr() const { return page_indptr_; }
+  const std::vector<int32_t>& page_ids() const { return page_ids_; }
   int64_t out_elems() const { return out_elems_; }
   int64_t num_heads_total() const {
     return static_cast<int64_t>(lengths_.size()) * shape_.num_q_heads;

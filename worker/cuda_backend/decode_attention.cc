@@ -77,25 +77,39 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   d->policy_shape_.kv_elem_bytes = 2;
   d->dtype_ = dtype;
   d->kv_dtype_ = kv_dtype;
-  d->config_ = decode::DefaultKernelConfig(kv_dtype);
-  PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->config_));
-  PKV_ASSIGN_OR_RETURN(d->limits_, decode::QueryDeviceLimits(device, shape, dtype, d->config_));
+  d->num_configs_ = decode::CandidateKernelConfigs(kv_dtype, d->configs_);
+  const decode::KernelConfig& base = d->configs_[0];
+  decode::DeviceLimits widest;  // the most resident CTAs: sizes the workspaces
+  int largest = 0;              // the most shared memory: sets the kernels' limit, last
+  for (int i = 0; i < d->num_configs_; ++i) {
+    PKV_ASSIGN_OR_RETURN(d->config_limits_[i],
+                         decode::QueryDeviceLimits(device, shape, dtype, d->configs_[i]));
+    if (d->config_limits_[i].slots() > widest.slots()) widest = d->config_limits_[i];
+    if (decode::AttentionSmemBytes(shape.head_dim, d->configs_[i], shape.kv_elem_bytes) >
+        decode::AttentionSmemBytes(shape.head_dim, d->configs_[largest], shape.kv_elem_bytes)) {
+      largest = i;
+    }
+  }
   PKV_ASSIGN_OR_RETURN(d->policy_limits_,
-                       decode::QueryDeviceLimits(device, d->policy_shape_, dtype, d->config_));
+                       decode::QueryDeviceLimits(device, d->policy_shape_, dtype, base));
+  PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->configs_[largest]));
   std::optional<policy::LoadedPolicy> stored;
   if (IsFp8(kv_dtype)) {
-    PKV_ASSIGN_OR_RETURN(stored, StoredFp8Policy(shape, d->limits_, device, policy_options));
+    PKV_ASSIGN_OR_RETURN(stored,
+                         StoredFp8Policy(shape, d->config_limits_[0], device, policy_options));
   }
   policy::LoadedPolicy loaded;
   if (stored.has_value()) {
     loaded = *std::move(stored);
   } else {
-    PKV_ASSIGN_OR_RETURN(loaded, LoadRoutePolicy(d->policy_shape_, dtype, d->config_,
-                                                 d->policy_limits_, device, policy_options));
+    PKV_ASSIGN_OR_RETURN(loaded, LoadRoutePolicy(d->policy_shape_, dtype, base, d->policy_limits_,
+                                                 device, policy_options));
+    // The on-start calibration set the kernels' shared-memory limit to the base config's.
+    PKV_RETURN_IF_ERROR(decode::ConfigureDecodeKernels(d->configs_[largest]));
   }
   if (loaded.kv_elem_bytes == shape.kv_elem_bytes) {  // the policy counts this cache's bytes
     d->policy_shape_ = shape;
-    d->policy_limits_ = d->limits_;
+    d->policy_limits_ = d->config_limits_[0];
   }
   d->policy_ = std::move(loaded.policy);
   PKV_LOG(INFO) << "decode route policy: " << loaded.origin;
@@ -104,7 +118,7 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
     b.rows = rows;
     decode::PlanOptions options;
     options.capacity_rows = rows;
-    b.caps = decode::CapacityFor(rows, shape, d->limits_, options);
+    b.caps = decode::CapacityFor(rows, shape, widest, options);
     const decode::WorkspaceLayout layout = decode::LayoutWorkspace(b.caps, shape, nullptr, nullptr);
     PKV_ASSIGN_OR_RETURN(b.workspace, DeviceBuffer::Allocate(layout.total_bytes));
     PKV_ASSIGN_OR_RETURN(b.image, PinnedBuffer::Allocate(layout.partial_lse));
@@ -117,7 +131,8 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
 }
 
 absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* page_indptr,
-                                      int32_t num_rows, int32_t bucket, cudaStream_t stream) {
+                                      int32_t num_rows, int32_t bucket, cudaStream_t stream,
+                                      const int32_t* page_ids) {
   current_ = nullptr;
   for (const Bucket& b : buckets_) {
     if (b.rows == bucket) current_ = &b;
@@ -131,10 +146,18 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   in.page_indptr = page_indptr;
   in.num_rows = num_rows;
   in.shape = shape_;
+  in.page_ids = page_ids;
   // The policy's choice for this batch (the one call site; O(B) summary + O(1) choice).
   const decode::Route previous = choice_.route;
-  choice_ =
-      policy_->Choose(policy::SummarizeBatch(lengths, num_rows, policy_shape_, policy_limits_));
+  const policy::BatchFeatures features =
+      policy::SummarizeBatch(lengths, num_rows, policy_shape_, policy_limits_);
+  choice_ = policy_->Choose(features);
+  chosen_ = 0;
+  if (num_configs_ > 1) {
+    const decode::KernelConfig c =
+        decode::ChooseKernelConfig(kv_dtype_, features.batch, features.len_cv);
+    if (c.warps == configs_[1].warps && c.stages == configs_[1].stages) chosen_ = 1;
+  }
   // Route changes are logged (the first 32, then every 1000th): the metric
   // pkv_decode_steps_total{route} counts every step.
   if (steps_++ == 0 || choice_.route != previous) {
@@ -149,7 +172,7 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   decode::PlanOptions options;
   choice_.ApplyTo(&options);
   options.capacity_rows = bucket;
-  PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits_, options, &plan_));
+  PKV_RETURN_IF_ERROR(decode::PlanDecode(in, config_limits_[chosen_], options, &plan_));
   PKV_RETURN_IF_ERROR(decode::CheckFits(plan_, current_->caps));
   layout_ = decode::LayoutWorkspace(current_->caps, shape_, &plan_, current_->image.bytes_ptr());
   // Only the plan's own bytes travel; the header carries the counts the graph-sized kernels read.
@@ -171,7 +194,8 @@ absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const v
   t.page_ids = page_ids;
   t.out = out;
   t.lse = nullptr;
-  return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), config_, scale, stream);
+  return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), configs_[chosen_],
+                              scale, stream);
 }
 
 uint64_t DecodeAttention::LaunchSignature() const {
@@ -185,6 +209,8 @@ uint64_t DecodeAttention::LaunchSignature() const {
   mix(static_cast<int64_t>(plan_.route));
   mix(static_cast<int64_t>(plan_.merge));
   mix(plan_.graph_sized ? 1 : 0);
+  mix(configs_[chosen_].warps);  // block size and shared memory
+  mix(configs_[chosen_].stages);
   for (const decode::LaunchSpec& l : plan_.launches) {
     mix(static_cast<int64_t>(l.kind));
     mix(l.first);

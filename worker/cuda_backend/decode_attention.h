@@ -52,9 +52,11 @@ class DecodeAttention {
       const DecodePolicyOptions& policy_options = {}, KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
   // Plans the step's decode rows for `bucket` (one of the construction buckets, >= num_rows) and
-  // enqueues the plan upload on `stream`. lengths [num_rows], page_indptr [num_rows + 1] (host).
+  // enqueues the plan upload on `stream`. lengths [num_rows], page_indptr [num_rows + 1] (host);
+  // page_ids: the host copy of the block table the launches read (the plan then carries each
+  // item's first page ids), or nullptr.
   absl::Status Prepare(const int32_t* lengths, const int32_t* page_indptr, int32_t num_rows,
-                       int32_t bucket, cudaStream_t stream);
+                       int32_t bucket, cudaStream_t stream, const int32_t* page_ids = nullptr);
 
   // One layer's attention for the prepared plan. q/out [rows][H_q][D]; page_ids on the device;
   // kv_scales: the layer's FP8 dequantization scales (ignored for 16-bit pages).
@@ -83,9 +85,13 @@ class DecodeAttention {
   KvShape policy_shape_;  // shape_ with 16-bit pages: what the route policy was fitted on
   decode::DType dtype_ = decode::DType::kBFloat16;
   KvCacheDtype kv_dtype_ = KvCacheDtype::kAuto;
-  decode::KernelConfig config_;
-  decode::DeviceLimits limits_;         // of the pages' kernels: the planner's
-  decode::DeviceLimits policy_limits_;  // of the 16-bit kernels: the policy's
+  // Kernel configurations a step may run (decode::CandidateKernelConfigs; [0] is the default,
+  // the one the route policy was calibrated with) and the planner's limits under each.
+  decode::KernelConfig configs_[2];
+  decode::DeviceLimits config_limits_[2];
+  int32_t num_configs_ = 1;
+  int32_t chosen_ = 0;                  // the prepared step's configuration (ChooseKernelConfig)
+  decode::DeviceLimits policy_limits_;  // of the default config's kernels: the policy's
   std::vector<Bucket> buckets_;
   const Bucket* current_ = nullptr;
   decode::WorkspaceLayout layout_;  // the prepared plan's layout (filling mode)

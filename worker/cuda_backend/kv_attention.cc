@@ -124,7 +124,7 @@ absl::Status KvAttention::PrepareDecode(const StepHost& host, int32_t bucket, in
   const int32_t decode_bucket =
       bucket > 0 ? bucket : GraphBucketFor(host.num_decode_rows, max_rows);
   return decode_->Prepare(host.decode_lengths.data(), host.decode_page_indptr.data(),
-                          host.num_decode_rows, decode_bucket, stream);
+                          host.num_decode_rows, decode_bucket, stream, host.page_ids.data());
 }
 
 absl::Status KvAttention::EnqueueGeneric(int layer, const DeviceStep& s, int32_t first,

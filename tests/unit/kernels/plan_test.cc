@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/decode/decode_launch.h"
 #include "kernels/decode/workspace.h"
 
 namespace pkv::decode {
@@ -22,16 +23,38 @@ namespace {
 struct Batch {
   std::vector<int32_t> lengths;
   std::vector<int32_t> page_indptr;
+  std::vector<int32_t> page_ids;  // [page_indptr.back()] distinct random ids
   KvShape shape;
+  bool with_page_ids = false;  // pass the block table (DecodePlan::item_pids)
   PlanInput input() const {
     PlanInput in;
     in.lengths = lengths.data();
     in.page_indptr = page_indptr.data();
     in.num_rows = static_cast<int32_t>(lengths.size());
     in.shape = shape;
+    if (with_page_ids) in.page_ids = page_ids.data();
     return in;
   }
 };
+
+// Every item's carried page ids are its first block-table entries (0 past its pages); none
+// without a block table.
+void CheckItemPagePrefix(const Batch& b, const DecodePlan& plan) {
+  if (!b.with_page_ids) {
+    EXPECT_TRUE(plan.item_pids.empty());
+    return;
+  }
+  ASSERT_EQ(plan.item_pids.size(), plan.items.size() * kItemPagePrefix);
+  const int32_t ps = b.shape.page_size;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const WorkItem& it = plan.items[i];
+    const int32_t pages = (it.token_end - it.token_begin + ps - 1) / ps;
+    for (int32_t k = 0; k < kItemPagePrefix; ++k) {
+      const int32_t want = k < pages ? b.page_ids[it.page_base + it.token_begin / ps + k] : 0;
+      ASSERT_EQ(plan.item_pids[i * kItemPagePrefix + k], want) << "item " << i << " page " << k;
+    }
+  }
+}
 
 // Random batch: a mix of the trace kinds plus awkward lengths (0, 1, page +- 1), and block
 // tables with spare pages at the end of some rows.
@@ -68,6 +91,10 @@ Batch RandomBatch(std::mt19937& rng, int32_t rows, const KvShape& shape) {
     const int32_t pages = (len + ps - 1) / ps + static_cast<int32_t>(rng() % 3);
     b.page_indptr.push_back(b.page_indptr.back() + pages);
   }
+  b.page_ids.resize(b.page_indptr.back());
+  for (size_t i = 0; i < b.page_ids.size(); ++i) b.page_ids[i] = static_cast<int32_t>(7 * i + 3);
+  std::shuffle(b.page_ids.begin(), b.page_ids.end(), rng);
+  b.with_page_ids = rng() % 2 == 0;
   return b;
 }
 
@@ -188,6 +215,7 @@ void CheckWorkspace(const DecodePlan& plan, const PlanSizes& sizes) {
   ASSERT_EQ(counted.cta_indptr, filled.cta_indptr);
   ASSERT_EQ(counted.merges, filled.merges);
   ASSERT_EQ(counted.items, filled.items);
+  ASSERT_EQ(counted.item_pids, filled.item_pids);
   ASSERT_EQ(counted.partial_lse, filled.partial_lse);
   ASSERT_EQ(counted.partial_o, filled.partial_o);
   ASSERT_EQ(counted.counters, filled.counters);
@@ -204,13 +232,20 @@ void CheckWorkspace(const DecodePlan& plan, const PlanSizes& sizes) {
                           plan.items.size() * sizeof(WorkItem)),
               0);
   }
+  ASSERT_EQ(filled.upload_pid_bytes, static_cast<int64_t>(plan.item_pids.size() * 4));
+  ASSERT_LE(filled.item_pids + filled.upload_pid_bytes, counted.partial_lse);
+  if (!plan.item_pids.empty()) {
+    EXPECT_EQ(std::memcmp(image.data() + filled.item_pids, plan.item_pids.data(),
+                          plan.item_pids.size() * 4),
+              0);
+  }
   if (!plan.cta_item_indptr.empty()) {
     EXPECT_EQ(std::memcmp(image.data() + filled.cta_indptr, plan.cta_item_indptr.data(),
                           plan.cta_item_indptr.size() * 4),
               0);
   }
-  for (int64_t off : {counted.cta_indptr, counted.merges, counted.items, counted.partial_lse,
-                      counted.partial_o, counted.counters}) {
+  for (int64_t off : {counted.cta_indptr, counted.merges, counted.items, counted.item_pids,
+                      counted.partial_lse, counted.partial_o, counted.counters}) {
     EXPECT_EQ(off % kWorkspaceAlign, 0);
   }
 }
@@ -243,6 +278,7 @@ TEST(DecodePlanTest, RandomBatchesKeepEveryInvariant) {
         SCOPED_TRACE(testing::Message() << "trial " << trial << " route " << RouteName(opt.route)
                                         << " rows " << rows << " ps " << shape.page_size);
         CheckPlan(b, limits, opt, plan);
+        CheckItemPagePrefix(b, plan);
         if (HasFatalFailure()) return;
         CheckWorkspace(plan, SizesOf(plan));
         const PlanSizes cap = CapacityFor(std::max(rows, opt.capacity_rows), shape, limits, opt);
@@ -322,6 +358,24 @@ TEST(DecodePlanTest, RejectsBadInput) {
   for (int r = 0; r < kNumRoutes; ++r) {
     EXPECT_EQ(*ParseRoute(RouteName(static_cast<Route>(r))), static_cast<Route>(r));
   }
+}
+
+// The per-step configuration rule (decode_launch.h): FP8 many-row skewed batches take w4s3.
+TEST(ChooseKernelConfigTest, Fp8ManyRowSkewedBatchesTakeFourWarps) {
+  auto warps = [](KvCacheDtype kv, int32_t batch, double cv) {
+    return ChooseKernelConfig(kv, batch, cv).warps;
+  };
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 32, 1.63), 4);
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E5M2, 16, 0.4), 4);
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 8, 1.6), 8);    // few rows
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 128, 0.0), 8);  // equal lengths
+  EXPECT_EQ(warps(KvCacheDtype::kAuto, 128, 1.6), 4);     // 16-bit pages: the default, w4s3
+  EXPECT_EQ(ChooseKernelConfig(KvCacheDtype::kAuto, 1, 0).stages, 3);
+  KernelConfig c[2];
+  EXPECT_EQ(CandidateKernelConfigs(KvCacheDtype::kAuto, c), 1);
+  ASSERT_EQ(CandidateKernelConfigs(KvCacheDtype::kFp8E4M3, c), 2);
+  EXPECT_EQ(c[0].warps, DefaultKernelConfig(KvCacheDtype::kFp8E4M3).warps);
+  EXPECT_EQ(c[1].warps, 4);
 }
 
 }  // namespace
