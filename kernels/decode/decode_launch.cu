@@ -67,10 +67,14 @@ KernelConfig DefaultKernelConfig(KvCacheDtype kv_dtype) {
   return c;
 }
 
+// FP8 pages' second configuration: 4 warps, 3 stages (ChooseKernelConfig's many-row ragged
+// batches).
+constexpr KernelConfig kFp8ManyRowsConfig{4, 3, 0};
+
 int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, KernelConfig out[2]) {
   out[0] = DefaultKernelConfig(kv_dtype);
   if (!IsFp8(kv_dtype)) return 1;
-  out[1] = KernelConfig{4, 3, 0};
+  out[1] = kFp8ManyRowsConfig;
   return 2;
 }
 
@@ -86,7 +90,7 @@ constexpr double kFp8W4MinCv = 0.4;
 
 KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t batch, double len_cv) {
   if (IsFp8(kv_dtype) && batch >= kFp8W4MinBatch && len_cv >= kFp8W4MinCv) {
-    return KernelConfig{4, 3, 0};
+    return kFp8ManyRowsConfig;
   }
   return DefaultKernelConfig(kv_dtype);
 }
