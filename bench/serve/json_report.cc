@@ -1,230 +1,156 @@
+// The benchmark's JSON report and per-request JSON lines, written with nlohmann::ordered_json
+// (keys in the order a reader expects; NaN and infinities become null).
 #include <cmath>
 #include <string>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "bench/serve/report.h"
+#include "nlohmann/json.hpp"
 
 namespace pkv::serve_bench {
 namespace {
 
-// Appends JSON text: strings escaped per RFC 8259, non-finite numbers as null.
-class JsonOut {
- public:
-  std::string& str() { return s_; }
-  JsonOut& Key(absl::string_view key) {
-    Comma();
-    Quoted(key);
-    s_ += ':';
-    fresh_ = true;
-    return *this;
-  }
-  void Open(char c) {
-    Comma();
-    s_ += c;
-    fresh_ = true;
-  }
-  void Close(char c) {
-    s_ += c;
-    fresh_ = false;
-  }
-  void Number(double v) {
-    Comma();
-    s_ += std::isfinite(v) ? absl::StrFormat("%.17g", v) : "null";
-  }
-  void Int(int64_t v) {
-    Comma();
-    absl::StrAppend(&s_, v);
-  }
-  void Bool(bool v) {
-    Comma();
-    s_ += v ? "true" : "false";
-  }
-  void String(absl::string_view v) {
-    Comma();
-    Quoted(v);
-  }
+using Json = nlohmann::ordered_json;
 
- private:
-  void Quoted(absl::string_view v) {
-    s_ += '"';
-    for (unsigned char c : v) {
-      if (c == '"' || c == '\\') {
-        s_ += '\\';
-        s_ += static_cast<char>(c);
-      } else if (c < 0x20) {
-        s_ += absl::StrFormat("\\u%04x", c);
-      } else {
-        s_ += static_cast<char>(c);
-      }
-    }
-    s_ += '"';
-  }
-  void Comma() {
-    if (!fresh_ && !s_.empty()) s_ += ',';
-    fresh_ = false;
-  }
-  std::string s_;
-  bool fresh_ = true;
-};
+// Error text and worker ids come from the network: bytes that are not UTF-8 are replaced
+// rather than failing the whole report.
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-void WriteDistribution(const char* name, const Distribution& d, JsonOut& j) {
-  j.Key(name).Open('{');
-  j.Key("count").Int(d.count);
-  j.Key("mean").Number(d.mean);
-  j.Key("p50").Number(d.p50);
-  j.Key("p90").Number(d.p90);
-  j.Key("p99").Number(d.p99);
-  j.Key("max").Number(d.max);
-  j.Close('}');
+Json DistributionJson(const Distribution& d) {
+  return Json{{"count", d.count}, {"mean", d.mean}, {"p50", d.p50},
+              {"p90", d.p90},     {"p99", d.p99},   {"max", d.max}};
 }
 
-void WriteStats(const RunStats& s, JsonOut& j) {
-  j.Key("requests").Int(s.requests);
-  j.Key("ok").Int(s.ok);
-  j.Key("duration_s").Number(s.duration_s);
-  j.Key("request_throughput").Number(s.request_throughput);
-  j.Key("output_token_throughput").Number(s.output_throughput);
-  j.Key("total_token_throughput").Number(s.total_throughput);
-  WriteDistribution("ttft_ms", s.ttft_ms, j);
-  WriteDistribution("itl_ms", s.itl_ms, j);
-  WriteDistribution("tpot_ms", s.tpot_ms, j);
-  WriteDistribution("e2e_ms", s.e2e_ms, j);
-  j.Key("good_requests").Int(s.good);
-  j.Key("goodput").Number(s.goodput);
-  j.Key("ttft_after_e2e").Int(s.ttft_after_e2e);
-  j.Key("prompt_tokens").Int(s.prompt_tokens);
-  j.Key("completion_tokens").Int(s.completion_tokens);
-  j.Key("cached_tokens").Int(s.cached_tokens);
-  j.Key("cache_hit_rate").Number(s.cache_hit_rate);
-  j.Key("errors_by_code").Open('{');
-  for (const auto& [code, count] : s.errors_by_code) j.Key(code).Int(count);
-  j.Close('}');
-  j.Key("workers").Open('[');
+void AddStats(const RunStats& s, Json& j) {
+  j["requests"] = s.requests;
+  j["ok"] = s.ok;
+  j["duration_s"] = s.duration_s;
+  j["request_throughput"] = s.request_throughput;
+  j["output_token_throughput"] = s.output_throughput;
+  j["total_token_throughput"] = s.total_throughput;
+  j["ttft_ms"] = DistributionJson(s.ttft_ms);
+  j["itl_ms"] = DistributionJson(s.itl_ms);
+  j["tpot_ms"] = DistributionJson(s.tpot_ms);
+  j["e2e_ms"] = DistributionJson(s.e2e_ms);
+  j["good_requests"] = s.good;
+  j["goodput"] = s.goodput;
+  j["ttft_after_e2e"] = s.ttft_after_e2e;
+  j["prompt_tokens"] = s.prompt_tokens;
+  j["completion_tokens"] = s.completion_tokens;
+  j["cached_tokens"] = s.cached_tokens;
+  j["cache_hit_rate"] = s.cache_hit_rate;
+  Json errors = Json::object();
+  for (const auto& [code, count] : s.errors_by_code) errors[code] = count;
+  j["errors_by_code"] = std::move(errors);
+  Json workers = Json::array();
   for (const WorkerStats& w : s.workers) {
-    j.Open('{');
-    j.Key("worker_id").String(w.worker_id);
-    j.Key("requests").Int(w.requests);
-    j.Key("ttft_p50_ms").Number(w.ttft_p50_ms);
-    j.Key("prompt_tokens").Int(w.prompt_tokens);
-    j.Key("cached_tokens").Int(w.cached_tokens);
-    j.Key("cache_hit_rate").Number(w.cache_hit_rate);
-    j.Close('}');
+    workers.push_back(Json{{"worker_id", w.worker_id},
+                           {"requests", w.requests},
+                           {"ttft_p50_ms", w.ttft_p50_ms},
+                           {"prompt_tokens", w.prompt_tokens},
+                           {"cached_tokens", w.cached_tokens},
+                           {"cache_hit_rate", w.cache_hit_rate}});
   }
-  j.Close(']');
+  j["workers"] = std::move(workers);
 }
 
-void WriteCounter(const char* name, const CounterCheck& c, JsonOut& j) {
-  j.Key(name).Open('{');
-  j.Key("checked").Bool(c.checked);
-  j.Key("error").String(c.error);
-  j.Key("benchmark_count").Int(c.benchmark_count);
-  j.Key("target_count").Int(c.target_count);
-  j.Key("match").Bool(c.match);
-  j.Close('}');
+Json CounterJson(const CounterCheck& c) {
+  return Json{{"checked", c.checked},
+              {"error", c.error},
+              {"benchmark_count", c.benchmark_count},
+              {"target_count", c.target_count},
+              {"match", c.match}};
 }
 
-void WriteRun(const RunResult& r, JsonOut& j) {
-  j.Open('{');
-  j.Key("target").String(TargetName(r.target));
-  j.Key("load").String(r.load_label);
-  j.Key("request_rate").Number(r.request_rate);
-  j.Key("concurrency").Int(r.concurrency);
-  WriteStats(r.stats, j);
-  j.Key("wall_s").Number(r.wall_seconds);
-  j.Key("cpu_s").Number(r.cpu_seconds);
-  j.Key("cpu_fraction_of_core").Number(r.cpu_fraction);
-  WriteCounter("counter", r.counter, j);
+Json RunJson(const RunResult& r) {
+  Json j;
+  j["target"] = TargetName(r.target);
+  j["load"] = r.load_label;
+  j["request_rate"] = r.request_rate;
+  j["concurrency"] = r.concurrency;
+  AddStats(r.stats, j);
+  j["wall_s"] = r.wall_seconds;
+  j["cpu_s"] = r.cpu_seconds;
+  j["cpu_fraction_of_core"] = r.cpu_fraction;
+  j["counter"] = CounterJson(r.counter);
   if (r.warmup_requests > 0) {
-    j.Key("warmup").Open('{');
-    j.Key("requests").Int(r.warmup_requests);
-    j.Key("ok").Int(r.warmup_ok);
-    j.Key("stats_with_warmup").Open('{');
-    WriteStats(r.stats_with_warmup, j);
-    j.Close('}');
-    j.Close('}');
+    Json with_warmup = Json::object();
+    AddStats(r.stats_with_warmup, with_warmup);
+    j["warmup"] = Json{{"requests", r.warmup_requests},
+                       {"ok", r.warmup_ok},
+                       {"stats_with_warmup", std::move(with_warmup)}};
   }
-  j.Close('}');
+  return j;
 }
 
-void WriteLength(const char* name, const LengthDistribution& d, JsonOut& j) {
-  j.Key(name).Open('{');
-  j.Key("mean").Number(d.mean);
-  j.Key("sigma").Number(d.sigma);
-  j.Key("max").Int(d.max);
-  j.Close('}');
+Json LengthJson(const LengthDistribution& d) {
+  return Json{{"mean", d.mean}, {"sigma", d.sigma}, {"max", d.max}};
 }
 
-void WriteOptions(const BenchOptions& o, JsonOut& j) {
+Json OptionsJson(const BenchOptions& o) {
   const WorkloadOptions& w = o.workload;
-  j.Key("options").Open('{');
-  j.Key("workload").String(WorkloadKindName(w.kind));
-  j.Key("seed").Int(static_cast<int64_t>(w.seed));
-  WriteLength("input_len", w.input, j);
-  WriteLength("output_len", w.output, j);
-  j.Key("system_prompt_tokens").Int(w.system_prompt_tokens);
-  j.Key("turns").Int(w.turns);
-  j.Key("max_conversations").Int(w.max_conversations);
-  j.Key("num_docs").Int(w.num_docs);
-  j.Key("doc_tokens").Int(w.doc_tokens);
-  j.Key("vocab_size").Int(w.vocab_size);
-  j.Key("max_context").Int(w.max_context);
-  j.Key("arrival").String(ArrivalKindName(o.load.arrival));
-  j.Key("num_requests").Int(o.load.num_requests);
-  j.Key("warmup_requests").Int(o.warmup_requests);
-  j.Key("duration_s").Number(absl::ToDoubleSeconds(o.load.duration));
-  j.Key("request_timeout_s").Number(absl::ToDoubleSeconds(o.load.request_timeout));
-  j.Key("slo_ttft_ms").Number(absl::ToDoubleMilliseconds(o.slo.ttft));
-  j.Key("slo_tpot_ms").Number(absl::ToDoubleMilliseconds(o.slo.tpot));
-  j.Key("metrics_address").String(o.metrics_address);
-  j.Key("metrics_counter").String(o.metrics_counter);
-  j.Close('}');
+  Json j;
+  j["workload"] = WorkloadKindName(w.kind);
+  j["seed"] = static_cast<int64_t>(w.seed);
+  j["input_len"] = LengthJson(w.input);
+  j["output_len"] = LengthJson(w.output);
+  j["system_prompt_tokens"] = w.system_prompt_tokens;
+  j["turns"] = w.turns;
+  j["max_conversations"] = w.max_conversations;
+  j["num_docs"] = w.num_docs;
+  j["doc_tokens"] = w.doc_tokens;
+  j["vocab_size"] = w.vocab_size;
+  j["max_context"] = w.max_context;
+  j["arrival"] = ArrivalKindName(o.load.arrival);
+  j["num_requests"] = o.load.num_requests;
+  j["warmup_requests"] = o.warmup_requests;
+  j["duration_s"] = absl::ToDoubleSeconds(o.load.duration);
+  j["request_timeout_s"] = absl::ToDoubleSeconds(o.load.request_timeout);
+  j["slo_ttft_ms"] = absl::ToDoubleMilliseconds(o.slo.ttft);
+  j["slo_tpot_ms"] = absl::ToDoubleMilliseconds(o.slo.tpot);
+  j["metrics_address"] = o.metrics_address;
+  j["metrics_counter"] = o.metrics_counter;
+  return j;
 }
 
 }  // namespace
 
 std::string ReportJson(const BenchReport& report) {
-  JsonOut j;
-  j.Open('{');
-  j.Key("workload").String(report.workload);
-  WriteOptions(report.options, j);
-  j.Key("runs").Open('[');
-  for (const RunResult& r : report.runs) WriteRun(r, j);
-  j.Close(']');
+  Json j;
+  j["workload"] = report.workload;
+  j["options"] = OptionsJson(report.options);
+  Json runs = Json::array();
+  for (const RunResult& r : report.runs) runs.push_back(RunJson(r));
+  j["runs"] = std::move(runs);
   if (report.has_router_overhead) {
-    j.Key("router_overhead_ttft_p50_ms").Number(report.router_overhead_ttft_p50_ms);
+    j["router_overhead_ttft_p50_ms"] = report.router_overhead_ttft_p50_ms;
   }
-  j.Close('}');
-  j.str() += '\n';
-  return std::move(j.str());
+  return Dump(j) + '\n';
 }
 
 std::string RecordsJsonl(const RunResult& run) {
   std::string out;
   for (const RequestRecord& r : run.records) {
-    JsonOut j;
-    j.Open('{');
-    j.Key("target").String(TargetName(run.target));
-    j.Key("load").String(run.load_label);
-    j.Key("phase").String(r.warmup ? "warmup" : "timed");
-    j.Key("index").Int(r.index);
-    j.Key("session_id").String(r.session_id);
-    j.Key("conversation").Int(r.conversation);
-    j.Key("turn").Int(r.turn);
-    j.Key("worker").String(r.worker_id);
-    j.Key("status").String(StatusCodeName(r.status_code));
-    j.Key("prompt_len").Int(r.prompt_len);
-    j.Key("prompt_tokens").Int(r.prompt_tokens);
-    j.Key("cached_tokens").Int(r.cached_tokens);
-    j.Key("completion_tokens").Int(r.completion_tokens);
-    j.Key("send_s").Number(r.send_s);
-    j.Key("ttft_ms").Number(r.first_token_s >= 0 ? 1e3 * r.ttft_s() : std::nan(""));
-    j.Key("e2e_ms").Number(1e3 * r.e2e_s());
-    j.Key("itl_ms").Open('[');
-    for (size_t i = 1; i < r.chunk_s.size(); ++i) j.Number(1e3 * (r.chunk_s[i] - r.chunk_s[i - 1]));
-    j.Close(']');
-    j.Close('}');
-    out += j.str();
+    Json itl = Json::array();
+    for (size_t i = 1; i < r.chunk_s.size(); ++i)
+      itl.push_back(1e3 * (r.chunk_s[i] - r.chunk_s[i - 1]));
+    const Json j{{"target", TargetName(run.target)},
+                 {"load", run.load_label},
+                 {"phase", r.warmup ? "warmup" : "timed"},
+                 {"index", r.index},
+                 {"session_id", r.session_id},
+                 {"conversation", r.conversation},
+                 {"turn", r.turn},
+                 {"worker", r.worker_id},
+                 {"status", StatusCodeName(r.status_code)},
+                 {"prompt_len", r.prompt_len},
+                 {"prompt_tokens", r.prompt_tokens},
+                 {"cached_tokens", r.cached_tokens},
+                 {"completion_tokens", r.completion_tokens},
+                 {"send_s", r.send_s},
+                 {"ttft_ms", r.first_token_s >= 0 ? 1e3 * r.ttft_s() : std::nan("")},
+                 {"e2e_ms", 1e3 * r.e2e_s()},
+                 {"itl_ms", std::move(itl)}};
+    out += Dump(j);
     out += '\n';
   }
   return out;
