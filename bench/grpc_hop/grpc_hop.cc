@@ -612,6 +612,8 @@ int main(int argc, char** argv) {
         Arg(argc, argv, "target", "127.0.0.1:50900"), Arg(argc, argv, "mux", "false") == "true",
         std::stod(Arg(argc, argv, "rate", "200")), std::stoi(Arg(argc, argv, "n", "1000")));
   }
-  std::fprintf(stderr, "usage: pkv-grpc-hop server|proxy|async_proxy|inproc_proxy|client [--flag=value...]\n");
+  std::fprintf(
+      stderr,
+      "usage: pkv-grpc-hop server|proxy|async_proxy|inproc_proxy|client [--flag=value...]\n");
   return 2;
 }
