@@ -15,6 +15,7 @@
 # Build box: LOCAL=1 BIN=build-sm90/bin bash bench/device/inproc.sh (CPU backend, tiny model).
 set -u
 HOP_REPS=${HOP_REPS:-2}; REPS=${REPS:-1}
+N=${N:-1000}; WARM=${WARM:-100}  # timed and warm-up requests per target (router2: 1000, 100)
 if [ -n "${LOCAL:-}" ]; then
   OUT=${OUT:-/tmp/inproc-local}; rm -rf "$OUT"; mkdir -p "$OUT"; S=$OUT/summary.txt; T0=$(date +%s)
   el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
@@ -71,7 +72,7 @@ bench() {  # NAME ROUTER METRICS
   echo "=== $1 (router $2)" >> "$W/b_router_cost.log"
   timeout 60 "$R" pkv bench serve --router "$2" --worker 127.0.0.1:50061 --target both \
     --workload sharegpt --input_len 32 --output_len 8 --len_sigma 0 --request_rate 100 \
-    --num_requests 1000 --warmup_requests 100 --metrics_url "$3" --progress=false \
+    --num_requests "$N" --warmup_requests "$WARM" --metrics_url "$3" --progress=false \
     --json_out "$W/b_$1.json" >> "$W/b_router_cost.log" 2>&1
   stages "$3" >> "$W/b_router_cost.log"
 }
