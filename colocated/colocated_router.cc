@@ -45,7 +45,8 @@ absl::Status ColocatedRouter::Start(grpc::Server& worker_server, prometheus::Reg
   absl::Status started = router_->Start();
   if (!started.ok()) {
     router_.reset();
-    return absl::Status(started.code(), absl::StrCat("router: ", started.message()));
+    return absl::Status(started.code(),
+                        absl::StrCat("router (the --router_* flags): ", started.message()));
   }
   return absl::OkStatus();
 }
