@@ -64,8 +64,8 @@ absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list)
   return out;
 }
 
-absl::Status ValidateRouterOptions(const RouterOptions& o) {
-  if (o.workers.empty() && o.workers_dns.empty()) {
+absl::Status ValidateRouterOptions(const RouterOptions& o, int num_in_process_workers) {
+  if (o.workers.empty() && o.workers_dns.empty() && num_in_process_workers == 0) {
     return absl::InvalidArgumentError(
         "no workers: give --workers=host:port[,host:port...] (e.g. "
         "--workers=127.0.0.1:50061,127.0.0.1:50062) and/or --workers_dns=name:port");

@@ -127,8 +127,9 @@ struct RouterProcessOptions {
 absl::StatusOr<std::vector<std::string>> ParseWorkerList(absl::string_view list);
 
 // Checks ranges (positive intervals, no negative timeouts, max_attempts >= 1, ...) and that some
-// worker source (--workers or --workers_dns) is given; INVALID_ARGUMENT naming the flag.
-absl::Status ValidateRouterOptions(const RouterOptions& options);
+// worker source (--workers, --workers_dns, or `num_in_process_workers` > 0: workers in the router's
+// own process, colocated/) is given; INVALID_ARGUMENT naming the flag.
+absl::Status ValidateRouterOptions(const RouterOptions& options, int num_in_process_workers = 0);
 
 // ValidateRouterOptions plus the process-level settings; INVALID_ARGUMENT naming the flag.
 absl::Status ValidateRouterProcessOptions(const RouterProcessOptions& options);

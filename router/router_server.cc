@@ -43,14 +43,14 @@ RouterServer::RouterServer(RouterOptions options, prometheus::Registry& metrics_
 RouterServer::~RouterServer() { Shutdown(); }
 
 absl::Status RouterServer::Start() {
-  absl::Status valid = ValidateRouterOptions(options_);
+  absl::Status valid = ValidateRouterOptions(options_, static_cast<int>(in_process_.size()));
   if (!valid.ok()) return valid;
   absl::StatusOr<RouterCredentials> credentials = LoadRouterCredentials(options_);
   if (!credentials.ok()) return credentials.status();
   auth_ = std::move(credentials->api_keys);
   registry_ = std::make_unique<WorkerRegistry>(
       options_, [this](int healthy, int unhealthy) { OnWorkersChanged(healthy, unhealthy); },
-      credentials->worker_channel);
+      credentials->worker_channel, std::move(in_process_));
   RouterContext rc;
   rc.options = &options_;
   rc.registry = registry_.get();

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -45,6 +46,10 @@ class RouterServer {
   ~RouterServer();  // Shutdown() if still running
   RouterServer(const RouterServer&) = delete;
   RouterServer& operator=(const RouterServer&) = delete;
+
+  // A worker in this process (colocated/), reached over `worker.channel` (its server's in-process
+  // channel) beside options.workers. REQUIRES: before Start().
+  void AddInProcessWorker(InProcessWorker worker) { in_process_.push_back(std::move(worker)); }
 
   // Binds options.listen and starts polling workers. Errors: INVALID_ARGUMENT for bad options
   // (including unusable TLS files or API-key file; NOT_FOUND when one cannot be read),
@@ -82,6 +87,7 @@ class RouterServer {
   LiveCounter streams_;
   std::atomic<bool> draining_{false};
   std::unique_ptr<ApiKeyAuthenticator> auth_;  // null: no API keys configured
+  std::vector<InProcessWorker> in_process_;    // handed to registry_ by Start()
   std::unique_ptr<WorkerRegistry> registry_;
   std::unique_ptr<DnsDiscovery> discovery_;  // with options.workers_dns
   std::unique_ptr<GenerationService> service_;

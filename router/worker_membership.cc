@@ -8,7 +8,8 @@
 
 namespace pkv::router {
 
-int WorkerRegistry::AddWorkerLocked(const std::string& address, bool is_static) {
+int WorkerRegistry::AddWorkerLocked(const std::string& address, bool is_static,
+                                    std::shared_ptr<grpc::Channel> in_process_channel) {
   int slot = -1;
   for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
     if (workers_[w]->address == address) slot = w;
@@ -42,6 +43,7 @@ int WorkerRegistry::AddWorkerLocked(const std::string& address, bool is_static) 
   Worker& worker = *workers_[slot];
   worker.address = address;
   worker.is_static = is_static;
+  worker.in_process_channel = std::move(in_process_channel);
   worker.generation = generation;  // ConnectLocked bumps it past the previous occupant's
   worker.breaker = CircuitBreaker(
       CircuitBreakerOptions{options_.eject_base, options_.eject_max, options_.eject_reset});

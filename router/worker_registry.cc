@@ -40,13 +40,17 @@ std::shared_ptr<grpc::Channel> MakeWorkerChannel(
 }  // namespace
 
 WorkerRegistry::WorkerRegistry(const RouterOptions& options, ChangeListener on_change,
-                               std::shared_ptr<grpc::ChannelCredentials> credentials)
+                               std::shared_ptr<grpc::ChannelCredentials> credentials,
+                               std::vector<InProcessWorker> in_process)
     : options_(options),
       on_change_(std::move(on_change)),
       credentials_(std::move(credentials)),
       rng_(std::random_device()()) {
   absl::MutexLock lock(&mu_);
   for (const std::string& address : options_.workers) AddWorkerLocked(address, /*is_static=*/true);
+  for (InProcessWorker& worker : in_process) {
+    AddWorkerLocked(worker.name, /*is_static=*/true, std::move(worker.channel));
+  }
 }
 
 WorkerRegistry::~WorkerRegistry() { Stop(); }
@@ -63,7 +67,9 @@ void WorkerRegistry::SetMetrics(RouterMetrics* metrics) {
 }
 
 void WorkerRegistry::ConnectLocked(Worker& worker) {
-  worker.channel = MakeWorkerChannel(worker.address, options_, credentials_);
+  worker.channel = worker.in_process_channel != nullptr
+                       ? worker.in_process_channel
+                       : MakeWorkerChannel(worker.address, options_, credentials_);
   worker.stub = pkv::v1::Worker::NewStub(worker.channel);
   worker.health = grpc::health::v1::Health::NewStub(worker.channel);
   ++worker.generation;

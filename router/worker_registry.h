@@ -18,6 +18,10 @@
 // kSlotReuseGrace by a new one, so the slots stay bounded by options.max_workers. Every probe
 // carries its slot's generation, so an answer for a slot's previous occupant is ignored.
 //
+// In-process workers (colocated/): a worker in the router's own process, reached over its
+// grpc::Server's in-process channel instead of TCP. It is a static worker like any other (health,
+// load, breaker, stall checks, cancel, deadlines), named by a label instead of an address.
+//
 // Threads: one poll thread issues async probes every interval and retires idle removed workers;
 // probe callbacks (gRPC threads) update state under mu_. All public methods are thread-safe and
 // non-blocking. The on_change listener runs outside mu_, serialised, with fresh counts, whenever
@@ -50,6 +54,13 @@
 
 namespace pkv::router {
 
+// A worker in this process: `channel` comes from its grpc::Server::InProcessChannel; `name` is its
+// label in logs and metrics (e.g. "inproc:127.0.0.1:50061").
+struct InProcessWorker {
+  std::string name;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
 namespace internal {
 // One outstanding probe RPC (health, load, model info). Shared between the registry's table of
 // outstanding probes (so Stop can cancel it) and the RPC's completion callback.
@@ -68,9 +79,11 @@ class WorkerRegistry {
   // A retired slot is reused for a new address only after this long (no stale index survives it).
   static constexpr absl::Duration kSlotReuseGrace = absl::Seconds(60);
 
-  // `credentials` secure every worker channel (router_tls.h: mutual TLS, or plaintext).
+  // `credentials` secure every worker channel (router_tls.h: mutual TLS, or plaintext) but those
+  // of `in_process` workers, which take the slots after options.workers.
   WorkerRegistry(const RouterOptions& options, ChangeListener on_change,
-                 std::shared_ptr<grpc::ChannelCredentials> credentials);
+                 std::shared_ptr<grpc::ChannelCredentials> credentials,
+                 std::vector<InProcessWorker> in_process = {});
   // Stops polling, cancels outstanding probes and waits for their callbacks.
   ~WorkerRegistry();
   WorkerRegistry(const WorkerRegistry&) = delete;
@@ -125,6 +138,8 @@ class WorkerRegistry {
     std::string address;
     uint64_t generation = 0;  // bumped whenever the slot gets a (new) channel
     bool is_static = false;
+    // An in-process worker's channel (used instead of a TCP one); null for every other worker.
+    std::shared_ptr<grpc::Channel> in_process_channel;
     bool removed = false;  // discovered, then no longer listed: never placed again
     bool retired = false;  // removed and idle: no channel; the slot may be reused
     absl::Time retired_at = absl::InfinitePast();
@@ -178,7 +193,9 @@ class WorkerRegistry {
   // worker_membership.cc
   // Gives `address` a slot (reusing its old one, then an old retired one) with a fresh channel.
   // -1 when max_workers slots are all in use.
-  int AddWorkerLocked(const std::string& address, bool is_static)
+  // `in_process_channel`: see Worker; null for a TCP worker.
+  int AddWorkerLocked(const std::string& address, bool is_static,
+                      std::shared_ptr<grpc::Channel> in_process_channel = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ConnectLocked(Worker& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RetireIdleLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -9,7 +9,7 @@
 set -euo pipefail
 BUILD=${BUILD:-build}
 what=${1:-all}
-DEMO_TARGETS=(pkv-router pkv-worker pkv pkv-make-model)
+DEMO_TARGETS=(pkv-router pkv-worker pkv-colocated pkv pkv-make-model)
 
 gpu_present() {
   [ "${PKV_BACKEND:-auto}" = cuda ] && return 0

@@ -10,6 +10,9 @@
 # set) and the router spreads sessions across them. PKV_TP=N passes --tp=N to every worker
 # (tensor parallelism: CPU rank threads, or with the CUDA backend GPUs --gpu .. --gpu + N - 1, so
 # do not combine it with PKV_GPUS).
+# PKV_COLOCATED=1 runs the router inside worker 0's process (pkv-colocated: the router reaches it
+# over gRPC's in-process transport, no second TCP hop; the other workers stay remote); the
+# default is 1 with a single worker, 0 with several. Its /metrics (router and worker-0) is on 9100.
 set -euo pipefail
 mode=${1:-demo}
 BIN=${BUILD:-build}/bin
@@ -29,6 +32,7 @@ if [ ${#GPUS[@]} -gt 0 ] && [ ${#GPUS[@]} -ne ${#WORKER_PORTS[@]} ]; then
   exit 1
 fi
 METRICS_BASE=${PKV_METRICS_BASE:-9100}
+colocated=${PKV_COLOCATED:-$([ ${#WORKER_PORTS[@]} -eq 1 ] && echo 1 || echo 0)}
 LOGS=${BUILD:-build}/cluster-logs
 mkdir -p "$LOGS"
 
@@ -51,21 +55,38 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+worker_metrics_port() {  # worker i's /metrics (worker 0 shares the router's when colocated)
+  if [ "$colocated" = 1 ] && [ "$1" = 0 ]; then echo "$METRICS_BASE"; else echo $((METRICS_BASE + 1 + $1)); fi
+}
 workers=()
+remote=()  # the router's TCP workers
 for i in "${!WORKER_PORTS[@]}"; do
   port=${WORKER_PORTS[$i]}
   extra=()
   if [ ${#GPUS[@]} -gt 0 ]; then extra+=(--gpu="${GPUS[$i]}"); fi
   if [ -n "${PKV_TP:-}" ]; then extra+=(--tp="$PKV_TP"); fi
-  "$BIN/pkv-worker" --listen="127.0.0.1:$port" --metrics_listen="127.0.0.1:$((METRICS_BASE + 1 + i))" \
+  workers+=("127.0.0.1:$port")
+  [ "$colocated" = 1 ] && [ "$i" = 0 ] && continue  # started below, with the router
+  "$BIN/pkv-worker" --listen="127.0.0.1:$port" --metrics_listen="127.0.0.1:$(worker_metrics_port "$i")" \
     --worker_id="worker-$i" --model="$MODEL" --backend="${PKV_BACKEND:-auto}" --insecure \
     ${extra[@]+"${extra[@]}"} >"$LOGS/worker-$i.log" 2>&1 &
   pids+=($!)
-  workers+=("127.0.0.1:$port")
+  remote+=("127.0.0.1:$port")
 done
-"$BIN/pkv-router" --listen="127.0.0.1:$ROUTER_PORT" --metrics_listen="127.0.0.1:$METRICS_BASE" \
-  --http_listen="127.0.0.1:$HTTP_PORT" \
-  --workers="$(IFS=,; echo "${workers[*]}")" --insecure >"$LOGS/router.log" 2>&1 &
+if [ "$colocated" = 1 ]; then
+  extra=()
+  if [ ${#GPUS[@]} -gt 0 ]; then extra+=(--gpu="${GPUS[0]}"); fi
+  if [ -n "${PKV_TP:-}" ]; then extra+=(--tp="$PKV_TP"); fi
+  "$BIN/pkv-colocated" --listen="${workers[0]}" --metrics_listen="127.0.0.1:$METRICS_BASE" \
+    --worker_id=worker-0 --model="$MODEL" --backend="${PKV_BACKEND:-auto}" --insecure \
+    ${extra[@]+"${extra[@]}"} --router_listen="127.0.0.1:$ROUTER_PORT" \
+    --router_http_listen="127.0.0.1:$HTTP_PORT" --router_workers="$(IFS=,; echo "${remote[*]}")" \
+    >"$LOGS/router.log" 2>&1 &
+else
+  "$BIN/pkv-router" --listen="127.0.0.1:$ROUTER_PORT" --metrics_listen="127.0.0.1:$METRICS_BASE" \
+    --http_listen="127.0.0.1:$HTTP_PORT" \
+    --workers="$(IFS=,; echo "${workers[*]}")" --insecure >"$LOGS/router.log" 2>&1 &
+fi
 pids+=($!)
 
 echo "waiting for router and ${#workers[@]} workers to become healthy (logs in $LOGS/)"
@@ -83,12 +104,12 @@ for target in "${workers[@]/%/|pkv.v1.Worker}" "127.0.0.1:$ROUTER_PORT|pkv.v1.Ge
   done
   [ $ok = 1 ] || { echo "$addr did not become healthy; see $LOGS/" >&2; exit 1; }
 done
-echo "cluster healthy: router 127.0.0.1:$ROUTER_PORT -> ${workers[*]}"
+echo "cluster healthy: router 127.0.0.1:$ROUTER_PORT -> ${workers[*]}$([ "$colocated" = 1 ] && echo " (worker-0 in the router's process)")"
 
 if [ "$mode" = serve ]; then
   echo "serving; try:  $BIN/pkv generate --router 127.0.0.1:$ROUTER_PORT --prompt \"Once upon a time\""
   echo "   or (OpenAI API): curl http://127.0.0.1:$HTTP_PORT/v1/chat/completions -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 16}'"
-  echo "metrics: http://127.0.0.1:$METRICS_BASE/metrics (router), :$((METRICS_BASE + 1))/metrics (worker-0)"
+  echo "metrics: http://127.0.0.1:$METRICS_BASE/metrics (router), :$(worker_metrics_port 0)/metrics (worker-0)"
   echo "Ctrl-C to stop"
   wait "${pids[@]}"
   exit 0
@@ -113,7 +134,7 @@ curl -s "127.0.0.1:$METRICS_BASE/metrics" \
   | grep -E '^pkv_router_(requests_total\{code="OK"\}|placements_total|time_to_first_token_seconds_count)' \
   | grep -v ' 0$' | sed 's/^/router    /' | head -n 4 || true
 for i in "${!WORKER_PORTS[@]}"; do
-  curl -s "127.0.0.1:$((METRICS_BASE + 1 + i))/metrics" \
+  curl -s "127.0.0.1:$(worker_metrics_port "$i")/metrics" \
     | grep -E '^pkv_(generated_tokens_total|decode_steps_total\{route="cpu-reference"\}|kv_cache_pages)' \
     | sed "s/^/worker-$i  /" | head -n 4 || true
 done

@@ -13,6 +13,10 @@
 //   async_proxy --listen P --upstream A --threads N
 //                                   the mux=false proxy on the completion-queue API (N threads
 //                                   polling one queue; no callback executor)
+//   inproc_proxy --listen P         the mux=false proxy and the echo service on one grpc::Server:
+//                                   the proxy reaches the echo over gRPC's in-process transport
+//                                   (a channel from Server::InProcessChannel, method Echo), the
+//                                   router -> worker leg of a router hosted in the worker's process
 //   client  --target T --mux=false|true --rate R --n N
 //                                   sends N requests at R/s (constant arrivals), each a new call
 //                                   (mux=false, like `pkv bench serve`) or a message on one bidi
@@ -41,6 +45,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using grpc::ByteBuffer;
 constexpr char kMethod[] = "/pkv.hop.Hop/Call";
+// inproc_proxy's upstream method: the echo, registered beside the proxy on the same server.
+constexpr char kEchoMethod[] = "/pkv.hop.Hop/Echo";
 
 ByteBuffer MakePayload(uint64_t id) {
   char bytes[64] = {};
@@ -123,10 +129,10 @@ class EchoService final : public grpc::CallbackGenericService {
 class OneCall final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
  public:
   using Done = std::function<void(bool ok, ByteBuffer reply)>;
-  OneCall(grpc::GenericStub* stub, ByteBuffer request, Done done)
+  OneCall(grpc::GenericStub* stub, ByteBuffer request, Done done, const char* method = kMethod)
       : request_(std::move(request)), done_(std::move(done)) {
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    stub->PrepareBidiStreamingCall(&ctx_, kMethod, grpc::StubOptions(), this);
+    stub->PrepareBidiStreamingCall(&ctx_, method, grpc::StubOptions(), this);
     StartWrite(&request_, grpc::WriteOptions().set_last_message());
     StartRead(&reply_);
     StartCall();
@@ -280,8 +286,11 @@ class MuxStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
 // ---- proxy: one request per incoming stream, forwarded upstream, reply relayed, then Finish.
 class ProxyReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  ProxyReactor(grpc::GenericStub* stub, MuxStream* mux, PreCallPool* pool)
-      : stub_(stub), mux_(mux), pool_(pool) {
+  // `method`: what the upstream call invokes (kMethod on a separate echo server; kEchoMethod
+  // in-process).
+  ProxyReactor(grpc::GenericStub* stub, MuxStream* mux, PreCallPool* pool,
+               const char* method = kMethod)
+      : stub_(stub), mux_(mux), pool_(pool), method_(method) {
     StartRead(&in_);
   }
   void OnReadDone(bool ok) override {
@@ -302,13 +311,16 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
       });
       pool_->Refill();
     } else {
-      new OneCall(stub_, in_, [this](bool ok, ByteBuffer reply) {
-        if (ok) {
-          Relay(std::move(reply));
-        } else {
-          Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "upstream failed"));
-        }
-      });
+      new OneCall(
+          stub_, in_,
+          [this](bool ok, ByteBuffer reply) {
+            if (ok) {
+              Relay(std::move(reply));
+            } else {
+              Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "upstream failed"));
+            }
+          },
+          method_);
     }
   }
   void OnWriteDone(bool) override { Finish(grpc::Status::OK); }
@@ -322,6 +334,7 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
   grpc::GenericStub* const stub_;
   MuxStream* const mux_;
   PreCallPool* const pool_;
+  const char* const method_;
   ByteBuffer in_, out_;
   bool forwarded_ = false;
 };
@@ -339,6 +352,35 @@ class ProxyService final : public grpc::CallbackGenericService {
   MuxStream* const mux_;
   PreCallPool* const pool_;
 };
+
+// ---- proxy and echo on one server (inproc_proxy): calls of kEchoMethod are the echo, every other
+// call is proxied to kEchoMethod over the server's own in-process channel (set once the server
+// runs, before any client connects: the role connects its clients only after start-up).
+class InProcessProxyService final : public grpc::CallbackGenericService {
+ public:
+  void SetUpstream(std::shared_ptr<grpc::Channel> channel) {
+    stub_ = std::make_unique<grpc::GenericStub>(std::move(channel));
+  }
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    if (ctx->method() == kEchoMethod) return new EchoReactor;
+    return new ProxyReactor(stub_.get(), nullptr, nullptr, kEchoMethod);
+  }
+
+ private:
+  std::unique_ptr<grpc::GenericStub> stub_;
+};
+
+int ServeInProcessProxy(const std::string& listen) {
+  InProcessProxyService service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
+  builder.RegisterCallbackGenericService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return 1;
+  service.SetUpstream(server->InProcessChannel(grpc::ChannelArguments()));
+  server->Wait();
+  return 0;
+}
 
 // ---- the same proxy on the completion-queue API: `threads` threads poll one CQ that carries both
 // the incoming calls and the upstream calls, and every step runs on the thread that polled it (no
@@ -555,6 +597,9 @@ int main(int argc, char** argv) {
     ProxyService service(&stub, mux.get(), pool.get());
     return Serve(Arg(argc, argv, "listen", "127.0.0.1:50901"), &service);
   }
+  if (role == "inproc_proxy") {
+    return ServeInProcessProxy(Arg(argc, argv, "listen", "127.0.0.1:50905"));
+  }
   if (role == "async_proxy") {
     AsyncProxy proxy(Arg(argc, argv, "listen", "127.0.0.1:50904"),
                      Connect(Arg(argc, argv, "upstream", "127.0.0.1:50900")),
@@ -567,6 +612,8 @@ int main(int argc, char** argv) {
         Arg(argc, argv, "target", "127.0.0.1:50900"), Arg(argc, argv, "mux", "false") == "true",
         std::stod(Arg(argc, argv, "rate", "200")), std::stoi(Arg(argc, argv, "n", "1000")));
   }
-  std::fprintf(stderr, "usage: pkv-grpc-hop server|proxy|client [--flag=value...]\n");
+  std::fprintf(
+      stderr,
+      "usage: pkv-grpc-hop server|proxy|async_proxy|inproc_proxy|client [--flag=value...]\n");
   return 2;
 }

@@ -1,5 +1,5 @@
 // Configuration of one pkv-worker process, with every default in this one place: the binary's
-// flags take their defaults from a default-constructed WorkerOptions (worker_main.cc), tests fill
+// flags take their defaults from a default-constructed WorkerOptions (worker_flags.cc), tests fill
 // it directly, and ValidateWorkerOptions checks it apart from flag parsing (as the router's
 // router_options.h does). Plain value type.
 #pragma once

@@ -37,8 +37,9 @@ std::string PortOf(const std::string& address) {
 // the engine stops before the servers and the metrics it reports into go away.
 class WorkerProcess {
  public:
-  explicit WorkerProcess(const WorkerOptions& o)
+  WorkerProcess(const WorkerOptions& o, const WorkerHooks& hooks)
       : o_(o),
+        hooks_(hooks),
         worker_id_(o.worker_id.empty() ? "worker-" + PortOf(o.listen) : o.worker_id),
         drain_timeout_s_(absl::ToDoubleSeconds(o.drain_timeout)) {}
 
@@ -52,7 +53,11 @@ class WorkerProcess {
   int ServeUntilShutdown();
 
   const std::string& worker_id() const { return worker_id_; }
-  void AbandonServer() { server_->Shutdown(); }
+  // After a failed start: stops what the hooks started (no drain), then the server.
+  void Abandon() {
+    if (hooks_.on_shutdown) hooks_.on_shutdown(absl::ZeroDuration());
+    if (server_ != nullptr) server_->Shutdown();
+  }
 
  private:
   int StopAfterFatal(const std::string& reason);
@@ -60,6 +65,7 @@ class WorkerProcess {
 
   ShutdownSignal shutdown_;  // first: blocks SIGTERM/SIGINT before any other thread starts
   const WorkerOptions& o_;
+  const WorkerHooks& hooks_;
   const std::string worker_id_;
   TestFaults faults_;
   std::shared_ptr<grpc::ServerCredentials> credentials_;
@@ -114,6 +120,7 @@ absl::Status WorkerProcess::StartServers() {
   }
   SetWorkerLiveness(server_.get(), true);    // the process serves gRPC (worker_health.h)
   SetWorkerReadiness(server_.get(), false);  // not until the model and KV pool are ready
+  if (hooks_.on_serving) return hooks_.on_serving(*server_, *registry_);
   return absl::OkStatus();
 }
 
@@ -149,6 +156,7 @@ int WorkerProcess::ServeUntilShutdown() {
   const std::string reason =
       WaitForShutdownWatchingEngine(shutdown_, *engine_, server_.get(), o_.engine_stall_timeout);
   SetWorkerReadiness(server_.get(), false);  // SIGTERM, Drain or fatal: no new work, at once
+  if (hooks_.on_shutdown) hooks_.on_shutdown(absl::Seconds(drain_timeout_s_.load()));
   return fatal_.load() ? StopAfterFatal(reason) : Drain(reason);
 }
 
@@ -181,8 +189,8 @@ int WorkerProcess::Drain(const std::string& reason) {
 
 }  // namespace
 
-int RunWorker(const WorkerOptions& options) {
-  WorkerProcess worker(options);
+int RunWorker(const WorkerOptions& options, const WorkerHooks& hooks) {
+  WorkerProcess worker(options, hooks);
   SetLogTag(worker.worker_id());
   if (absl::Status s = worker.CheckOptions(); !s.ok()) {
     PKV_LOG(ERROR) << s.message();
@@ -190,11 +198,12 @@ int RunWorker(const WorkerOptions& options) {
   }
   if (absl::Status s = worker.StartServers(); !s.ok()) {
     PKV_LOG(ERROR) << s.message();
+    worker.Abandon();
     return 1;
   }
   if (absl::Status s = worker.StartEngine(); !s.ok()) {
     PKV_LOG(ERROR) << s.message();
-    worker.AbandonServer();
+    worker.Abandon();
     return 1;
   }
   return worker.ServeUntilShutdown();

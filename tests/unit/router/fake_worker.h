@@ -18,7 +18,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/server.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "pkv/v1/worker.grpc.pb.h"
 
 namespace pkv::router::testing {
@@ -50,6 +52,11 @@ class FakeWorker {
   void Start();
   void Stop();
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // A channel to this fake over gRPC's in-process transport (a router's in-process worker).
+  // REQUIRES: started.
+  std::shared_ptr<grpc::Channel> InProcessChannel() {
+    return server_->InProcessChannel(grpc::ChannelArguments());
+  }
   const std::string& worker_id() const { return worker_id_; }
 
   // Script by call index (0-based, per fake). Default: FakeScript{}.

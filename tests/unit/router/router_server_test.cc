@@ -254,5 +254,44 @@ TEST(RouterServerTest, DrainLetsInFlightFinishAndRefusesNewStreams) {
   EXPECT_TRUE(drained);
 }
 
+// In-process workers (colocated/): reached over their server's in-process channel, they are
+// ordinary registry members: placed beside TCP workers, cancelled, given the client's deadline.
+TEST(RouterServerTest, InProcessWorkerIsPlacedBesideATcpWorker) {
+  FakeWorker tcp("w-tcp"), local("w-local");
+  tcp.Start();
+  local.Start();
+  RouterHarness h(FastOptions({&tcp}));
+  h.router().AddInProcessWorker({"inproc:w-local", local.InProcessChannel()});
+  h.Start(2);
+  for (int i = 0; i < 64 && (tcp.generate_calls() == 0 || local.generate_calls() == 0); ++i) {
+    StreamResult r = h.Run(TokenRequest({1, 2, static_cast<uint32_t>(i)}, 3));
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    ASSERT_TRUE(r.complete.has_value());
+  }
+  EXPECT_GT(tcp.generate_calls(), 0);
+  EXPECT_GT(local.generate_calls(), 0);
+  EXPECT_EQ(h.Metric("pkv_router_worker_placements_total", {{"worker", "inproc:w-local"}}),
+            local.generate_calls());
+}
+
+TEST(RouterServerTest, InProcessWorkerAloneGetsCancelAndDeadline) {
+  FakeWorker local("w-local");
+  local.Start();
+  local.SetScript([](int) { return HangAfterOneChunk(); });
+  RouterHarness h(FastOptions({}));  // no TCP worker: the in-process one is a worker source
+  h.router().AddInProcessWorker({"inproc:w-local", local.InProcessChannel()});
+  h.Start(1);
+  std::unique_ptr<OpenStream> open = OpenAndReadFirstChunk(h);
+  CancelAndFinish(*open);
+  EXPECT_TRUE(local.WaitForCancelled(1, kWait));
+
+  const auto before = std::chrono::system_clock::now();
+  StreamResult r = h.Run(TokenRequest({1}, 10), absl::Milliseconds(300));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_EQ(local.deadlines().size(), 2u);
+  EXPECT_LT(local.deadlines()[1], before + std::chrono::seconds(2));  // propagated, not infinite
+  EXPECT_TRUE(local.WaitForCancelled(2, kWait));
+}
+
 }  // namespace
 }  // namespace pkv::router::testing
