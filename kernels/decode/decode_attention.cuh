@@ -378,12 +378,14 @@ __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
   int i = persistent ? p.cta_item_indptr[blockIdx.x] : static_cast<int>(blockIdx.x);
   const int end = persistent ? p.cta_item_indptr[blockIdx.x + 1] : from_header ? INT_MAX : p.count;
   const int step = persistent ? 1 : static_cast<int>(gridDim.x);
-  // Graph-sized grids: each item is requested together with the count and skipped past it (the
-  // reads stay inside the workspace: items and item_pids hold capacity >= grid entries and the
-  // partial-state regions follow them).
-  const int32_t* live = from_header ? p.header : nullptr;
+  // Graph-sized grids: the CTA's first item is requested together with the count (index
+  // blockIdx.x < grid <= the item capacity); later ones only once the count is known (an L1 hit).
   for (; i < end; i += step) {
-    if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, live)) break;
+    const bool first = i == static_cast<int>(blockIdx.x);
+    if (from_header && !first && i >= p.header[0]) break;
+    if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, from_header && first ? p.header : nullptr)) {
+      break;
+    }
   }
 }
 
