@@ -30,7 +30,7 @@ bench() {  # bench TAG BINARY TRACE FLAGS...
 }
 
 el "device tests"
-for t in decode_attention_device_test:150 decode_fp8_device_test:100; do
+for t in decode_attention_device_test:80 decode_fp8_device_test:50; do
   IFS=: read -r name secs <<< "$t"
   echo "=== $name" >> "$RES/tests.log"
   timeout "$secs" "$R" "$name" --gtest_brief=1 >> "$RES/tests.log" 2>&1
@@ -69,7 +69,7 @@ el "profilers"
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ]; then
   printf 'tiny-B1-N16\tdiag\t1\t16\n' > /tmp/tiny.tsv
-  timeout 90 "$NCU" --target-processes all -k regex:DecodeAttention -c 3 --section LaunchStats \
+  timeout 45 "$NCU" --target-processes all -k regex:DecodeAttention -c 3 --section LaunchStats \
     --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__cycles_active.max \
     "$R" pkv-bench kernels --trace /tmp/tiny.tsv --routes workqueue --configs w4s3 \
     --iters 2 --wall_iters 1 --nograph --nofloor > "$RES/ncu_tiny.txt" 2>&1
