@@ -150,7 +150,6 @@ absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& l
   opt.route = v.route;
   opt.merge = v.merge;
   opt.min_split_tokens = cfg_.min_split_tokens;
-  opt.tail_fraction = cfg_.tail_fraction;
   if (cfg_.cap_grid) opt.max_grid_ctas = limits.slots();
   if (graph_sized) opt.capacity_rows = buf_->max_rows;
   decode::PlanInput in{step_lengths_.data(), page_indptr_.data(),

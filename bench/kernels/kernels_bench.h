@@ -37,7 +37,6 @@ struct BenchConfig {
   int iters = 100;
   int wall_iters = 20;
   int min_split_tokens = 128;
-  double tail_fraction = 0.0;  // PlanOptions::tail_fraction
   int64_t flush_bytes = int64_t{256} << 20;
   bool flush_write = false;  // L2 flush by writing instead of reading (see L2Flusher)
   bool graph = true;         // also time CUDA-graph replays of graph-sized plans

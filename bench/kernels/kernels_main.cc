@@ -31,9 +31,6 @@ ABSL_FLAG(std::string, configs, "default",
           "(decode::ChooseKernelConfig)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
-ABSL_FLAG(double, tail_frac, 0.0,
-          "kernels: the planner's tail_fraction (workqueue one-wave plans: the last fraction of "
-          "each split row cut into tail items run after every head item)");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
 ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
 ABSL_FLAG(bool, graph, true, "kernels: time the steps as one CUDA graph");
@@ -131,7 +128,6 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
       opt.route = v.route;
       opt.merge = v.merge;
       opt.min_split_tokens = cfg.min_split_tokens;
-      opt.tail_fraction = cfg.tail_fraction;
       std::string label = v.label;
       if (absl::GetFlag(FLAGS_paper_counters) && v.route == decode::Route::kWorkqueue) {
         decode::PlanOptions sopt = opt;
@@ -168,7 +164,6 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   cfg.iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(100));
   cfg.wall_iters = std::max(1, absl::GetFlag(FLAGS_wall_iters));
   cfg.min_split_tokens = absl::GetFlag(FLAGS_min_split);
-  cfg.tail_fraction = absl::GetFlag(FLAGS_tail_frac);
   cfg.flush_bytes = int64_t{absl::GetFlag(FLAGS_flush_mb)} << 20;
   const std::string flush = absl::GetFlag(FLAGS_flush);
   if (flush != "read" && flush != "write") {

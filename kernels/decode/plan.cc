@@ -78,10 +78,6 @@ absl::Status ValidateInput(const PlanInput& in, const DeviceLimits& limits,
     return absl::InvalidArgumentError(absl::StrCat(
         "decode plan: max_splits must be in 1..", kMaxSplitsPerPair, " and min_split_tokens >= 1"));
   }
-  if (!(options.tail_fraction >= 0.0 && options.tail_fraction <= 0.5)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("decode plan: tail_fraction ", options.tail_fraction, " is not in [0, 0.5]"));
-  }
   if (options.capacity_rows > 0 && in.num_rows > options.capacity_rows) {
     return absl::InvalidArgumentError(absl::StrCat("decode plan: ", in.num_rows,
                                                    " rows exceed the graph capacity of ",

@@ -74,11 +74,6 @@ struct PlanOptions {
   // instead of choosing the chunk by the wave model. Used to compare counters with the split
   // route at its own chunk size (the paper's merge-traffic comparison).
   int32_t workqueue_chunk_tokens = 0;
-  // Workqueue only: when > 0 and the plan is one wave of items, the last `tail_fraction` of each
-  // split pair's pages is cut into as many tail items as it has head items, emitted after every
-  // head item, so the CTAs that finish their head item first (the larger bandwidth shares) pick
-  // up the tail and the wave ends level instead of spread. See PlanWorkqueue.
-  double tail_fraction = 0.0;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;
@@ -162,9 +157,8 @@ struct DecodePlan {
   // block-table entries page_ids[page_base + token_begin / page_size + k] for k below the item's
   // page count, 0 past it.
   std::vector<int32_t> item_pids;
-  std::vector<int32_t> row_order;    // planner scratch: the order rows were emitted in
-  std::vector<int32_t> row_pages;    // planner scratch: pages each row's length spans
-  std::vector<WorkItem> tail_items;  // planner scratch: workqueue tail items (tail_fraction)
+  std::vector<int32_t> row_order;  // planner scratch: the order rows were emitted in
+  std::vector<int32_t> row_pages;  // planner scratch: pages each row's length spans
   PlanCounters counters;
   PlanFeatures features;
 };

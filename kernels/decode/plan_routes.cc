@@ -16,22 +16,18 @@ int32_t NextPow2(int32_t x) {
   return p;
 }
 
-// Fixed cost of one wave of work items expressed as KV bytes one SM streams in the same time.
+// Fixed cost of one wave of work items expressed as KV bytes one slot streams in the same time.
 // Measured on the H200 (bench/NOTES.md, run 1): a bucketed B=4 N=32k step took 162 us as four
-// waves of 1056 items and 144 us as one balanced wave, ~6 us per extra wave, while one SM
-// streams ~34 GB/s (4.5 TB/s over 132 SMs): ~200 KB. One slot streams its SM's bytes divided by
-// the CTAs resident on it (SlotBytes), so a config with 4 CTAs an SM (FP8 w4s3) pays half as
-// many bytes a slot per wave as the 2-CTA config the constant was measured with.
-constexpr int64_t kWaveOverheadSmBytes = 192 * 1024;
+// waves of 1056 items and 144 us as one balanced wave, ~6 us per extra wave, while one slot
+// streams ~17 GB/s (4.5 TB/s over 264 resident CTAs): ~100 KB. (Scaling it by the CTAs resident
+// an SM, so FP8 w4s3's 4 CTAs an SM pay half, made three FP8 w4s3 held-out cells 2-8% slower:
+// bench/NOTES.md, decode3.)
+constexpr int64_t kItemOverheadBytes = 96 * 1024;
 // Fixed cost of splitting a row (partial write, fence, ticket, the last split's read-back and
-// merge), paid once on the step's critical path, as KV bytes one SM streams meanwhile.
+// merge), paid once on the step's critical path, as KV bytes one slot streams meanwhile.
 // Measured on the H200 (bench/NOTES.md, decodefix): a row of 128-135 tokens took 10.66 us as two
-// splits and 9.15 us unsplit, ~1.5 us at ~34 GB/s an SM: ~48 KB.
-constexpr int64_t kMergeOverheadSmBytes = 48 * 1024;
-
-double SlotBytes(const PlanContext& ctx, int64_t sm_bytes) {
-  return static_cast<double>(sm_bytes) / ctx.limits.ctas_per_sm;
-}
+// splits and 9.15 us unsplit, ~1.5 us at ~17 GB/s a slot: ~24 KB.
+constexpr int64_t kMergeOverheadBytes = 24 * 1024;
 
 int32_t CapGrid(const PlanContext& ctx, int32_t grid) {
   return ctx.options.max_grid_ctas > 0 ? std::min(grid, ctx.options.max_grid_ctas) : grid;
@@ -93,17 +89,16 @@ void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
 
 // Rule: as many splits as fit pairs * S into the resident slots once (one full wave: a second,
 // partial wave would double the step time), but no split shorter than min_split_tokens of the
-// row's power-of-two length bucket or of the longest row itself, and at most max_splits. Example
-// (H200, 132 SMs x 2 CTAs = 264 slots, H_kv = 8, page 16, min 128 tokens): B = 1, N = 16384 -> 1024
-// pages, S_fill = floor(264 / 8) = 33, S_len = 1024 / 8 = 128, S = 33, chunk = ceil(1024 / 33) = 32
-// pages -> 32 splits of 512 tokens, 256 items; B = 4 -> S = floor(264 / 32) = 8, 256 items.
+// row's power-of-two length bucket, at most max_splits, and none when the longest row is shorter
+// than two min_split_tokens pieces. Example (H200, 132 SMs x 2 CTAs = 264 slots, H_kv = 8,
+// page 16, min 128 tokens): B = 1, N = 16384 -> 1024 pages, S_fill = floor(264 / 8) = 33,
+// S_len = 1024 / 8 = 128, S = 33, chunk = ceil(1024 / 33) = 32 pages -> 32 splits of 512 tokens,
+// 256 items; B = 4 -> S = floor(264 / 32) = 8, 256 items; B = 1, N = 135 (9 pages): S = 1.
 int32_t ChooseSplitCount(const PlanContext& ctx, int64_t pairs, int32_t max_pages) {
-  if (max_pages <= 1 || pairs <= 0) return 1;
+  if (max_pages < 2 * ctx.MinSplitPages() || pairs <= 0) return 1;  // see SplitsOf
   const int64_t s_fill = std::max<int64_t>(1, ctx.limits.slots() / pairs);
   const int64_t s_len = std::max<int64_t>(1, NextPow2(max_pages) / ctx.MinSplitPages());
-  // ... and no piece of the longest row below min_split_tokens (each split pays the merge).
-  const int64_t s_piece = std::max<int64_t>(1, max_pages / ctx.MinSplitPages());
-  int64_t s = std::min({s_fill, s_len, s_piece, int64_t{ctx.options.max_splits}});
+  int64_t s = std::min({s_fill, s_len, int64_t{ctx.options.max_splits}, int64_t{max_pages}});
   s = std::max<int64_t>(s, 1);
   const int64_t chunk = CeilDiv(max_pages, s);
   return static_cast<int32_t>(CeilDiv(max_pages, chunk));
@@ -130,15 +125,13 @@ void PlanSplit(PlanContext& ctx) {
 
 namespace {
 
-// Splits of a row of `pages` pages cut into chunks of at most `chunk` pages, but no piece shorter
-// than min_split_tokens: EmitPair cuts near-equal pieces, so without the second cap a row of 9
-// pages with chunk 8 became pieces of 4 and 5 pages, each paying the merge (~1.5 us) for one
-// tile's worth of work (decodefix: 128-135 tokens, 10.66 us split, 9.15 us unsplit).
+// Splits of a row of `pages` pages cut into chunks of at most `chunk` pages; a row shorter than
+// two min_split_tokens pieces stays whole: cutting it gives pieces below min_split_tokens, each
+// paying the merge (~1.5 us) to save a tile (decodefix: a row of 129-135 tokens was cut into
+// 64 + 80, 10.66 us; whole, 9.15 us).
 int32_t SplitsOf(const PlanContext& ctx, int32_t pages, int64_t chunk) {
-  if (pages == 0) return 1;
-  const int64_t by_len = std::max<int64_t>(1, pages / ctx.MinSplitPages());
-  return static_cast<int32_t>(
-      std::min<int64_t>({ctx.options.max_splits, CeilDiv(pages, chunk), by_len}));
+  if (pages < 2 * ctx.MinSplitPages()) return 1;
+  return static_cast<int32_t>(std::min<int64_t>(ctx.options.max_splits, CeilDiv(pages, chunk)));
 }
 
 int64_t WorkqueueItems(const PlanContext& ctx, int64_t chunk) {
@@ -168,43 +161,6 @@ double WorkqueueCost(const PlanContext& ctx, int64_t total_pages, int64_t chunk,
          (split ? merge_overhead_pages : 0.0);
 }
 
-// One (row, kv head) of a one-wave workqueue plan with a tail (PlanOptions::tail_fraction):
-// n head items over the first pages - tail pages, appended to the plan, and n tail items over
-// the rest, appended to plan.tail_items (the caller emits them after every head item); split
-// indices 0..n-1 are the heads, n..2n-1 the tails. Falls back to EmitPair's n near-equal splits
-// when a tail piece would be shorter than min_split_tokens or 2n exceeds max_splits.
-void EmitPairWithTail(PlanContext& ctx, int32_t row, int32_t head, int32_t n) {
-  const int32_t pages = ctx.Pages(row);
-  const int64_t tail = static_cast<int64_t>(ctx.options.tail_fraction * pages);
-  if (tail / n < ctx.MinSplitPages() || 2 * n > ctx.options.max_splits) {
-    EmitPair(ctx, row, head, n, 0);
-    return;
-  }
-  DecodePlan& plan = *ctx.plan;
-  const int32_t first_partial = ctx.num_partials;
-  ctx.num_partials += 2 * n;
-  const int64_t body = pages - tail;
-  for (int32_t k = 0; k < 2 * n; ++k) {
-    const bool is_tail = k >= n;
-    const int64_t base = is_tail ? body : 0, span = is_tail ? tail : body, q = is_tail ? k - n : k;
-    const int64_t bp = base + q * span / n, ep = base + (q + 1) * span / n;
-    WorkItem it;
-    it.row = row;
-    it.kv_head = head;
-    it.token_begin = static_cast<int32_t>(bp * ctx.page_size());
-    it.token_end =
-        static_cast<int32_t>(std::min<int64_t>(ep * ctx.page_size(), ctx.in.lengths[row]));
-    it.page_base = ctx.in.page_indptr[row];
-    it.split_index = k;
-    it.num_splits = 2 * n;
-    it.first_partial = first_partial;
-    (is_tail ? plan.tail_items : plan.items).push_back(it);
-  }
-  if (plan.merge == MergeMode::kSeparate) {
-    plan.merges.push_back(MergeEntry{row, head, first_partial, 2 * n});
-  }
-}
-
 // Smallest split size (pages, >= lo) whose items fit in `target` slots; max_pages if none does.
 int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pages,
                              int64_t target) {
@@ -226,14 +182,13 @@ int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pag
 // Rule: for w = 1..kMaxWaves take the smallest split size whose items fit in w * slots (never
 // below min_split_tokens), also the unsplit plan, and keep the cheapest by WorkqueueCost.
 // Rows are emitted longest split first (LPT order), so the hardware's in-order CTA dispatch
-// packs the short tail items last. Example (132 SMs x 2 CTAs = 264 slots, H_kv = 8, page 16,
-// D = 128 fp16, so one pair-page is 8 KB, the wave overhead 192 KB / 2 = 12 pair-pages and the
-// merge 3): held-out bimodal B = 8, two rows of
-// 1540 and 1313 pages and six of 13..47: P = 8 * 3033 = 24264 pair-pages. w = 1: the smallest
-// chunk fitting 264 items is 110 pages (14 + 12 + 6 splits a head, 256 items), cost
+// packs the short tail items last. Example (264 slots, H_kv = 8, page 16, D = 128 fp16, so one
+// pair-page is 8 KB, the wave overhead 12 pair-pages and the merge 3): held-out bimodal B = 8, two
+// rows of 1540 and 1313 pages and six of 13..47: P = 8 * 3033 = 24264 pair-pages. w = 1: the
+// smallest chunk fitting 264 items is 110 pages (14 + 12 + 6 splits a head, 256 items), cost
 // max(94.8, 110) + 12 + 3 (merge) = 125; w = 2: chunk 49 pages (520 items), cost
 // max(93.3, 49) + 24 + 3 = 120.3, so two waves of 520 items are planned. B = 1 of 135 tokens
-// (9 pages): no piece may be shorter than 8 pages (min_split_tokens 128), so the row stays whole.
+// (9 pages): shorter than two pieces of 8 pages (min_split_tokens 128), so the row stays whole.
 void PlanWorkqueue(PlanContext& ctx) {
   const int32_t rows = ctx.in.num_rows;
   int64_t total_pages = 0;
@@ -245,8 +200,8 @@ void PlanWorkqueue(PlanContext& ctx) {
   total_pages *= ctx.heads();
   const KvShape& s = ctx.in.shape;
   const double pair_page_bytes = 2.0 * s.kv_elem_bytes * s.page_size * s.head_dim;  // K+V
-  const double overhead = SlotBytes(ctx, kWaveOverheadSmBytes) / pair_page_bytes;
-  const double merge_overhead = SlotBytes(ctx, kMergeOverheadSmBytes) / pair_page_bytes;
+  const double overhead = kItemOverheadBytes / pair_page_bytes;
+  const double merge_overhead = kMergeOverheadBytes / pair_page_bytes;
   int64_t best_chunk = std::max(max_pages, 1);
   double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead, merge_overhead);
   const bool fixed = ctx.options.workqueue_chunk_tokens > 0;
@@ -273,21 +228,10 @@ void PlanWorkqueue(PlanContext& ctx) {
   };
   std::stable_sort(order.begin(), order.end(),
                    [&](int32_t a, int32_t b) { return split_pages(a) > split_pages(b); });
-  const bool tail = ctx.options.tail_fraction > 0 && !fixed &&
-                    WorkqueueItems(ctx, best_chunk) <= ctx.limits.slots();
-  ctx.plan->tail_items.clear();
   for (int32_t r : order) {
     const int32_t n = SplitsOf(ctx, ctx.Pages(r), best_chunk);
-    for (int32_t h = 0; h < ctx.heads(); ++h) {
-      if (tail) {
-        EmitPairWithTail(ctx, r, h, n);
-      } else {
-        EmitPair(ctx, r, h, n, 0);
-      }
-    }
+    for (int32_t h = 0; h < ctx.heads(); ++h) EmitPair(ctx, r, h, n, 0);
   }
-  ctx.plan->items.insert(ctx.plan->items.end(), ctx.plan->tail_items.begin(),
-                         ctx.plan->tail_items.end());
   AddLaunches(ctx, 0, 0);
 }
 

@@ -107,29 +107,6 @@ TEST_F(DecodeDeviceTest, KernelConfigs) {
   }
 }
 
-// Workqueue one-wave plans with tail items (PlanOptions::tail_fraction): head and tail splits of
-// one row interleave with other rows' items; 16-bit and FP8 pages, both merge modes, G 1..8.
-TEST_F(DecodeDeviceTest, WorkqueueTailItems) {
-  for (int g : {1, 4, 8}) {
-    for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4M3}) {
-      Case c;
-      c.shape = KvShape{8 * g, 8, 128, 16};
-      c.kv_dtype = kv;
-      c.lengths = {16384, 0, 3000, 7, 9000, 129};
-      c.route = Route::kWorkqueue;
-      DecodeProblem prob(c, rng_);
-      for (double tail : {0.1, 0.3}) {
-        for (MergeMode m : kMerges) {
-          c.tail_fraction = tail;
-          c.merge = m;
-          RunAndCompare(c, prob);
-          if (HasFatalFailure()) return;
-        }
-      }
-    }
-  }
-}
-
 TEST_F(DecodeDeviceTest, SmRestrictedLimitsStrideAndMultiItemCtas) {
   for (DeviceLimits lim : {DeviceLimits{8, 1}, DeviceLimits{3, 2}, DeviceLimits{28, 2}}) {
     Case c;

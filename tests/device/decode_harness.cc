@@ -37,8 +37,7 @@ std::string Case::Name() const {
                       DTypeName(dtype), " kv=", KvCacheDtypeName(kv_dtype),
                       " Hq=", shape.num_q_heads, " Hkv=", shape.num_kv_heads, " D=", shape.head_dim,
                       " ps=", shape.page_size, " B=", lengths.size(), " warps=", config.warps,
-                      " stages=", config.stages, page_prefix ? "" : " no-page-prefix",
-                      tail_fraction > 0 ? absl::StrCat(" tail=", tail_fraction) : "");
+                      " stages=", config.stages, page_prefix ? "" : " no-page-prefix");
 }
 
 absl::StatusOr<DeviceLimits> LimitsFor(const Case& c) {
@@ -153,7 +152,6 @@ absl::Status DecodeProblem::Run(const Case& c, cudaStream_t stream, std::vector<
   opt.route = c.route;
   opt.merge = c.merge;
   opt.min_split_tokens = c.min_split_tokens;
-  opt.tail_fraction = c.tail_fraction;
   DecodePlan plan;
   PlanInput in{lengths_.data(), page_indptr_.data(), static_cast<int32_t>(lengths_.size()), shape_};
   if (c.page_prefix) in.page_ids = page_ids_.data();

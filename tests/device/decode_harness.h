@@ -31,8 +31,7 @@ struct Case {
   DeviceLimits limits{0, 0};  // {0, 0}: the GPU's own (QueryDeviceLimits)
   float q_scale = 1.f;        // larger values make the softmax peakier
   int32_t min_split_tokens = 128;
-  double tail_fraction = 0.0;  // PlanOptions::tail_fraction
-  bool page_prefix = true;     // plan with the host block table (DecodePlan::item_pids)
+  bool page_prefix = true;  // plan with the host block table (DecodePlan::item_pids)
   std::string Name() const;
 };
 

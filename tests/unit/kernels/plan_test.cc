@@ -270,7 +270,6 @@ TEST(DecodePlanTest, RandomBatchesKeepEveryInvariant) {
         opt.route = static_cast<Route>(r);
         opt.merge = merge;
         opt.min_split_tokens = 1 + rng() % 512;
-        opt.tail_fraction = rng() % 3 == 0 ? 0.05 * static_cast<double>(rng() % 11) : 0.0;
         const bool graph = opt.route != Route::kBucketedExact && rng() % 2 == 0;
         opt.capacity_rows = graph ? std::max(rows, 1) + static_cast<int>(rng() % 5) : 0;
         opt.max_grid_ctas = rng() % 4 == 0 ? 1 + static_cast<int>(rng() % 64) : 0;
@@ -329,12 +328,13 @@ TEST(DecodePlanTest, RouteShapesMatchTheirRules) {
   EXPECT_EQ(wq.counters.launches, 2);
 }
 
-// No split shorter than min_split_tokens (each pays the merge): a row of 135 tokens (9 pages of
-// 16, min 128 tokens) stays whole on the workqueue and split routes; 300 tokens splits in two.
-TEST(DecodePlanTest, NoPieceShorterThanMinSplit) {
+// A row shorter than two min_split_tokens pieces stays whole (each split pays the merge): 135
+// tokens (9 pages of 16, min 128 tokens) and 240 (15) on the workqueue and split routes; 241 (16
+// pages) splits.
+TEST(DecodePlanTest, RowsShorterThanTwoMinSplitsStayWhole) {
   const DeviceLimits limits{132, 2};
   for (Route route : {Route::kWorkqueue, Route::kSplit}) {
-    for (int32_t len : {135, 300}) {
+    for (int32_t len : {135, 240, 241, 300}) {
       Batch b;
       b.shape = KvShape{32, 8, 128, 16};
       b.lengths = {len};
@@ -343,50 +343,13 @@ TEST(DecodePlanTest, NoPieceShorterThanMinSplit) {
       opt.route = route;
       DecodePlan plan;
       ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
-      EXPECT_EQ(plan.items.size(), len == 135 ? 8u : 16u) << RouteName(route) << " " << len;
-      for (const WorkItem& it : plan.items) {
-        if (it.num_splits > 1) EXPECT_GE(it.token_end - it.token_begin, 128 - 15);
+      if (len <= 240) {  // at most 15 pages
+        EXPECT_EQ(plan.items.size(), 8u) << RouteName(route) << " " << len;
+      } else {
+        EXPECT_GT(plan.items.size(), 8u) << RouteName(route) << " " << len;
       }
     }
   }
-}
-
-// Workqueue tails (PlanOptions::tail_fraction): a one-wave plan gets one tail item per head item,
-// all after the heads, each row's tail covering its last ~fraction of pages; a multi-wave plan
-// and tail_fraction 0 are unchanged.
-TEST(DecodePlanTest, WorkqueueTailItemsFollowTheHeads) {
-  const DeviceLimits limits{132, 2};
-  Batch b;
-  b.shape = KvShape{32, 8, 128, 16};
-  b.lengths = {16384, 16384, 16384, 16384, 16384, 16384, 16384, 16384};
-  b.page_indptr = {0};
-  for (int32_t len : b.lengths) b.page_indptr.push_back(b.page_indptr.back() + (len + 15) / 16);
-  PlanOptions opt;
-  opt.route = Route::kWorkqueue;
-  DecodePlan base, tail;
-  ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &base).ok());
-  opt.tail_fraction = 0.2;
-  ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &tail).ok());
-  ASSERT_LE(base.items.size(), 264u);  // one wave: 64 pairs x 4 splits of 256 pages
-  ASSERT_EQ(tail.items.size(), 2 * base.items.size());
-  CheckPlan(b, limits, opt, tail);
-  const size_t heads = base.items.size();
-  for (size_t i = 0; i < tail.items.size(); ++i) {
-    const WorkItem& it = tail.items[i];
-    EXPECT_EQ(it.num_splits, 2 * base.items[0].num_splits);
-    EXPECT_EQ(i >= heads, it.split_index >= it.num_splits / 2) << "item " << i;
-    // Heads share the first 1024 - 204 pages, tails the last 204 (51 pages each).
-    EXPECT_EQ(it.token_end - it.token_begin, i >= heads ? 51 * 16 : 205 * 16) << "item " << i;
-  }
-  // Four waves of short rows: no tail.
-  b.lengths.assign(256, 600);
-  b.page_indptr = {0};
-  for (int32_t len : b.lengths) b.page_indptr.push_back(b.page_indptr.back() + (len + 15) / 16);
-  opt.tail_fraction = 0.0;
-  ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &base).ok());
-  opt.tail_fraction = 0.2;
-  ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &tail).ok());
-  EXPECT_EQ(tail.items.size(), base.items.size());
 }
 
 TEST(DecodePlanTest, RejectsBadInput) {
