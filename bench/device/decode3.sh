@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # GPU-machine call of helper decode3 (issues 14 and 16, 2026-12-03): the decode kernel's prologue
 # fills the whole ring (all `stages` tiles in flight before the first wait), graph-sized grids
-# request only a CTA's first item with the count, no split piece shorter than min_split_tokens,
-# and workqueue tail items (--tail_frac) against the one-wave tail spread.
+# request only a CTA's first item with the count, and planner changes (bench/NOTES.md, decode3).
 #   1. device tests (this branch): decode_attention_device_test, decode_fp8_device_test;
 #   2. whether ncu / nsys exist; if ncu does, a one-tile cell profiled (kernel duration);
 #   3. held-out grid, main's pkv-bench (pkv-bench-base) beside this branch's: 16-bit w4s3 and FP8
-#      e4m3 (w4s3, w8s3, auto); this branch with --tail_frac 0.1 and 0.2;
+#      e4m3 (w4s3, w8s3, auto);
 #   4. calibration grid, FP8 w4s3 and w8s3 (this branch): refit of ChooseKernelConfig's constants;
 #   5. diagnostics (decodefix_diag*.tsv): both binaries, small cells split vs unsplit.
 # Build machine: device-bundle into .device/decode3 (pkv-bench and the two tests of this branch,
@@ -43,12 +42,8 @@ bench base_h16 pkv-bench-base $H --kv_dtype auto --configs w4s3
 bench new_h16 pkv-bench $H --kv_dtype auto --configs w4s3
 bench base_h8 pkv-bench-base $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
 bench new_h8 pkv-bench $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
-for f in 0.1 0.2; do
-  bench new_h16_tail$f pkv-bench $H --kv_dtype auto --configs w4s3 --routes workqueue --nofloor \
-    --tail_frac $f
-  bench new_h8_tail$f pkv-bench $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --routes workqueue \
-    --nofloor --tail_frac $f
-done
+# The call (binary c686da5) also ran the workqueue route with --tail_frac 0.1 and 0.2, 16-bit
+# w4s3 and FP8 w4s3/w8s3 (new_h16_tail*, new_h8_tail*): the option was removed after it.
 
 el "calibration (FP8 configs)"
 bench new_c8 pkv-bench $C --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --nofloor --nograph
