@@ -11,7 +11,7 @@
 # Build machine: device-bundle into .device/decode3 (pkv-bench and the two tests of this branch,
 # main's pkv-bench as bin/pkv-bench-base, this script as go.sh, the two diagnostic traces), strip,
 # tar+xz. Device call: carry [".device/decode3.tar.xz"],
-#   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/decode3.tar.xz && bash /tmp/pkv/decode3/go.sh
+#   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/decode3.tar.xz && bash /tmp/pkv/decode3/go.sh [final]
 set -u
 B=/tmp/pkv/decode3; R=$B/run; OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUT"
 S=$RES/summary.txt; T0=$(date +%s)
@@ -45,8 +45,12 @@ bench new_h8 pkv-bench $H --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
 # The call (binary c686da5) also ran the workqueue route with --tail_frac 0.1 and 0.2, 16-bit
 # w4s3 and FP8 w4s3/w8s3 (new_h16_tail*, new_h8_tail*): the option was removed after it.
 
+MODE=${1:-all}  # all | final (tests, the held-out grid and the diagnostics: a confirmation call)
+if [ "$MODE" != final ]; then
 el "calibration (FP8 configs)"
 bench new_c8 pkv-bench $C --kv_dtype fp8_e4m3 --configs w4s3,w8s3 --nofloor --nograph
+
+fi
 
 el "diagnostics"
 for bin in pkv-bench-base pkv-bench; do
@@ -58,6 +62,7 @@ for bin in pkv-bench-base pkv-bench; do
     --routes workqueue --nofloor --min_split 1000000
 done
 
+if [ "$MODE" != final ]; then
 el "profilers"
 { command -v ncu nsys; ls -d /usr/local/cuda*/bin/ncu /usr/local/cuda*/bin/nsys /opt/nvidia/* \
   2>/dev/null; } > "$RES/profilers.txt" 2>&1
@@ -71,6 +76,7 @@ if [ -n "$NCU" ]; then
   echo "rc=$? ncu" >> "$S"
 fi
 cat "$RES/profilers.txt" >> "$S"
+fi
 el done
 grep -h "empty-launch\|streaming" "$RES"/base_h16.md "$RES"/new_h16.md >> "$S"
 finish
