@@ -7,7 +7,8 @@
 //    pages arrive in one round trip; the first K/V tiles are then issued together with Q (G rows,
 //    zero-padded to 8) and any page ids of the first `stages` tiles the prefix lacks (without a
 //    prefix: Q and those page ids first, then the tiles). K/V tiles of warps*16 tokens stream
-//    through a `stages`-deep cp.async ring (16-byte copies, zero-filled past the item's end).
+//    through a `stages`-deep cp.async ring (16-byte copies, zero-filled past the item's end);
+//    the prologue fills the whole ring, so a short item's tiles are all in flight at once.
 //    Page ids of later tiles are prefetched into registers one tile ahead, so the indirection
 //    never stalls the stream.
 //  - Warp w owns tokens [16w, 16w+16) of every tile. Scores are computed transposed,
@@ -224,13 +225,6 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     CpAsync4(SmemAddr(pid_s + e), p.page_ids + it.page_base + first_page + e);
   }
   CpAsyncCommit();
-  // The prologue tiles (0 .. stages-2) can be issued now if their pages are all in the prefix.
-  const int pro_tokens = min(len, (stages - 1) * tile_tokens);
-  const bool early = have * p.page_size >= pro_tokens;
-  if (!early) {
-    CpAsyncWait<0>();
-    __syncthreads();
-  }
 
   const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache);
   const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache);
@@ -294,16 +288,26 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     }
   };
 
+  // Prologue: every slot of the ring is free, so all `stages` tiles go out now (an item of at
+  // most `stages` tiles pays one DRAM round trip for its K/V, not one per tile). Tiles whose
+  // pages are all in the prefix are issued at once; the others once the block table's page ids
+  // (committed with Q, before them) have landed. One commit group per prologue tile.
   const int ntiles = (len + tile_tokens - 1) / tile_tokens;
-  for (int s = 0; s < stages - 1; ++s) {
+  const int covered = have * p.page_size;  // tokens whose page ids pid_s holds already
+  const int early = len <= covered ? stages : min(stages, covered / tile_tokens);
+  for (int s = 0; s < stages; ++s) {
+    if (s == early) {
+      CpAsyncWaitDynamic(s);  // Q and the page ids have landed (only the early tiles pending)
+      __syncthreads();
+    }
     if (s < ntiles) {
       pids_from_smem(s);
       issue(s, s);
     }
     CpAsyncCommit();
   }
-  // Q and the rest of the page ids have landed once at most the prologue's tiles are pending.
-  CpAsyncWaitDynamic(stages - 1);
+  // Q has landed once at most the prologue's tiles are pending.
+  CpAsyncWaitDynamic(stages);
   __syncthreads();
   uint32_t qf[kD / 16][2];
   if constexpr (kFp8) {
@@ -330,15 +334,22 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   for (int mt = 0; mt < kD / 16; ++mt) st.o[mt][0] = st.o[mt][1] = st.o[mt][2] = st.o[mt][3] = 0.f;
   st.m[0] = st.m[1] = NegInf();
   st.l[0] = st.l[1] = 0.f;
-  if (stages - 1 < ntiles) pids_from_smem(stages - 1);
+  if (stages < ntiles) pids_from_global(stages);
   int read_slot = 0, write_slot = stages - 1;
   for (int i = 0; i < ntiles; ++i) {
-    CpAsyncWaitDynamic(stages - 2);  // tile i has landed (this thread's copies)
-    __syncthreads();                 // ... everyone's, and slot i-1 is free for reuse
-    const int j = i + stages - 1;
-    if (j < ntiles) issue(j, write_slot);
-    CpAsyncCommit();
-    if (j + 1 < ntiles) pids_from_global(j + 1);
+    // Tile i has landed (this thread's copies). Groups committed after tile i: stages - 1 for
+    // tile 0 (the rest of the prologue); stages - 2 for i >= 1 (tile t >= stages is committed
+    // at iteration t - stages + 1, and iteration 0 commits nothing).
+    CpAsyncWaitDynamic(i == 0 ? stages - 1 : stages - 2);
+    __syncthreads();  // ... everyone's, and slot i-1 is free for reuse
+    // Iteration i >= 1 refills slot i-1 with tile i + stages - 1 (the prologue issued tiles
+    // 0 .. stages-1, so iteration 0 has nothing to issue).
+    if (i > 0) {
+      const int j = i + stages - 1;
+      if (j < ntiles) issue(j, write_slot);
+      CpAsyncCommit();
+      if (j + 1 < ntiles) pids_from_global(j + 1);
+    }
     const uint32_t kb = ring + read_slot * 2 * tile_bytes;
     if constexpr (kFp8) {
       AttendTileFp8<kD, Kv>(st, qf, kb, kb + tile_bytes, i * tile_tokens, len, scale_log2);
@@ -378,12 +389,14 @@ __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
   int i = persistent ? p.cta_item_indptr[blockIdx.x] : static_cast<int>(blockIdx.x);
   const int end = persistent ? p.cta_item_indptr[blockIdx.x + 1] : from_header ? INT_MAX : p.count;
   const int step = persistent ? 1 : static_cast<int>(gridDim.x);
-  // Graph-sized grids: each item is requested together with the count and skipped past it (the
-  // reads stay inside the workspace: items and item_pids hold capacity >= grid entries and the
-  // partial-state regions follow them).
-  const int32_t* live = from_header ? p.header : nullptr;
+  // Graph-sized grids: the CTA's first item is requested together with the count (index
+  // blockIdx.x < grid <= the item capacity); later ones only once the count is known (an L1 hit).
   for (; i < end; i += step) {
-    if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, live)) break;
+    const bool first = i == static_cast<int>(blockIdx.x);
+    if (from_header && !first && i >= p.header[0]) break;
+    if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, from_header && first ? p.header : nullptr)) {
+      break;
+    }
   }
 }
 

@@ -67,8 +67,14 @@ __device__ __forceinline__ void CpAsyncWaitDynamic(int pending) {
     case 5:
       CpAsyncWait<5>();
       break;
-    default:
+    case 6:
       CpAsyncWait<6>();
+      break;
+    case 7:
+      CpAsyncWait<7>();
+      break;
+    default:  // kMaxStages
+      CpAsyncWait<8>();
       break;
   }
 }

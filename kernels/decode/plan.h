@@ -79,9 +79,9 @@ inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;
 // Page ids of each item's first pages carried in the plan (DecodePlan::item_pids), so a CTA gets
 // its item and the page ids of its first K/V tiles in one round trip instead of two dependent
-// ones. 16 pages of 16 tokens cover the first 256 tokens: the prologue tiles of every 4- and
-// 8-warp config (64 and 128 tokens a tile, 2 tiles issued before the loop); smaller pages fall
-// back to loading the rest from the block table.
+// ones. 16 pages of 16 tokens cover the first 256 tokens: the 3 prologue tiles of w4s3 (64
+// tokens each) and the first 2 of w8s3 (128); later prologue tiles, and smaller pages, wait for
+// the rest of the ids from the block table (decode_attention.cuh issues the covered ones first).
 inline constexpr int32_t kItemPagePrefix = 16;
 
 // One CTA's unit of work: tokens [token_begin, token_end) of one row for one KV head.

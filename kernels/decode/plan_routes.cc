@@ -19,8 +19,15 @@ int32_t NextPow2(int32_t x) {
 // Fixed cost of one wave of work items expressed as KV bytes one slot streams in the same time.
 // Measured on the H200 (bench/NOTES.md, run 1): a bucketed B=4 N=32k step took 162 us as four
 // waves of 1056 items and 144 us as one balanced wave, ~6 us per extra wave, while one slot
-// streams ~17 GB/s (4.5 TB/s over 264 resident CTAs): ~100 KB.
+// streams ~17 GB/s (4.5 TB/s over 264 resident CTAs): ~100 KB. (Scaling it by the CTAs resident
+// an SM, so FP8 w4s3's 4 CTAs an SM pay half, made three FP8 w4s3 held-out cells 2-8% slower:
+// bench/NOTES.md, decode3.)
 constexpr int64_t kItemOverheadBytes = 96 * 1024;
+// Fixed cost of splitting a row (partial write, fence, ticket, the last split's read-back and
+// merge), paid once on the step's critical path, as KV bytes one slot streams meanwhile.
+// Measured on the H200 (bench/NOTES.md, decodefix): a row of 128-135 tokens took 10.66 us as two
+// splits and 9.15 us unsplit, ~1.5 us at ~17 GB/s a slot: ~24 KB.
+constexpr int64_t kMergeOverheadBytes = 24 * 1024;
 
 int32_t CapGrid(const PlanContext& ctx, int32_t grid) {
   return ctx.options.max_grid_ctas > 0 ? std::min(grid, ctx.options.max_grid_ctas) : grid;
@@ -82,12 +89,13 @@ void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
 
 // Rule: as many splits as fit pairs * S into the resident slots once (one full wave: a second,
 // partial wave would double the step time), but no split shorter than min_split_tokens of the
-// row's power-of-two length bucket, and at most max_splits. Example (H200, 132 SMs x 2 CTAs =
-// 264 slots, H_kv = 8, page 16, min 128 tokens): B = 1, N = 16384 -> 1024 pages,
-// S_fill = floor(264 / 8) = 33, S_len = 1024 / 8 = 128, S = 33, chunk = ceil(1024 / 33) = 32
-// pages -> 32 splits of 512 tokens, 256 items; B = 4 -> S = floor(264 / 32) = 8, 256 items.
+// row's power-of-two length bucket, at most max_splits, and none when the longest row is shorter
+// than two min_split_tokens pieces. Example (H200, 132 SMs x 2 CTAs = 264 slots, H_kv = 8,
+// page 16, min 128 tokens): B = 1, N = 16384 -> 1024 pages, S_fill = floor(264 / 8) = 33,
+// S_len = 1024 / 8 = 128, S = 33, chunk = ceil(1024 / 33) = 32 pages -> 32 splits of 512 tokens,
+// 256 items; B = 4 -> S = floor(264 / 32) = 8, 256 items; B = 1, N = 135 (9 pages): S = 1.
 int32_t ChooseSplitCount(const PlanContext& ctx, int64_t pairs, int32_t max_pages) {
-  if (max_pages <= 1 || pairs <= 0) return 1;
+  if (max_pages < 2 * ctx.MinSplitPages() || pairs <= 0) return 1;  // see SplitsOf
   const int64_t s_fill = std::max<int64_t>(1, ctx.limits.slots() / pairs);
   const int64_t s_len = std::max<int64_t>(1, NextPow2(max_pages) / ctx.MinSplitPages());
   int64_t s = std::min({s_fill, s_len, int64_t{ctx.options.max_splits}, int64_t{max_pages}});
@@ -117,8 +125,12 @@ void PlanSplit(PlanContext& ctx) {
 
 namespace {
 
+// Splits of a row of `pages` pages cut into chunks of at most `chunk` pages; a row shorter than
+// two min_split_tokens pieces stays whole: cutting it gives pieces below min_split_tokens, each
+// paying the merge (~1.5 us) to save a tile (decodefix: a row of 129-135 tokens was cut into
+// 64 + 80, 10.66 us; whole, 9.15 us).
 int32_t SplitsOf(const PlanContext& ctx, int32_t pages, int64_t chunk) {
-  if (pages == 0) return 1;
+  if (pages < 2 * ctx.MinSplitPages()) return 1;
   return static_cast<int32_t>(std::min<int64_t>(ctx.options.max_splits, CeilDiv(pages, chunk)));
 }
 
@@ -130,18 +142,23 @@ int64_t WorkqueueItems(const PlanContext& ctx, int64_t chunk) {
 
 // Estimated time of a workqueue plan with splits of at most `chunk` pages, in units of one
 // pair-page: with n items on `slots` resident CTAs the hardware runs ceil(n/slots) waves of
-// average items (P/n pages each), never less than the biggest item, plus each wave's fixed cost.
+// average items (P/n pages each), never less than the biggest item, plus each wave's fixed cost,
+// plus the merge's once when any row is split.
 double WorkqueueCost(const PlanContext& ctx, int64_t total_pages, int64_t chunk,
-                     double item_overhead_pages) {
+                     double item_overhead_pages, double merge_overhead_pages) {
   int64_t biggest = 0;
+  bool split = false;
   for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
     const int32_t pages = ctx.Pages(r);
-    biggest = std::max<int64_t>(biggest, CeilDiv(pages, SplitsOf(ctx, pages, chunk)));
+    const int32_t n = SplitsOf(ctx, pages, chunk);
+    biggest = std::max<int64_t>(biggest, CeilDiv(pages, n));
+    split = split || n > 1;
   }
   const int64_t n = WorkqueueItems(ctx, chunk);
   const double waves = static_cast<double>(CeilDiv(n, ctx.limits.slots()));
   const double balanced = waves * static_cast<double>(total_pages) / static_cast<double>(n);
-  return std::max(balanced, static_cast<double>(biggest)) + waves * item_overhead_pages;
+  return std::max(balanced, static_cast<double>(biggest)) + waves * item_overhead_pages +
+         (split ? merge_overhead_pages : 0.0);
 }
 
 // Smallest split size (pages, >= lo) whose items fit in `target` slots; max_pages if none does.
@@ -165,12 +182,13 @@ int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pag
 // Rule: for w = 1..kMaxWaves take the smallest split size whose items fit in w * slots (never
 // below min_split_tokens), also the unsplit plan, and keep the cheapest by WorkqueueCost.
 // Rows are emitted longest split first (LPT order), so the hardware's in-order CTA dispatch
-// packs the short tail items last. Example (264 slots, H_kv = 8, page 16, D = 128, so one
-// pair-page is 8 KB and the wave overhead 12 pair-pages): held-out bimodal B = 8, two rows of
-// 1540 and 1313 pages and six of 13..47: P = 8 * 3033 = 24264 pair-pages. w = 1: the smallest
-// chunk fitting 264 items is 110 pages (14 + 12 + 6 splits a head, 256 items), cost
-// max(94.8, 110) + 12 = 122; w = 2: chunk 49 pages (520 items), cost max(93.3, 49) + 24 = 117.3,
-// so two waves of 520 items are planned.
+// packs the short tail items last. Example (264 slots, H_kv = 8, page 16, D = 128 fp16, so one
+// pair-page is 8 KB, the wave overhead 12 pair-pages and the merge 3): held-out bimodal B = 8, two
+// rows of 1540 and 1313 pages and six of 13..47: P = 8 * 3033 = 24264 pair-pages. w = 1: the
+// smallest chunk fitting 264 items is 110 pages (14 + 12 + 6 splits a head, 256 items), cost
+// max(94.8, 110) + 12 + 3 (merge) = 125; w = 2: chunk 49 pages (520 items), cost
+// max(93.3, 49) + 24 + 3 = 120.3, so two waves of 520 items are planned. B = 1 of 135 tokens
+// (9 pages): shorter than two pieces of 8 pages (min_split_tokens 128), so the row stays whole.
 void PlanWorkqueue(PlanContext& ctx) {
   const int32_t rows = ctx.in.num_rows;
   int64_t total_pages = 0;
@@ -183,8 +201,9 @@ void PlanWorkqueue(PlanContext& ctx) {
   const KvShape& s = ctx.in.shape;
   const double pair_page_bytes = 2.0 * s.kv_elem_bytes * s.page_size * s.head_dim;  // K+V
   const double overhead = kItemOverheadBytes / pair_page_bytes;
+  const double merge_overhead = kMergeOverheadBytes / pair_page_bytes;
   int64_t best_chunk = std::max(max_pages, 1);
-  double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead);
+  double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead, merge_overhead);
   const bool fixed = ctx.options.workqueue_chunk_tokens > 0;
   if (fixed) {
     best_chunk = std::max<int64_t>(1, CeilDiv(ctx.options.workqueue_chunk_tokens, ctx.page_size()));
@@ -193,7 +212,7 @@ void PlanWorkqueue(PlanContext& ctx) {
     const int64_t target = int64_t{w} * ctx.limits.slots();
     const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
     const int64_t chunk = SmallestChunkFitting(ctx, lo, best_chunk, target);
-    const double cost = WorkqueueCost(ctx, total_pages, chunk, overhead);
+    const double cost = WorkqueueCost(ctx, total_pages, chunk, overhead, merge_overhead);
     if (cost < best_cost) {  // ties keep the fewer, larger items of the smaller wave count
       best_cost = cost;
       best_chunk = chunk;

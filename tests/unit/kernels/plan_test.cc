@@ -328,6 +328,30 @@ TEST(DecodePlanTest, RouteShapesMatchTheirRules) {
   EXPECT_EQ(wq.counters.launches, 2);
 }
 
+// A row shorter than two min_split_tokens pieces stays whole (each split pays the merge): 135
+// tokens (9 pages of 16, min 128 tokens) and 240 (15) on the workqueue and split routes; 241 (16
+// pages) splits.
+TEST(DecodePlanTest, RowsShorterThanTwoMinSplitsStayWhole) {
+  const DeviceLimits limits{132, 2};
+  for (Route route : {Route::kWorkqueue, Route::kSplit}) {
+    for (int32_t len : {135, 240, 241, 300}) {
+      Batch b;
+      b.shape = KvShape{32, 8, 128, 16};
+      b.lengths = {len};
+      b.page_indptr = {0, (len + 15) / 16};
+      PlanOptions opt;
+      opt.route = route;
+      DecodePlan plan;
+      ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
+      if (len <= 240) {  // at most 15 pages
+        EXPECT_EQ(plan.items.size(), 8u) << RouteName(route) << " " << len;
+      } else {
+        EXPECT_GT(plan.items.size(), 8u) << RouteName(route) << " " << len;
+      }
+    }
+  }
+}
+
 TEST(DecodePlanTest, RejectsBadInput) {
   Batch b;
   b.shape = KvShape{32, 8, 128, 16};
