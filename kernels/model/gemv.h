@@ -61,8 +61,10 @@ struct GemvArgs {
   DType dtype = DType::kBFloat16;
   GemvPlan plan;            // PlanGemv(n, k, group_rows, device) for this projection
   int32_t tokens = 0;       // 1..kGemvMaxTokens
-  const void* w = nullptr;  // [plan.n][plan.k] dtype, or packed (gemv_quant.h); 16-byte aligned
-  const void* w_scales = nullptr;  // kInt4: uint32 [n][k / 128]; kFp8: float [w_scale_count]
+  const void* w = nullptr;  // [plan.n][plan.k] dtype, or packed (gemv_quant.h) in plan.layout;
+                            // 16-byte aligned
+  const void* w_scales = nullptr;  // kInt4: uint32 [n][k / 128] in plan.layout; kFp8: float
+                                   // [w_scale_count]
   int32_t w_scale_count = 0;       // kFp8: n (per row) or 1 (per tensor)
 
   GemvInput input = GemvInput::kPlain;
@@ -139,6 +141,7 @@ absl::Status LaunchGemv(const GemvArgs& a, cudaStream_t stream);
 struct GemvDequantArgs {
   DType dtype = DType::kBFloat16;
   GemvWeightFormat format = GemvWeightFormat::kInt4;  // kInt4 or kFp8
+  GemvWeightLayout layout = GemvWeightLayout::kRows;  // of w and (kInt4) w_scales
   int64_t n = 0, k = 0;                               // k a multiple of GemvKMultiple(format)
   const void* w = nullptr;                            // packed weights, 16-byte aligned
   const void* w_scales = nullptr;                     // as GemvArgs

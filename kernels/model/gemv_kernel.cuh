@@ -46,6 +46,8 @@ struct Item {
   const uint4* wb = nullptr;     // load row n - 1 and are never stored); slot g + 8
   const uint32_t* sa = nullptr;  // W::kScaleWords: the rows' scale words, one per unit
   const uint32_t* sb = nullptr;
+  int32_t unit_vecs = 4;   // vectors from a unit of a row to its next unit (GemvWeightLayout)
+  int32_t unit_words = 1;  // scale words from a unit to the next
 };
 
 // A batch of loads in flight: units [s, s + kBatch) of rows g and g + 8.
@@ -61,14 +63,15 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
   it.tile = item / p.parts;
   it.part = item - it.tile * p.parts;
   it.steps = GemvWarpSteps(p.units, p.parts, it.part, warp);
-  const int64_t row_vecs = int64_t{p.units} * 4;  // a unit is 16 bytes for each of 4 lanes
   const int64_t ra = min(GemvRow(p.group_rows, it.tile, g), p.n - 1);
   const int64_t rb = min(GemvRow(p.group_rows, it.tile, g + 8), p.n - 1);
-  it.wa = static_cast<const uint4*>(a.w) + ra * row_vecs;
-  it.wb = static_cast<const uint4*>(a.w) + rb * row_vecs;
+  it.wa = static_cast<const uint4*>(a.w) + GemvUnitVec(p.layout, p.units, ra, 0);
+  it.wb = static_cast<const uint4*>(a.w) + GemvUnitVec(p.layout, p.units, rb, 0);
+  it.unit_vecs = GemvUnitStrideVecs(p.layout);
   if constexpr (W::kScaleWords) {
-    it.sa = static_cast<const uint32_t*>(a.w_scales) + ra * p.units;
-    it.sb = static_cast<const uint32_t*>(a.w_scales) + rb * p.units;
+    it.sa = static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(p.layout, p.units, ra, 0);
+    it.sb = static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(p.layout, p.units, rb, 0);
+    it.unit_words = GemvScaleStride(p.layout);
   }
   return it;
 }
@@ -79,11 +82,11 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
 #pragma unroll
   for (int u = 0; u < kBatch; ++u) {
     if (s + u < it.steps.end) {
-      b.va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
-      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
+      b.va[u] = __ldcs(it.wa + int64_t{s + u} * it.unit_vecs + c);
+      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * it.unit_vecs + c);
       if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
-        b.sa[u] = __ldcs(it.sa + s + u);
-        b.sb[u] = __ldcs(it.sb + s + u);
+        b.sa[u] = __ldcs(it.sa + int64_t{s + u} * it.unit_words);
+        b.sb[u] = __ldcs(it.sb + int64_t{s + u} * it.unit_words);
       }
     }
   }
@@ -92,8 +95,8 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
   const int32_t to = min(it.steps.end, from + count);
   for (int32_t s = from; s < to; ++s) {
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wa + int64_t{s} * 4 + c));
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wb + int64_t{s} * 4 + c));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wa + int64_t{s} * it.unit_vecs + c));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wb + int64_t{s} * it.unit_vecs + c));
   }
 }
 

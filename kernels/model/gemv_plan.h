@@ -124,6 +124,52 @@ PKV_HOST_DEVICE constexpr int64_t GemvRowBytes(GemvWeightFormat f, int64_t k) {
                                        : 2 * k;
 }
 
+// Where a packed (4-bit / fp8) weight row's units live. A unit of a row is 64 bytes in both
+// formats (4 lanes x 16 bytes, GemvWeightFormat), its 4-bit scale word 4 bytes.
+//   kRows     row after row: lane c's vector of (row r, unit u) at (r * units + u) * 4 + c, the
+//             scale word at r * units + u (gemv_quant.h's repack output).
+//   kBlocked  rows in blocks of 16, each unit of a block one contiguous 1 KB run: the vector at
+//             ((r / 16) * units + u) * 64 + (r % 16) * 4 + c, the scale word at
+//             ((r / 16) * units + u) * 16 + r % 16 (GemvBlockRows makes it from kRows).
+// Why: a warp's weight load covers 8 rows x 64 bytes (slots g = 0..7 of a tile are 8 consecutive
+// rows of one 16-row block for every group_rows, GemvRow), so kRows sends 8 separate 64-byte
+// requests where kBlocked sends one 512-byte run; the QGemm's stage of 256 rows x 64 bytes is
+// 256 runs or 16 (bench/NOTES.md: its per-stage time tracks the row requests, not the bytes).
+// REQUIRES for kBlocked: n % 16 == 0 (whole blocks).
+enum class GemvWeightLayout : int32_t { kRows = 0, kBlocked = 1 };
+inline constexpr int32_t kGemvBlockRows = 16;
+// Index (in 16-byte vectors) of lane 0's vector of (row, unit) for a row of `units` units.
+PKV_HOST_DEVICE int64_t GemvUnitVec(GemvWeightLayout l, int64_t units, int64_t row, int64_t unit) {
+  return l == GemvWeightLayout::kRows
+             ? (row * units + unit) * 4
+             : ((row / kGemvBlockRows) * units + unit) * (4 * kGemvBlockRows) +
+                   (row % kGemvBlockRows) * 4;
+}
+// Vectors (or, for scale words, words) between units u and u + 1 of one row.
+PKV_HOST_DEVICE int32_t GemvUnitStrideVecs(GemvWeightLayout l) {
+  return l == GemvWeightLayout::kRows ? 4 : 4 * kGemvBlockRows;
+}
+PKV_HOST_DEVICE int64_t GemvScaleWord(GemvWeightLayout l, int64_t units, int64_t row,
+                                      int64_t unit) {
+  return l == GemvWeightLayout::kRows
+             ? row * units + unit
+             : ((row / kGemvBlockRows) * units + unit) * kGemvBlockRows + row % kGemvBlockRows;
+}
+PKV_HOST_DEVICE int32_t GemvScaleStride(GemvWeightLayout l) {
+  return l == GemvWeightLayout::kRows ? 1 : kGemvBlockRows;
+}
+
+// The layout the CUDA backend packs a projection of n rows in (the packer, the GEMV, the QGemm
+// and the dequantize pass all ask this one function). Rule: kBlocked for packed formats when n
+// is a multiple of 16 (every Llama projection and tensor-parallel slice), else kRows.
+// Measured on the H200: bench/NOTES.md "Blocked 4-bit layout" (pkv-bench gemv --layout, qgemm
+// --qgemm_variants blocked). Worked examples: 8B qkv 4-bit (6144 rows) -> kBlocked; a dense
+// projection -> kRows; 4-bit with 40 rows -> kRows.
+PKV_HOST_DEVICE GemvWeightLayout ChooseGemvWeightLayout(GemvWeightFormat f, int64_t n) {
+  return f != GemvWeightFormat::kDense && n % kGemvBlockRows == 0 ? GemvWeightLayout::kBlocked
+                                                                  : GemvWeightLayout::kRows;
+}
+
 // The device as the planner sees it (queried once by the caller: the planner is pure).
 struct GemvDevice {
   int32_t num_sms = 0;
@@ -139,6 +185,7 @@ struct GemvPlan {
   int32_t k = 0;  // input length, a multiple of kGemvStepK
   int32_t group_rows = 16;
   GemvWeightFormat format = GemvWeightFormat::kDense;
+  GemvWeightLayout layout = GemvWeightLayout::kRows;  // packed formats only (dense: kRows)
   int32_t units = 0;              // K units per row: k / (32 * GemvUnitSteps(format))
   int32_t tiles = 0;              // ceil(n / 16)
   int32_t parts = 1;              // split-K factor
@@ -232,8 +279,10 @@ int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms);
 
 // The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of
 // GemvKMultiple(format) (32 dense, 64 fp8, 128 4-bit), n is not positive, group_rows is not a
-// multiple of 16, or a paired group_rows (> 16) does not divide n.
+// multiple of 16, a paired group_rows (> 16) does not divide n, or `layout` is kBlocked with
+// dense weights or n % 16 != 0.
 absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d,
-                                  GemvWeightFormat format = GemvWeightFormat::kDense);
+                                  GemvWeightFormat format = GemvWeightFormat::kDense,
+                                  GemvWeightLayout layout = GemvWeightLayout::kRows);
 
 }  // namespace pkv::gpu

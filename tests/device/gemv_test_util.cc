@@ -71,14 +71,21 @@ std::string CaseName(const GemvCase& c) {
   const char* f = c.format == GemvWeightFormat::kInt4  ? "int4"
                   : c.format == GemvWeightFormat::kFp8 ? "fp8"
                                                        : "dense";
-  return absl::StrCat(f, "_", c.bf16 ? "bf16" : "fp16");
+  return absl::StrCat(f, "_", c.bf16 ? "bf16" : "fp16", c.blocked ? "_blocked" : "");
+}
+
+gpu::GemvWeightLayout LayoutOf(const GemvCase& c, int64_t n) {
+  return c.blocked ? gpu::ChooseGemvWeightLayout(c.format, n) : gpu::GemvWeightLayout::kRows;
 }
 
 std::vector<GemvCase> AllCases() {
   std::vector<GemvCase> all;
   for (GemvWeightFormat f :
        {GemvWeightFormat::kDense, GemvWeightFormat::kInt4, GemvWeightFormat::kFp8}) {
-    for (bool bf16 : {true, false}) all.push_back({bf16, f});
+    for (bool bf16 : {true, false}) {
+      all.push_back({bf16, f});
+      if (f != GemvWeightFormat::kDense) all.push_back({bf16, f, /*blocked=*/true});
+    }
   }
   return all;
 }
@@ -174,12 +181,19 @@ Problem MakeProblem(const GemvCase& cs, int32_t n, int32_t k, int32_t tokens, bo
 
 DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev) {
   DeviceProblem d;
-  d.w = Upload(p.packed);
+  const gpu::GemvWeightLayout layout = LayoutOf(p.cs, p.n);
+  std::vector<uint8_t> packed = p.packed, scales = p.packed_scales;
+  if (layout == gpu::GemvWeightLayout::kBlocked) {
+    const int64_t units = p.k / (gpu::kGemvStepK * gpu::GemvUnitSteps(p.cs.format));
+    packed = *gpu::BlockGemvRows(packed, p.n, units, 64);
+    if (p.cs.format == GemvWeightFormat::kInt4) scales = *gpu::BlockGemvRows(scales, p.n, units, 4);
+  }
+  d.w = Upload(packed);
   const bool rms = !p.residual.empty();
   d.x = rms ? Upload(p.residual) : Upload(p.x16);
   gpu::GemvArgs& a = d.args;
   a.dtype = p.bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
-  absl::StatusOr<gpu::GemvPlan> plan = gpu::PlanGemv(p.n, p.k, group, dev, p.cs.format);
+  absl::StatusOr<gpu::GemvPlan> plan = gpu::PlanGemv(p.n, p.k, group, dev, p.cs.format, layout);
   EXPECT_TRUE(plan.ok()) << plan.status();
   a.plan = *plan;
   a.tokens = p.tokens;
@@ -187,8 +201,8 @@ DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev)
   // both x paths run every input and epilogue; devices with budget 0 cover the per-step loads.
   a.stage_x = gpu::GemvStageX::kAlways;
   a.w = d.w.get();
-  if (!p.packed_scales.empty()) {
-    d.w_scales = Upload(p.packed_scales);
+  if (!scales.empty()) {
+    d.w_scales = Upload(scales);
     a.w_scales = d.w_scales.get();
     a.w_scale_count = p.scale_count;
   }

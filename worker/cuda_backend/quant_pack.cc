@@ -85,6 +85,7 @@ absl::StatusOr<PackedLayout> PackedLayoutOf(const QuantConfig& quant, const std:
           "columns and an input size that is a multiple of 128"));
     }
     l.format = gpu::GemvWeightFormat::kInt4;
+    l.layout = gpu::ChooseGemvWeightLayout(l.format, n);
     l.q_bytes = n * k / 2;
     l.scale_bytes = n * (k / 128) * 4;
     return l;
@@ -97,6 +98,7 @@ absl::StatusOr<PackedLayout> PackedLayoutOf(const QuantConfig& quant, const std:
         "multiple of 64"));
   }
   l.format = gpu::GemvWeightFormat::kFp8;
+  l.layout = gpu::ChooseGemvWeightLayout(l.format, n);
   l.q_bytes = n * k;
   l.scale_count = members == 1 && quant.fp8_per_tensor ? 1 : static_cast<int32_t>(n);
   l.scale_bytes = int64_t{l.scale_count} * 4;
@@ -112,8 +114,24 @@ absl::StatusOr<PackedHost> PackProjection(std::vector<QuantizedLinear> members, 
                                                      " and ", k, " inputs (or formats)"));
     }
   }
-  absl::StatusOr<PackedHost> packed =
-      members[0].method == QuantMethod::kFp8 ? PackFp8(members, k) : PackInt4(members, k, dtype);
+  const bool fp8 = members[0].method == QuantMethod::kFp8;
+  int64_t n = 0;
+  for (const QuantizedLinear& m : members) n += fp8 ? m.fp8.n : m.int4.n;
+  absl::StatusOr<PackedHost> packed = fp8 ? PackFp8(members, k) : PackInt4(members, k, dtype);
+  if (packed.ok() &&
+      gpu::ChooseGemvWeightLayout(fp8 ? gpu::GemvWeightFormat::kFp8 : gpu::GemvWeightFormat::kInt4,
+                                  n) == gpu::GemvWeightLayout::kBlocked) {
+    // A unit is 64 bytes of a row in both formats; the 4-bit scale words follow the rows.
+    const int64_t units = fp8 ? k / 64 : k / 128;
+    absl::StatusOr<std::vector<uint8_t>> q = gpu::BlockGemvRows(packed->q, n, units, 64);
+    if (q.ok()) packed->q = *std::move(q);
+    if (q.ok() && !fp8) {
+      absl::StatusOr<std::vector<uint8_t>> s = gpu::BlockGemvRows(packed->scales, n, units, 4);
+      if (!s.ok()) q = s.status();
+      if (s.ok()) packed->scales = *std::move(s);
+    }
+    if (!q.ok()) packed = q.status();
+  }
   if (!packed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(module, ": ", absl::string_view(packed.status().message())));
