@@ -55,9 +55,6 @@ ABSL_FLAG(std::string, stage_x, "auto",
 ABSL_FLAG(std::string, input, "plain",
           "gemv: the input mode: plain (16-bit x) or rmsnorm (float x normalized in the kernel)");
 ABSL_FLAG(int32_t, parts, 0, "gemv: split-K factor of every plan (0: the planner's)");
-ABSL_FLAG(std::string, layout, "rows",
-          "gemv: packed weight layout of the 4-bit and fp8 cells (gemv_plan.h GemvWeightLayout): "
-          "rows or blocked (dense weights stay rows)");
 ABSL_FLAG(int32_t, grid_ctas_per_sm, 0,
           "gemv: grid of every plan capped at num_sms * N CTAs (0: the planner's, all resident "
           "slots); N below the resident CTAs per SM leaves slots for the next launch's CTAs");
@@ -115,14 +112,7 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
                      cudaStream_t stream, Operands* o) {
   gpu::GemvArgs& a = o->args;
   a.dtype = bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
-  const std::string layout = absl::GetFlag(FLAGS_layout);
-  if (layout != "rows" && layout != "blocked") {
-    return absl::InvalidArgumentError("--layout: rows or blocked");
-  }
-  const gpu::GemvWeightLayout l = layout == "blocked" && f != GemvWeightFormat::kDense
-                                      ? gpu::GemvWeightLayout::kBlocked
-                                      : gpu::GemvWeightLayout::kRows;
-  PKV_ASSIGN_OR_RETURN(a.plan, gpu::PlanGemv(sh.n, sh.k, 16, dev, f, l));
+  PKV_ASSIGN_OR_RETURN(a.plan, gpu::PlanGemv(sh.n, sh.k, 16, dev, f));
   if (const int32_t parts = absl::GetFlag(FLAGS_parts); parts > 0) {
     if (parts > gpu::kGemvMaxParts) return absl::InvalidArgumentError("--parts: 0..4");
     a.plan.parts = parts;  // the planner's other fields, as PlanGemv derives them

@@ -44,7 +44,7 @@ ABSL_FLAG(std::string, qgemm_variants, "",
           "qgemm: memory-pipeline variants also timed at the rule's split, comma-separated: "
           "base (no L2 hint, no stagger, no prefetch: the defaults), l2, stagger, pf4 (one "
           "each), all (the three, prefetch 4), pf8 (the three, prefetch 8), ring2 / ring4 (the "
-          "defaults at ring depth 2 / 4), blocked (the defaults on the blocked weight layout)");
+          "defaults at ring depth 2 / 4)");
 
 namespace pkv::bench {
 namespace {
@@ -119,10 +119,6 @@ absl::Status ApplyVariant(const std::string& v, gpu::QGemmArgs* a) {
     a->prefetch_stages = v == "all" ? 4 : 8;
     return absl::OkStatus();
   }
-  if (v == "blocked") {  // the defaults on the blocked weight layout (gemv_plan.h)
-    a->plan.layout = gpu::GemvWeightLayout::kBlocked;
-    return absl::OkStatus();
-  }
   if (v == "ring2" || v == "ring4") {  // the defaults with another cp.async ring depth
     a->plan.stages = v == "ring2" ? 2 : 4;
     a->plan.smem_bytes = a->plan.stages * gpu::QGemmStageBytes(a->plan.format);
@@ -132,9 +128,8 @@ absl::Status ApplyVariant(const std::string& v, gpu::QGemmArgs* a) {
   a->stagger = v == "stagger";
   a->prefetch_stages = v == "pf4" ? 4 : 0;
   if (v == "base" || v == "l2" || v == "stagger" || v == "pf4") return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("--qgemm_variants: '", v,
-                   "'; supported: base, l2, stagger, pf4, all, pf8, ring2, ring4, blocked"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--qgemm_variants: '", v, "'; supported: base, l2, stagger, pf4, all, pf8, ring2, ring4"));
 }
 
 // Everything one run shares.

@@ -23,11 +23,11 @@ __global__ void __launch_bounds__(kDequantThreads) DequantizeKernel(const GemvDe
   const int64_t row = id / (units * 4), unit = (id / 4) % units;
   const int c = static_cast<int>(id % 4);
   const uint4 v =
-      __ldcs(static_cast<const uint4*>(a.w) + GemvUnitVec(a.layout, units, row, unit) + c);
+      __ldcs(static_cast<const uint4*>(a.w) + GemvUnitVec(W::kFormat, units, row, unit) + c);
   uint32_t s = 0;
   float scale = 1.f;
   if constexpr (W::kScaleWords) {
-    s = __ldg(static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(a.layout, units, row, unit));
+    s = __ldg(static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(units, row, unit));
   }
   if constexpr (W::kRowScale) {
     scale = __ldg(static_cast<const float*>(a.w_scales) + (a.w_scale_count == 1 ? 0 : row));
@@ -65,9 +65,6 @@ absl::Status LaunchDequantizeGemvWeights(const GemvDequantArgs& a, cudaStream_t 
   if (a.w == nullptr || a.out == nullptr || a.w_scales == nullptr ||
       reinterpret_cast<uintptr_t>(a.w) % 16 != 0 || reinterpret_cast<uintptr_t>(a.out) % 16 != 0) {
     return Invalid("w, w_scales and out must be set, w and out 16-byte aligned");
-  }
-  if (a.layout == GemvWeightLayout::kBlocked && a.n % kGemvBlockRows != 0) {
-    return Invalid(absl::StrCat("the blocked layout needs n a multiple of 16, n = ", a.n));
   }
   if (a.format == GemvWeightFormat::kFp8 && a.w_scale_count != 1 && a.w_scale_count != a.n) {
     return Invalid(absl::StrCat("fp8 needs 1 or n = ", a.n, " scales, got ", a.w_scale_count));

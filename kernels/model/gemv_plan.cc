@@ -33,7 +33,7 @@ int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms) {
 }
 
 absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d,
-                                  GemvWeightFormat format, GemvWeightLayout layout) {
+                                  GemvWeightFormat format) {
   const int32_t k_multiple = GemvKMultiple(format);
   if (n <= 0 || k <= 0 || k % k_multiple != 0) {
     return absl::InvalidArgumentError(absl::StrCat("gemv: shape [", n, "][", k,
@@ -45,11 +45,6 @@ absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, cons
     return absl::InvalidArgumentError(
         absl::StrCat("gemv: row group ", group_rows, " must be a multiple of 16 dividing n = ", n));
   }
-  if (layout == GemvWeightLayout::kBlocked &&
-      (format == GemvWeightFormat::kDense || n % kGemvBlockRows != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gemv: the blocked layout needs packed weights and n a multiple of 16, n = ", n));
-  }
   if (d.num_sms <= 0 || d.ctas_per_sm <= 0) {
     return absl::InvalidArgumentError("gemv: device without SMs or resident CTAs");
   }
@@ -58,7 +53,6 @@ absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, cons
   p.k = k;
   p.group_rows = group_rows;
   p.format = format;
-  p.layout = layout;
   p.units = k / (kGemvStepK * GemvUnitSteps(format));
   p.tiles = (n + kGemvTileRows - 1) / kGemvTileRows;
   p.parts = ChooseGemvParts(p.tiles, p.units, d.num_sms);

@@ -100,7 +100,8 @@ PKV_HOST_DEVICE int32_t GemvAccElem(int32_t slot, int32_t token) {
   return (slot >> 3) * 2 + (token & 1);
 }
 
-// How the weights are stored (the packed layouts: gemv_quant.h). The kernel dequantizes in
+// How the weights are stored (the packed layouts: gemv_quant.h; on the device the packed formats'
+// rows are blocked by 16, GemvUnitVec below). The kernel dequantizes in
 // registers to the activation dtype and feeds the same MMAs.
 //   kDense  [n][k] fp16/bf16 (the activation dtype).
 //   kInt4   4-bit, asymmetric, groups of a multiple of 128 k: k / 2 bytes per row plus one 4-byte
@@ -124,51 +125,41 @@ PKV_HOST_DEVICE constexpr int64_t GemvRowBytes(GemvWeightFormat f, int64_t k) {
                                        : 2 * k;
 }
 
-// Where a packed (4-bit / fp8) weight row's units live. A unit of a row is 64 bytes in both
-// formats (4 lanes x 16 bytes, GemvWeightFormat), its 4-bit scale word 4 bytes.
-//   kRows     row after row: lane c's vector of (row r, unit u) at (r * units + u) * 4 + c, the
-//             scale word at r * units + u (gemv_quant.h's repack output).
-//   kBlocked  rows in blocks of 16, each unit of a block one contiguous 1 KB run: the vector at
-//             ((r / 16) * units + u) * 64 + (r % 16) * 4 + c, the scale word at
-//             ((r / 16) * units + u) * 16 + r % 16 (GemvBlockRows makes it from kRows).
-// Why: a warp's weight load covers 8 rows x 64 bytes (slots g = 0..7 of a tile are 8 consecutive
-// rows of one 16-row block for every group_rows, GemvRow), so kRows sends 8 separate 64-byte
-// requests where kBlocked sends one 512-byte run; the QGemm's stage of 256 rows x 64 bytes is
-// 256 runs or 16 (bench/NOTES.md: its per-stage time tracks the row requests, not the bytes).
-// REQUIRES for kBlocked: n % 16 == 0 (whole blocks).
-enum class GemvWeightLayout : int32_t { kRows = 0, kBlocked = 1 };
+// Where a row's units lie. A unit of a row is 64 bytes in every format (4 lanes x 16 bytes,
+// GemvUnitSteps); a 4-bit unit's scale word 4 bytes.
+//   dense    row after row ([n][k], shared with cuBLAS): lane c's 16-byte vector of (row r,
+//            unit u) at (r * units + u) * 4 + c.
+//   packed   (4-bit, fp8) rows in blocks of 16, each unit of a block one contiguous 1 KB run:
+//            the vector at ((r / 16) * units + u) * 64 + (r % 16) * 4 + c; 4-bit scale words
+//            likewise, word ((r / 16) * units + u) * 16 + r % 16. The last block is padded to
+//            16 rows (GemvPackedRows; kernels clamp rows to n - 1 and never read the padding).
+//            gemv_quant.h's repack writes rows; BlockGemvRows blocks them for the device.
+// Why blocked: a GEMV warp's load covers 8 rows x 64 bytes (a tile's slots 0..7 are 8
+// consecutive rows of one block for every group_rows, GemvRow): one 512-byte run instead of 8
+// runs of 64 bytes; a QGemm stage (256 rows x 64 bytes) 16 runs of 1 KB instead of 256 of 64
+// bytes. Measured (H200, bench/NOTES.md "Blocked packed layout"): 4-bit down / o up to 9%
+// faster, the QGemm 3-5% (4-bit).
 inline constexpr int32_t kGemvBlockRows = 16;
-// Index (in 16-byte vectors) of lane 0's vector of (row, unit) for a row of `units` units.
-PKV_HOST_DEVICE int64_t GemvUnitVec(GemvWeightLayout l, int64_t units, int64_t row, int64_t unit) {
-  return l == GemvWeightLayout::kRows
+PKV_HOST_DEVICE constexpr int64_t GemvPackedRows(int64_t n) {
+  return (n + kGemvBlockRows - 1) / kGemvBlockRows * kGemvBlockRows;
+}
+// Index (in 16-byte vectors) of lane 0's vector of (row, unit), for rows of `units` units.
+PKV_HOST_DEVICE constexpr int64_t GemvUnitVec(GemvWeightFormat f, int64_t units, int64_t row,
+                                              int64_t unit) {
+  return f == GemvWeightFormat::kDense
              ? (row * units + unit) * 4
              : ((row / kGemvBlockRows) * units + unit) * (4 * kGemvBlockRows) +
                    (row % kGemvBlockRows) * 4;
 }
-// Vectors (or, for scale words, words) between units u and u + 1 of one row.
-PKV_HOST_DEVICE int32_t GemvUnitStrideVecs(GemvWeightLayout l) {
-  return l == GemvWeightLayout::kRows ? 4 : 4 * kGemvBlockRows;
+// Vectors from a unit of a row to its next unit.
+PKV_HOST_DEVICE constexpr int32_t GemvUnitStrideVecs(GemvWeightFormat f) {
+  return f == GemvWeightFormat::kDense ? 4 : 4 * kGemvBlockRows;
 }
-PKV_HOST_DEVICE int64_t GemvScaleWord(GemvWeightLayout l, int64_t units, int64_t row,
-                                      int64_t unit) {
-  return l == GemvWeightLayout::kRows
-             ? row * units + unit
-             : ((row / kGemvBlockRows) * units + unit) * kGemvBlockRows + row % kGemvBlockRows;
+// 4-bit: the index of the scale word of (row, unit), and the words from a unit to the next.
+PKV_HOST_DEVICE constexpr int64_t GemvScaleWord(int64_t units, int64_t row, int64_t unit) {
+  return ((row / kGemvBlockRows) * units + unit) * kGemvBlockRows + row % kGemvBlockRows;
 }
-PKV_HOST_DEVICE int32_t GemvScaleStride(GemvWeightLayout l) {
-  return l == GemvWeightLayout::kRows ? 1 : kGemvBlockRows;
-}
-
-// The layout the CUDA backend packs a projection of n rows in (the packer, the GEMV, the QGemm
-// and the dequantize pass all ask this one function). Rule: kBlocked for packed formats when n
-// is a multiple of 16 (every Llama projection and tensor-parallel slice), else kRows.
-// Measured on the H200: bench/NOTES.md "Blocked 4-bit layout" (pkv-bench gemv --layout, qgemm
-// --qgemm_variants blocked). Worked examples: 8B qkv 4-bit (6144 rows) -> kBlocked; a dense
-// projection -> kRows; 4-bit with 40 rows -> kRows.
-PKV_HOST_DEVICE GemvWeightLayout ChooseGemvWeightLayout(GemvWeightFormat f, int64_t n) {
-  return f != GemvWeightFormat::kDense && n % kGemvBlockRows == 0 ? GemvWeightLayout::kBlocked
-                                                                  : GemvWeightLayout::kRows;
-}
+inline constexpr int32_t kGemvScaleStride = kGemvBlockRows;
 
 // The device as the planner sees it (queried once by the caller: the planner is pure).
 struct GemvDevice {
@@ -185,7 +176,6 @@ struct GemvPlan {
   int32_t k = 0;  // input length, a multiple of kGemvStepK
   int32_t group_rows = 16;
   GemvWeightFormat format = GemvWeightFormat::kDense;
-  GemvWeightLayout layout = GemvWeightLayout::kRows;  // packed formats only (dense: kRows)
   int32_t units = 0;              // K units per row: k / (32 * GemvUnitSteps(format))
   int32_t tiles = 0;              // ceil(n / 16)
   int32_t parts = 1;              // split-K factor
@@ -279,10 +269,8 @@ int32_t ChooseGemvParts(int32_t tiles, int32_t units, int32_t num_sms);
 
 // The plan of one projection. INVALID_ARGUMENT when k is not a positive multiple of
 // GemvKMultiple(format) (32 dense, 64 fp8, 128 4-bit), n is not positive, group_rows is not a
-// multiple of 16, a paired group_rows (> 16) does not divide n, or `layout` is kBlocked with
-// dense weights or n % 16 != 0.
+// multiple of 16, or a paired group_rows (> 16) does not divide n.
 absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, const GemvDevice& d,
-                                  GemvWeightFormat format = GemvWeightFormat::kDense,
-                                  GemvWeightLayout layout = GemvWeightLayout::kRows);
+                                  GemvWeightFormat format = GemvWeightFormat::kDense);
 
 }  // namespace pkv::gpu

@@ -56,10 +56,11 @@ absl::StatusOr<GemvInt4Weights> RepackInt4ForGemv(int64_t n, int64_t k, int32_t 
 absl::StatusOr<GemvFp8Weights> RepackFp8ForGemv(int64_t n, int64_t k, const uint8_t* q,
                                                 const float* scale, int64_t scale_count);
 
-// The blocked layout (gemv_plan.h: GemvWeightLayout::kBlocked) of row-major `rows`: n rows of
-// `units` runs of `run_bytes` each (packed weights: 64 bytes a unit; 4-bit scale words: 4) ->
-// [n / 16][units][16][run_bytes]. The GPU-side repack only: the canonical formats, the oracle and
-// the checkpoint are unchanged. INVALID_ARGUMENT when n % 16 != 0 or the size is not
+// The device layout of the packed formats (gemv_plan.h: GemvUnitVec): row-major `rows`, n rows
+// of `units` runs of `run_bytes` each (packed weights: 64 bytes a unit; 4-bit scale words: 4),
+// -> [GemvPackedRows(n) / 16][units][16][run_bytes], the last block's missing rows zero. The
+// repacks above write rows (the CPU oracle and the checkpoint formats do not change); the CUDA
+// backend and the tests block their output before upload. INVALID_ARGUMENT when the size is not
 // n * units * run_bytes.
 absl::StatusOr<std::vector<uint8_t>> BlockGemvRows(const std::vector<uint8_t>& rows, int64_t n,
                                                    int64_t units, int64_t run_bytes);

@@ -96,7 +96,7 @@ __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, 
     const int r = id / L::kWVecs, v = id % L::kWVecs;
     const int64_t row = min(it.row0 + r, p.n - 1);
     const uint4* src = static_cast<const uint4*>(a.w) +
-                       GemvUnitVec(p.layout, units, row, int64_t{s} * L::kUnitsPerStage + v / 4) +
+                       GemvUnitVec(W::kFormat, units, row, int64_t{s} * L::kUnitsPerStage + v / 4) +
                        v % 4;
     if (a.l2_256b) {
       dv::CpAsync16Prefetch<256>(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
@@ -108,8 +108,8 @@ __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, 
     uint32_t* ss = reinterpret_cast<uint32_t*>(slot + L::kXBytes + L::kWBytes);
     const int r = threadIdx.x;  // kQGemmThreads == kQGemmTileRows
     const int64_t row = min(it.row0 + r, p.n - 1);
-    dv::CpAsync4(dv::SmemAddr(ss + r), static_cast<const uint32_t*>(a.w_scales) +
-                                           GemvScaleWord(p.layout, p.k_stages, row, s));
+    dv::CpAsync4(dv::SmemAddr(ss + r),
+                 static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(p.k_stages, row, s));
   }
 }
 
@@ -121,7 +121,7 @@ __device__ __forceinline__ void PrefetchWeights(const QGemmArgs& a, const Item& 
   const int64_t row = min(it.row0 + static_cast<int32_t>(threadIdx.x), p.n - 1);
   const int64_t units = int64_t{p.k_stages} * L::kUnitsPerStage;
   const uint4* src = static_cast<const uint4*>(a.w) +
-                     GemvUnitVec(p.layout, units, row, int64_t{s} * L::kUnitsPerStage);
+                     GemvUnitVec(W::kFormat, units, row, int64_t{s} * L::kUnitsPerStage);
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
 }
 

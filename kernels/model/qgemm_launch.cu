@@ -36,8 +36,7 @@ absl::Status CheckPlan(const QGemmPlan& p) {
                   p.token_tiles == (p.m + kQGemmTileTokens - 1) / kQGemmTileTokens &&
                   p.k_stages == p.k / kQGemmStageK && p.parts >= 1 && p.parts <= p.k_stages &&
                   p.items == p.tiles() * p.parts && p.stages >= 2 && p.stages <= kQGemmMaxStages &&
-                  p.smem_bytes == p.stages * QGemmStageBytes(p.format) &&
-                  (p.layout == GemvWeightLayout::kRows || p.n % kGemvBlockRows == 0);
+                  p.smem_bytes == p.stages * QGemmStageBytes(p.format);
   return ok ? absl::OkStatus() : Invalid("the plan does not come from PlanQGemm");
 }
 

@@ -25,23 +25,18 @@ int32_t ChooseQGemmStages(GemvWeightFormat format, const QGemmDevice& d) {
 }
 
 absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightFormat format,
-                                    const QGemmDevice& d, int32_t parts, GemvWeightLayout layout) {
+                                    const QGemmDevice& d, int32_t parts) {
   if (!QGemmSupports(format, n, k) || m < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("qgemm: [", m, "] x [", n, "][", k,
                      "] needs m >= 1, n >= 1, 4-bit or fp8 weights and k a multiple of 128"));
   }
   if (d.num_sms <= 0) return absl::InvalidArgumentError("qgemm: device without SMs");
-  if (layout == GemvWeightLayout::kBlocked && n % kGemvBlockRows != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("qgemm: the blocked layout needs n a multiple of 16, n = ", n));
-  }
   QGemmPlan p;
   p.m = m;
   p.n = n;
   p.k = k;
   p.format = format;
-  p.layout = layout;
   p.row_tiles = (n + kQGemmTileRows - 1) / kQGemmTileRows;
   p.token_tiles = (m + kQGemmTileTokens - 1) / kQGemmTileTokens;
   p.k_stages = k / kQGemmStageK;

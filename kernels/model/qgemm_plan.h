@@ -63,8 +63,6 @@ struct QGemmDevice {
 struct QGemmPlan {
   int32_t m = 0, n = 0, k = 0;
   GemvWeightFormat format = GemvWeightFormat::kInt4;
-  // Where the packed weights' rows lie (gemv_plan.h).
-  GemvWeightLayout layout = GemvWeightLayout::kRows;
   int32_t row_tiles = 0;    // ceil(n / 256)
   int32_t token_tiles = 0;  // ceil(m / 64)
   int32_t k_stages = 0;     // k / 128
@@ -106,10 +104,9 @@ int32_t ChooseQGemmStages(GemvWeightFormat format, const QGemmDevice& d);
 
 // The plan of one launch. `parts` > 0 forces the split factor (benchmarks); 0 applies the rule.
 // INVALID_ARGUMENT when the shape is unsupported (QGemmSupports), m < 1, the device has no SMs,
-// two ring stages do not fit one CTA's shared memory, or `layout` is kBlocked and n % 16 != 0.
+// or two ring stages do not fit one CTA's shared memory.
 absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightFormat format,
-                                    const QGemmDevice& d, int32_t parts = 0,
-                                    GemvWeightLayout layout = GemvWeightLayout::kRows);
+                                    const QGemmDevice& d, int32_t parts = 0);
 
 // How a projection of a packed (quantized) weight runs in a step of `tokens` tokens outside the
 // fused GEMV: the QGemm, or dequantize into scratch + cuBLAS. Measured on the H200 (the QGemm at

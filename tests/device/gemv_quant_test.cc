@@ -5,8 +5,8 @@
 //     shapes only (the 8B ones add CPU reference time, not coverage).
 //   Dequantize: LaunchDequantizeGemvWeights bit-exact against DequantizeInt4ToDtype /
 //     DequantizeFp8ToDtype, with scales not representable in the dtype (the documented rounding
-//     of 4-bit scales), per-row and per-tensor fp8 scales, groups of 128 and 256, both weight
-//     layouts (rows; blocked where n is a multiple of 16).
+//     of 4-bit scales), per-row and per-tensor fp8 scales, groups of 128 and 256, n not a
+//     multiple of 16 (the device layout's padded last block).
 #include "kernels/model/gemv_quant.h"
 
 #include <cuda_runtime_api.h>
@@ -127,17 +127,12 @@ TEST_P(GemvDequantizeTest, Int4BitExact) {
     a.format = GemvWeightFormat::kInt4;
     a.n = sh.n;
     a.k = sh.k;
-    const std::vector<uint16_t> got = RunDequantize(a, Bytes(packed->q), Bytes(packed->scales));
+    const std::vector<uint16_t> got =
+        RunDequantize(a, DeviceLayout(a.format, Bytes(packed->q), sh.n, sh.k, false),
+                      DeviceLayout(a.format, Bytes(packed->scales), sh.n, sh.k, true));
     const std::vector<uint16_t> want = gpu::DequantizeInt4ToDtype(
         sh.n, sh.k, sh.group, q.data(), scale.data(), zero.data(), dtype());
     EXPECT_EQ(CountMismatches(got, want, absl::StrCat("int4 n=", sh.n, " k=", sh.k)), 0);
-    if (sh.n % gpu::kGemvBlockRows == 0) {  // the blocked layout gives the same values
-      a.layout = gpu::GemvWeightLayout::kBlocked;
-      const std::vector<uint16_t> blocked =
-          RunDequantize(a, *gpu::BlockGemvRows(Bytes(packed->q), sh.n, sh.k / 128, 64),
-                        *gpu::BlockGemvRows(Bytes(packed->scales), sh.n, sh.k / 128, 4));
-      EXPECT_EQ(CountMismatches(blocked, want, absl::StrCat("int4 blocked n=", sh.n)), 0);
-    }
   }
 }
 
@@ -163,16 +158,11 @@ TEST_P(GemvDequantizeTest, Fp8BitExact) {
     a.n = n;
     a.k = k;
     a.w_scale_count = count;
-    const std::vector<uint16_t> got = RunDequantize(a, packed->q, Bytes(packed->scales));
+    const std::vector<uint16_t> got =
+        RunDequantize(a, DeviceLayout(a.format, packed->q, n, k, false), Bytes(packed->scales));
     const std::vector<uint16_t> want =
         gpu::DequantizeFp8ToDtype(n, k, q.data(), scale.data(), count, dtype());
     EXPECT_EQ(CountMismatches(got, want, absl::StrCat("fp8 n=", n, " k=", k)), 0);
-    if (n % gpu::kGemvBlockRows == 0) {
-      a.layout = gpu::GemvWeightLayout::kBlocked;
-      const std::vector<uint16_t> blocked =
-          RunDequantize(a, *gpu::BlockGemvRows(packed->q, n, k / 64, 64), Bytes(packed->scales));
-      EXPECT_EQ(CountMismatches(blocked, want, absl::StrCat("fp8 blocked n=", n)), 0);
-    }
   }
 }
 

@@ -71,21 +71,23 @@ std::string CaseName(const GemvCase& c) {
   const char* f = c.format == GemvWeightFormat::kInt4  ? "int4"
                   : c.format == GemvWeightFormat::kFp8 ? "fp8"
                                                        : "dense";
-  return absl::StrCat(f, "_", c.bf16 ? "bf16" : "fp16", c.blocked ? "_blocked" : "");
+  return absl::StrCat(f, "_", c.bf16 ? "bf16" : "fp16");
 }
 
-gpu::GemvWeightLayout LayoutOf(const GemvCase& c, int64_t n) {
-  return c.blocked ? gpu::ChooseGemvWeightLayout(c.format, n) : gpu::GemvWeightLayout::kRows;
+std::vector<uint8_t> DeviceLayout(gpu::GemvWeightFormat f, const std::vector<uint8_t>& rows,
+                                  int64_t n, int64_t k, bool scales) {
+  if (f == GemvWeightFormat::kDense || (scales && f == GemvWeightFormat::kFp8)) return rows;
+  const int64_t units = k / (gpu::kGemvStepK * gpu::GemvUnitSteps(f));
+  absl::StatusOr<std::vector<uint8_t>> b = gpu::BlockGemvRows(rows, n, units, scales ? 4 : 64);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? *std::move(b) : std::vector<uint8_t>();
 }
 
 std::vector<GemvCase> AllCases() {
   std::vector<GemvCase> all;
   for (GemvWeightFormat f :
        {GemvWeightFormat::kDense, GemvWeightFormat::kInt4, GemvWeightFormat::kFp8}) {
-    for (bool bf16 : {true, false}) {
-      all.push_back({bf16, f});
-      if (f != GemvWeightFormat::kDense) all.push_back({bf16, f, /*blocked=*/true});
-    }
+    for (bool bf16 : {true, false}) all.push_back({bf16, f});
   }
   return all;
 }
@@ -181,19 +183,14 @@ Problem MakeProblem(const GemvCase& cs, int32_t n, int32_t k, int32_t tokens, bo
 
 DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev) {
   DeviceProblem d;
-  const gpu::GemvWeightLayout layout = LayoutOf(p.cs, p.n);
-  std::vector<uint8_t> packed = p.packed, scales = p.packed_scales;
-  if (layout == gpu::GemvWeightLayout::kBlocked) {
-    const int64_t units = p.k / (gpu::kGemvStepK * gpu::GemvUnitSteps(p.cs.format));
-    packed = *gpu::BlockGemvRows(packed, p.n, units, 64);
-    if (p.cs.format == GemvWeightFormat::kInt4) scales = *gpu::BlockGemvRows(scales, p.n, units, 4);
-  }
-  d.w = Upload(packed);
+  const std::vector<uint8_t> scales =
+      DeviceLayout(p.cs.format, p.packed_scales, p.n, p.k, /*scales=*/true);
+  d.w = Upload(DeviceLayout(p.cs.format, p.packed, p.n, p.k, /*scales=*/false));
   const bool rms = !p.residual.empty();
   d.x = rms ? Upload(p.residual) : Upload(p.x16);
   gpu::GemvArgs& a = d.args;
   a.dtype = p.bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
-  absl::StatusOr<gpu::GemvPlan> plan = gpu::PlanGemv(p.n, p.k, group, dev, p.cs.format, layout);
+  absl::StatusOr<gpu::GemvPlan> plan = gpu::PlanGemv(p.n, p.k, group, dev, p.cs.format);
   EXPECT_TRUE(plan.ok()) << plan.status();
   a.plan = *plan;
   a.tokens = p.tokens;

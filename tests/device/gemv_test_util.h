@@ -27,15 +27,14 @@ using cuda_backend::DeviceBuffer;
 struct GemvCase {
   bool bf16 = true;
   gpu::GemvWeightFormat format = gpu::GemvWeightFormat::kDense;
-  // Packed weights in the layout the backend picks (gpu::ChooseGemvWeightLayout: blocked when n
-  // is a multiple of 16) instead of rows.
-  bool blocked = false;
 };
 std::string CaseName(const GemvCase& c);
-// Every (dtype, format) pair, the packed formats in both layouts.
+// Every (dtype, format) pair.
 std::vector<GemvCase> AllCases();
-// The layout a problem of n rows is staged in.
-gpu::GemvWeightLayout LayoutOf(const GemvCase& c, int64_t n);
+// The device bytes of a problem's packed weights (`scales`: 4-bit scale words; fp8 scales are
+// returned as they are): rows blocked by 16 (gpu::BlockGemvRows), as the kernels read them.
+std::vector<uint8_t> DeviceLayout(gpu::GemvWeightFormat f, const std::vector<uint8_t>& rows,
+                                  int64_t n, int64_t k, bool scales);
 
 uint16_t To16(float v, bool bf16);
 float From16(uint16_t b, bool bf16);
@@ -88,7 +87,7 @@ struct Problem {
 Problem MakeProblem(const GemvCase& cs, int32_t n, int32_t k, int32_t tokens, bool rmsnorm,
                     std::mt19937* rng);
 
-// Device copies of a problem's inputs (the packed weights in LayoutOf(p.cs, p.n)), and GemvArgs
+// Device copies of a problem's inputs (packed weights in the device layout), and GemvArgs
 // pointing at them.
 struct DeviceProblem {
   DeviceBuffer w, w_scales, x, norm_w, sum_sq, partials, tickets;

@@ -22,7 +22,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "kernels/model/gemv_quant.h"
 #include "tests/device/gemv_test_util.h"
 
 namespace pkv::gemv_test {
@@ -35,10 +34,7 @@ constexpr int32_t kAwkwardTokens[] = {9, 17, 63, 64, 100, 256};
 std::vector<GemvCase> QuantCases() {
   std::vector<GemvCase> all;
   for (GemvWeightFormat f : {GemvWeightFormat::kInt4, GemvWeightFormat::kFp8}) {
-    for (bool bf16 : {true, false}) {
-      all.push_back({bf16, f});
-      all.push_back({bf16, f, /*blocked=*/true});
-    }
+    for (bool bf16 : {true, false}) all.push_back({bf16, f});
   }
   return all;
 }
@@ -57,15 +53,8 @@ struct Staged {
 
 Staged Stage(const Problem& p, const gpu::QGemmPlan& plan) {
   Staged r;
-  const gpu::GemvWeightLayout layout = LayoutOf(p.cs, p.n);
-  std::vector<uint8_t> packed = p.packed, scales = p.packed_scales;
-  if (layout == gpu::GemvWeightLayout::kBlocked) {
-    const int64_t units = p.k / (gpu::kGemvStepK * gpu::GemvUnitSteps(p.cs.format));
-    packed = *gpu::BlockGemvRows(packed, p.n, units, 64);
-    if (p.cs.format == GemvWeightFormat::kInt4) scales = *gpu::BlockGemvRows(scales, p.n, units, 4);
-  }
-  r.w = Upload(packed);
-  r.scales = Upload(scales);
+  r.w = Upload(DeviceLayout(p.cs.format, p.packed, p.n, p.k, /*scales=*/false));
+  r.scales = Upload(DeviceLayout(p.cs.format, p.packed_scales, p.n, p.k, /*scales=*/true));
   r.x = Upload(p.x16);
   r.partials = Poisoned(plan.partial_floats() * 4 + 64);
   r.tickets = *DeviceBuffer::Allocate(int64_t{plan.num_tickets()} * 4 + 16);
@@ -73,7 +62,6 @@ Staged Stage(const Problem& p, const gpu::QGemmPlan& plan) {
   gpu::QGemmArgs& a = r.args;
   a.dtype = p.bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16;
   a.plan = plan;
-  a.plan.layout = layout;  // the plan's other fields do not depend on it
   a.w = r.w.get();
   a.w_scales = r.scales.get();
   a.w_scale_count = p.scale_count;

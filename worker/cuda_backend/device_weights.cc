@@ -110,7 +110,6 @@ absl::Status ChoosePacking(const ModelConfig& config, const SpecMap& specs, Piec
   PKV_ASSIGN_OR_RETURN(p->packed, PackedLayoutOf(config.quant, ModuleOf(p->sources[0]),
                                                  static_cast<int>(p->sources.size()), n, k));
   p->proj->format = p->packed.format;
-  p->proj->layout = p->packed.layout;
   p->proj->scale_count = p->packed.scale_count;
   return absl::OkStatus();
 }

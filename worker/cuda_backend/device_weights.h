@@ -44,9 +44,6 @@ namespace pkv::cuda_backend {
 struct ProjectionWeights {
   const void* w = nullptr;  // kDense: [n][k] dtype; else the packed weights (gemv_quant.h)
   gpu::GemvWeightFormat format = gpu::GemvWeightFormat::kDense;
-  // Packed: where w's rows (and the 4-bit scale words) lie, gpu::ChooseGemvWeightLayout(format,
-  // n) (the fused plans ask the same function).
-  gpu::GemvWeightLayout layout = gpu::GemvWeightLayout::kRows;
   const void* scales = nullptr;  // kInt4: uint32 [n][k / 128]; kFp8: float [scale_count]
   int32_t scale_count = 0;       // kFp8: n or 1
   int64_t n = 0, k = 0;

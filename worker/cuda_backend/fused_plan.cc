@@ -46,17 +46,15 @@ absl::StatusOr<FusedPlans> PlanFusedLayers(const ModelConfig& c, const FusedForm
   FusedPlans p;
   p.rope_in_gemv = !c.qk_norm;
   const int32_t h = c.hidden_size, inter = c.intermediate_size;
+  PKV_ASSIGN_OR_RETURN(p.qkv, gpu::PlanGemv(static_cast<int32_t>(qkv_rows), h,
+                                            p.rope_in_gemv ? c.head_dim : gpu::kGemvTileRows,
+                                            f.device(f.qkv), f.qkv));
   PKV_ASSIGN_OR_RETURN(
-      p.qkv, gpu::PlanGemv(static_cast<int32_t>(qkv_rows), h,
-                           p.rope_in_gemv ? c.head_dim : gpu::kGemvTileRows, f.device(f.qkv), f.qkv,
-                           gpu::ChooseGemvWeightLayout(f.qkv, qkv_rows)));
-  PKV_ASSIGN_OR_RETURN(p.o, gpu::PlanGemv(h, static_cast<int32_t>(q_dim), gpu::kGemvTileRows,
-                                          f.device(f.o), f.o, gpu::ChooseGemvWeightLayout(f.o, h)));
+      p.o, gpu::PlanGemv(h, static_cast<int32_t>(q_dim), gpu::kGemvTileRows, f.device(f.o), f.o));
   PKV_ASSIGN_OR_RETURN(p.gate_up,
-                       gpu::PlanGemv(2 * inter, h, 2 * inter, f.device(f.gate_up), f.gate_up,
-                                     gpu::ChooseGemvWeightLayout(f.gate_up, 2 * int64_t{inter})));
-  PKV_ASSIGN_OR_RETURN(p.down, gpu::PlanGemv(h, inter, gpu::kGemvTileRows, f.device(f.down), f.down,
-                                             gpu::ChooseGemvWeightLayout(f.down, h)));
+                       gpu::PlanGemv(2 * inter, h, 2 * inter, f.device(f.gate_up), f.gate_up));
+  PKV_ASSIGN_OR_RETURN(p.down,
+                       gpu::PlanGemv(h, inter, gpu::kGemvTileRows, f.device(f.down), f.down));
   PKV_ASSIGN_OR_RETURN(p.lm_head, gpu::PlanGemv(c.vocab_size, h, gpu::kGemvTileRows, f.dense));
   p.residual_parts = h / gpu::kGemvTileRows;
   return p;

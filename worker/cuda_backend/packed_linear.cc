@@ -30,7 +30,6 @@ absl::Status PackedLinear::Enqueue(const DeviceWeights& weights, const void* x, 
   gpu::GemvDequantArgs d;
   d.dtype = weights.dtype;
   d.format = w.format;
-  d.layout = w.layout;
   d.n = w.n;
   d.k = w.k;
   d.w = w.w;
@@ -46,11 +45,10 @@ absl::Status PackedLinear::EnqueueQGemm(const DeviceWeights& weights, const void
                                         cudaStream_t stream) const {
   const int32_t m = static_cast<int32_t>(tokens), n = static_cast<int32_t>(w.n),
                 k = static_cast<int32_t>(w.k);
-  PKV_ASSIGN_OR_RETURN(gpu::QGemmPlan plan,
-                       gpu::PlanQGemm(m, n, k, w.format, device_, /*parts=*/0, w.layout));
+  PKV_ASSIGN_OR_RETURN(gpu::QGemmPlan plan, gpu::PlanQGemm(m, n, k, w.format, device_));
   if (plan.partial_floats() * 4 > weights.dequant_scratch_bytes ||
       plan.num_tickets() > kMaxTickets) {
-    PKV_ASSIGN_OR_RETURN(plan, gpu::PlanQGemm(m, n, k, w.format, device_, /*parts=*/1, w.layout));
+    PKV_ASSIGN_OR_RETURN(plan, gpu::PlanQGemm(m, n, k, w.format, device_, /*parts=*/1));
   }
   gpu::QGemmArgs a;
   a.dtype = weights.dtype;

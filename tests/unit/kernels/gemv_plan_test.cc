@@ -337,57 +337,52 @@ TEST(GemvStageTest, RuleWorkedExamples) {
   EXPECT_FALSE(ChooseGemvStageX(o8, 1, false));
 }
 
-// The kernels' blocked addressing (GemvUnitVec, GemvScaleWord) finds every (row, unit) run where
-// the host repack (BlockGemvRows) put it, and a warp's 8 rows of one unit are one 512-byte run.
-TEST(GemvLayoutTest, BlockedAddressesMatchTheRepack) {
-  const int64_t n = 48, units = 5;
-  std::vector<uint8_t> rows(n * units * 64), words(n * units * 4);
-  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<uint8_t>(i * 7 + i / 251);
-  for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint8_t>(i * 13 + i / 241);
-  const absl::StatusOr<std::vector<uint8_t>> b = BlockGemvRows(rows, n, units, 64);
-  const absl::StatusOr<std::vector<uint8_t>> w = BlockGemvRows(words, n, units, 4);
-  ASSERT_TRUE(b.ok() && w.ok());
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t u = 0; u < units; ++u) {
-      for (GemvWeightLayout l : {GemvWeightLayout::kRows, GemvWeightLayout::kBlocked}) {
-        const std::vector<uint8_t>& q = l == GemvWeightLayout::kRows ? rows : *b;
-        const std::vector<uint8_t>& s = l == GemvWeightLayout::kRows ? words : *w;
-        const int64_t v = GemvUnitVec(l, units, r, u);
-        EXPECT_EQ(GemvUnitVec(l, units, r, u + 1) - v, GemvUnitStrideVecs(l));
-        EXPECT_EQ(GemvScaleWord(l, units, r, u + 1) - GemvScaleWord(l, units, r, u),
-                  GemvScaleStride(l));
-        for (int i = 0; i < 64; ++i) {
-          ASSERT_EQ(q[v * 16 + i], rows[(r * units + u) * 64 + i]) << r << " " << u;
+// The kernels' addressing (GemvUnitVec, GemvScaleWord) finds every (row, unit) run where the host
+// repack (BlockGemvRows) put it, the last block padded; a warp's 8 rows of one unit are one
+// 512-byte run in the packed formats; dense weights stay row-major.
+TEST(GemvLayoutTest, PackedAddressesMatchTheBlockedRepack) {
+  for (const int64_t n : {48, 37}) {
+    const int64_t units = 5;
+    std::vector<uint8_t> rows(n * units * 64), words(n * units * 4);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<uint8_t>(i * 7 + i / 251 + 1);
+    for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint8_t>(i * 13 + 1);
+    const absl::StatusOr<std::vector<uint8_t>> b = BlockGemvRows(rows, n, units, 64);
+    const absl::StatusOr<std::vector<uint8_t>> w = BlockGemvRows(words, n, units, 4);
+    ASSERT_TRUE(b.ok() && w.ok());
+    ASSERT_EQ(static_cast<int64_t>(b->size()), GemvPackedRows(n) * units * 64);
+    ASSERT_EQ(static_cast<int64_t>(w->size()), GemvPackedRows(n) * units * 4);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t u = 0; u < units; ++u) {
+        for (GemvWeightFormat f : {GemvWeightFormat::kInt4, GemvWeightFormat::kFp8}) {
+          const int64_t v = GemvUnitVec(f, units, r, u);
+          EXPECT_EQ(GemvUnitVec(f, units, r, u + 1) - v, GemvUnitStrideVecs(f));
+          for (int i = 0; i < 64; ++i) {
+            ASSERT_EQ((*b)[v * 16 + i], rows[(r * units + u) * 64 + i]) << r << " " << u;
+          }
         }
+        EXPECT_EQ(GemvScaleWord(units, r, u + 1) - GemvScaleWord(units, r, u), kGemvScaleStride);
         for (int i = 0; i < 4; ++i) {
-          ASSERT_EQ(s[GemvScaleWord(l, units, r, u) * 4 + i], words[(r * units + u) * 4 + i]);
+          ASSERT_EQ((*w)[GemvScaleWord(units, r, u) * 4 + i], words[(r * units + u) * 4 + i]);
+        }
+        EXPECT_EQ(GemvUnitVec(GemvWeightFormat::kDense, units, r, u), (r * units + u) * 4);
+        if (r % 8 == 7) {  // rows r - 7 .. r (a tile's 8 slots): one contiguous 512-byte run
+          for (int32_t g = 0; g < 8; ++g) {
+            EXPECT_EQ(GemvUnitVec(GemvWeightFormat::kInt4, units, r - 7 + g, u),
+                      GemvUnitVec(GemvWeightFormat::kInt4, units, r - 7, u) + 4 * g);
+          }
         }
       }
-      if (r % 8 == 7) {  // rows r - 7 .. r of a tile's slots: one contiguous run when blocked
-        for (int32_t g = 0; g < 8; ++g) {
-          EXPECT_EQ(GemvUnitVec(GemvWeightLayout::kBlocked, units, r - 7 + g, u),
-                    GemvUnitVec(GemvWeightLayout::kBlocked, units, r - 7, u) + 4 * g);
+    }
+    for (int64_t r = n; r < GemvPackedRows(n); ++r) {  // the padding rows are zero
+      for (int64_t u = 0; u < units; ++u) {
+        for (int i = 0; i < 64; ++i) {
+          ASSERT_EQ((*b)[GemvUnitVec(GemvWeightFormat::kInt4, units, r, u) * 16 + i], 0);
         }
       }
     }
   }
-  EXPECT_FALSE(BlockGemvRows(std::vector<uint8_t>(40 * 64), 40, 1, 64).ok());  // 40 % 16 != 0
-  EXPECT_FALSE(BlockGemvRows(rows, n, units + 1, 64).ok());                    // size mismatch
-}
-
-TEST(GemvLayoutTest, RuleAndPlanner) {
-  EXPECT_EQ(ChooseGemvWeightLayout(GemvWeightFormat::kInt4, 6144), GemvWeightLayout::kBlocked);
-  EXPECT_EQ(ChooseGemvWeightLayout(GemvWeightFormat::kFp8, 4096), GemvWeightLayout::kBlocked);
-  EXPECT_EQ(ChooseGemvWeightLayout(GemvWeightFormat::kDense, 4096), GemvWeightLayout::kRows);
-  EXPECT_EQ(ChooseGemvWeightLayout(GemvWeightFormat::kInt4, 40), GemvWeightLayout::kRows);
-  const GemvDevice d{132, 3, 0};
-  EXPECT_FALSE(
-      PlanGemv(4096, 4096, 16, d, GemvWeightFormat::kDense, GemvWeightLayout::kBlocked).ok());
-  EXPECT_FALSE(PlanGemv(40, 4096, 16, d, GemvWeightFormat::kInt4, GemvWeightLayout::kBlocked).ok());
-  const absl::StatusOr<GemvPlan> p =
-      PlanGemv(6144, 4096, 128, d, GemvWeightFormat::kInt4, GemvWeightLayout::kBlocked);
-  ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->layout, GemvWeightLayout::kBlocked);
+  EXPECT_FALSE(BlockGemvRows(std::vector<uint8_t>(40 * 64), 40, 2, 64).ok());  // size mismatch
+  EXPECT_FALSE(BlockGemvRows({}, 0, 1, 64).ok());
 }
 
 }  // namespace
