@@ -85,9 +85,9 @@ if [[ $PHASES == *3* ]]; then
 fi
 if [[ $PHASES == *4* ]]; then
   el "4. device tests"
-  timeout 240 "$R" gemv_device_test --gtest_brief=1 > $RES/tests/gemv.txt 2>&1 &
+  timeout 170 "$R" gemv_device_test --gtest_brief=1 > $RES/tests/gemv.txt 2>&1 &
   p1=$!
-  timeout 200 "$R" quantized_backend_device_test --gtest_brief=1 > $RES/tests/qbackend.txt 2>&1 &
+  timeout 150 "$R" quantized_backend_device_test --gtest_brief=1 > $RES/tests/qbackend.txt 2>&1 &
   p2=$!
   wait $p1; echo "rc=$? gemv_device_test" >> "$S"
   wait $p2; echo "rc=$? quantized_backend_device_test" >> "$S"

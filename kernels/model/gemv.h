@@ -59,12 +59,10 @@ enum class GemvStageX : int32_t { kAuto = 0, kAlways = 1, kNever = 2 };
 
 struct GemvArgs {
   DType dtype = DType::kBFloat16;
-  GemvPlan plan;       // PlanGemv(n, k, group_rows, device) for this projection
-  int32_t tokens = 0;  // 1..kGemvMaxTokens
-  // [plan.n][plan.k] dtype, or packed (gemv_quant.h) with rows blocked by 16 (gemv_plan.h:
-  // GemvUnitVec, BlockGemvRows); 16-byte aligned.
-  const void* w = nullptr;
-  const void* w_scales = nullptr;  // kInt4: uint32 [n][k / 128] blocked; kFp8: float [count]
+  GemvPlan plan;            // PlanGemv(n, k, group_rows, device) for this projection
+  int32_t tokens = 0;       // 1..kGemvMaxTokens
+  const void* w = nullptr;  // [plan.n][plan.k] dtype, or packed (gemv_quant.h); 16-byte aligned
+  const void* w_scales = nullptr;  // kInt4: uint32 [n][k / 128]; kFp8: float [w_scale_count]
   int32_t w_scale_count = 0;       // kFp8: n (per row) or 1 (per tensor)
 
   GemvInput input = GemvInput::kPlain;
@@ -142,7 +140,7 @@ struct GemvDequantArgs {
   DType dtype = DType::kBFloat16;
   GemvWeightFormat format = GemvWeightFormat::kInt4;  // kInt4 or kFp8
   int64_t n = 0, k = 0;                               // k a multiple of GemvKMultiple(format)
-  const void* w = nullptr;                            // packed, blocked; 16-byte aligned
+  const void* w = nullptr;                            // packed weights, 16-byte aligned
   const void* w_scales = nullptr;                     // as GemvArgs
   int64_t w_scale_count = 0;                          // kFp8: n or 1
   void* out = nullptr;                                // [n][k] dtype, 16-byte aligned

@@ -22,13 +22,10 @@ __global__ void __launch_bounds__(kDequantThreads) DequantizeKernel(const GemvDe
   if (id >= a.n * units * 4) return;
   const int64_t row = id / (units * 4), unit = (id / 4) % units;
   const int c = static_cast<int>(id % 4);
-  const uint4 v =
-      __ldcs(static_cast<const uint4*>(a.w) + GemvUnitVec(W::kFormat, units, row, unit) + c);
+  const uint4 v = __ldcs(static_cast<const uint4*>(a.w) + id);
   uint32_t s = 0;
   float scale = 1.f;
-  if constexpr (W::kScaleWords) {
-    s = __ldg(static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(units, row, unit));
-  }
+  if constexpr (W::kScaleWords) s = __ldg(static_cast<const uint32_t*>(a.w_scales) + id / 4);
   if constexpr (W::kRowScale) {
     scale = __ldg(static_cast<const float*>(a.w_scales) + (a.w_scale_count == 1 ? 0 : row));
   }

@@ -42,8 +42,8 @@ struct Item {
   int32_t tile = 0;
   int32_t part = 0;
   GemvStepRange steps;           // this warp's K units
-  const uint4* wa = nullptr;     // unit 0 of slot g's weight row (GemvUnitVec; rows clamped into
-  const uint4* wb = nullptr;     // [0, n): masked rows load row n - 1, never stored); slot g + 8
+  const uint4* wa = nullptr;     // packed weight row of slot g (clamped into [0, n): masked rows
+  const uint4* wb = nullptr;     // load row n - 1 and are never stored); slot g + 8
   const uint32_t* sa = nullptr;  // W::kScaleWords: the rows' scale words, one per unit
   const uint32_t* sb = nullptr;
 };
@@ -61,13 +61,14 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
   it.tile = item / p.parts;
   it.part = item - it.tile * p.parts;
   it.steps = GemvWarpSteps(p.units, p.parts, it.part, warp);
+  const int64_t row_vecs = int64_t{p.units} * 4;  // a unit is 16 bytes for each of 4 lanes
   const int64_t ra = min(GemvRow(p.group_rows, it.tile, g), p.n - 1);
   const int64_t rb = min(GemvRow(p.group_rows, it.tile, g + 8), p.n - 1);
-  it.wa = static_cast<const uint4*>(a.w) + GemvUnitVec(W::kFormat, p.units, ra, 0);
-  it.wb = static_cast<const uint4*>(a.w) + GemvUnitVec(W::kFormat, p.units, rb, 0);
+  it.wa = static_cast<const uint4*>(a.w) + ra * row_vecs;
+  it.wb = static_cast<const uint4*>(a.w) + rb * row_vecs;
   if constexpr (W::kScaleWords) {
-    it.sa = static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(p.units, ra, 0);
-    it.sb = static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(p.units, rb, 0);
+    it.sa = static_cast<const uint32_t*>(a.w_scales) + ra * p.units;
+    it.sb = static_cast<const uint32_t*>(a.w_scales) + rb * p.units;
   }
   return it;
 }
@@ -78,23 +79,21 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
 #pragma unroll
   for (int u = 0; u < kBatch; ++u) {
     if (s + u < it.steps.end) {
-      b.va[u] = __ldcs(it.wa + int64_t{s + u} * GemvUnitStrideVecs(W::kFormat) + c);
-      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * GemvUnitStrideVecs(W::kFormat) + c);
+      b.va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
+      b.vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
       if constexpr (W::kScaleWords) {  // the 4 lanes of a row read one word: one transaction
-        b.sa[u] = __ldcs(it.sa + int64_t{s + u} * kGemvScaleStride);
-        b.sb[u] = __ldcs(it.sb + int64_t{s + u} * kGemvScaleStride);
+        b.sa[u] = __ldcs(it.sa + s + u);
+        b.sb[u] = __ldcs(it.sb + s + u);
       }
     }
   }
 }
 
-template <typename W>
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
-  constexpr int64_t kStride = GemvUnitStrideVecs(W::kFormat);
   const int32_t to = min(it.steps.end, from + count);
   for (int32_t s = from; s < to; ++s) {
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wa + s * kStride + c));
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wb + s * kStride + c));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wa + int64_t{s} * 4 + c));
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(it.wb + int64_t{s} * 4 + c));
   }
 }
 
@@ -247,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
       LoadBatch<W>(it, it.steps.begin, c, b);
       preloaded = true;
     }
-    if (a.prefetch_steps > 0) PrefetchL2<W>(it, it.steps.begin + kBatch, a.prefetch_steps, c);
+    if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
   }
   PdlWait();
   PdlTrigger();

@@ -100,8 +100,7 @@ PKV_HOST_DEVICE int32_t GemvAccElem(int32_t slot, int32_t token) {
   return (slot >> 3) * 2 + (token & 1);
 }
 
-// How the weights are stored (the packed layouts: gemv_quant.h; on the device the packed formats'
-// rows are blocked by 16, GemvUnitVec below). The kernel dequantizes in
+// How the weights are stored (the packed layouts: gemv_quant.h). The kernel dequantizes in
 // registers to the activation dtype and feeds the same MMAs.
 //   kDense  [n][k] fp16/bf16 (the activation dtype).
 //   kInt4   4-bit, asymmetric, groups of a multiple of 128 k: k / 2 bytes per row plus one 4-byte
@@ -124,42 +123,6 @@ PKV_HOST_DEVICE constexpr int64_t GemvRowBytes(GemvWeightFormat f, int64_t k) {
          : f == GemvWeightFormat::kFp8 ? k + 4
                                        : 2 * k;
 }
-
-// Where a row's units lie. A unit of a row is 64 bytes in every format (4 lanes x 16 bytes,
-// GemvUnitSteps); a 4-bit unit's scale word 4 bytes.
-//   dense    row after row ([n][k], shared with cuBLAS): lane c's 16-byte vector of (row r,
-//            unit u) at (r * units + u) * 4 + c.
-//   packed   (4-bit, fp8) rows in blocks of 16, each unit of a block one contiguous 1 KB run:
-//            the vector at ((r / 16) * units + u) * 64 + (r % 16) * 4 + c; 4-bit scale words
-//            likewise, word ((r / 16) * units + u) * 16 + r % 16. The last block is padded to
-//            16 rows (GemvPackedRows; kernels clamp rows to n - 1 and never read the padding).
-//            gemv_quant.h's repack writes rows; BlockGemvRows blocks them for the device.
-// Why blocked: a GEMV warp's load covers 8 rows x 64 bytes (a tile's slots 0..7 are 8
-// consecutive rows of one block for every group_rows, GemvRow): one 512-byte run instead of 8
-// runs of 64 bytes; a QGemm stage (256 rows x 64 bytes) 16 runs of 1 KB instead of 256 of 64
-// bytes. Measured (H200, bench/NOTES.md "Blocked packed layout"): 4-bit down / o up to 9%
-// faster, the QGemm 3-5% (4-bit).
-inline constexpr int32_t kGemvBlockRows = 16;
-PKV_HOST_DEVICE constexpr int64_t GemvPackedRows(int64_t n) {
-  return (n + kGemvBlockRows - 1) / kGemvBlockRows * kGemvBlockRows;
-}
-// Index (in 16-byte vectors) of lane 0's vector of (row, unit), for rows of `units` units.
-PKV_HOST_DEVICE constexpr int64_t GemvUnitVec(GemvWeightFormat f, int64_t units, int64_t row,
-                                              int64_t unit) {
-  return f == GemvWeightFormat::kDense
-             ? (row * units + unit) * 4
-             : ((row / kGemvBlockRows) * units + unit) * (4 * kGemvBlockRows) +
-                   (row % kGemvBlockRows) * 4;
-}
-// Vectors from a unit of a row to its next unit.
-PKV_HOST_DEVICE constexpr int32_t GemvUnitStrideVecs(GemvWeightFormat f) {
-  return f == GemvWeightFormat::kDense ? 4 : 4 * kGemvBlockRows;
-}
-// 4-bit: the index of the scale word of (row, unit), and the words from a unit to the next.
-PKV_HOST_DEVICE constexpr int64_t GemvScaleWord(int64_t units, int64_t row, int64_t unit) {
-  return ((row / kGemvBlockRows) * units + unit) * kGemvBlockRows + row % kGemvBlockRows;
-}
-inline constexpr int32_t kGemvScaleStride = kGemvBlockRows;
 
 // The device as the planner sees it (queried once by the caller: the planner is pure).
 struct GemvDevice {

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/common/float16.h"
-#include "kernels/model/gemv_plan.h"
 
 namespace pkv::gpu {
 namespace {
@@ -102,25 +101,6 @@ absl::StatusOr<GemvFp8Weights> RepackFp8ForGemv(int64_t n, int64_t k, const uint
     }
   }
   out.scales.assign(scale, scale + scale_count);
-  return out;
-}
-
-absl::StatusOr<std::vector<uint8_t>> BlockGemvRows(const std::vector<uint8_t>& rows, int64_t n,
-                                                   int64_t units, int64_t run_bytes) {
-  if (n <= 0 || units <= 0 || run_bytes <= 0 ||
-      static_cast<int64_t>(rows.size()) != n * units * run_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("gemv blocked layout: ", rows.size(),
-                                                   " bytes are not ", n, " rows x ", units,
-                                                   " runs x ", run_bytes, " bytes"));
-  }
-  std::vector<uint8_t> out(GemvPackedRows(n) * units * run_bytes, 0);
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t u = 0; u < units; ++u) {
-      const int64_t to = (r / kGemvBlockRows * units + u) * kGemvBlockRows + r % kGemvBlockRows;
-      std::memcpy(out.data() + to * run_bytes, rows.data() + (r * units + u) * run_bytes,
-                  run_bytes);
-    }
-  }
   return out;
 }
 

@@ -56,15 +56,6 @@ absl::StatusOr<GemvInt4Weights> RepackInt4ForGemv(int64_t n, int64_t k, int32_t 
 absl::StatusOr<GemvFp8Weights> RepackFp8ForGemv(int64_t n, int64_t k, const uint8_t* q,
                                                 const float* scale, int64_t scale_count);
 
-// The device layout of the packed formats (gemv_plan.h: GemvUnitVec): row-major `rows`, n rows
-// of `units` runs of `run_bytes` each (packed weights: 64 bytes a unit; 4-bit scale words: 4),
-// -> [GemvPackedRows(n) / 16][units][16][run_bytes], the last block's missing rows zero. The
-// repacks above write rows (the CPU oracle and the checkpoint formats do not change); the CUDA
-// backend and the tests block their output before upload. INVALID_ARGUMENT when the size is not
-// n * units * run_bytes.
-absl::StatusOr<std::vector<uint8_t>> BlockGemvRows(const std::vector<uint8_t>& rows, int64_t n,
-                                                   int64_t units, int64_t run_bytes);
-
 // OCP FP8 E4M3 (no infinities; 0x7f / 0xff are NaN) to float, exactly.
 float E4m3ToFloat(uint8_t bits);
 

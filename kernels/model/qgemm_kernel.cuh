@@ -88,16 +88,14 @@ __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, 
                                             uint8_t* slot) {
   using L = Layout<W>;
   const QGemmPlan& p = a.plan;
-  const int64_t units = int64_t{p.k_stages} * L::kUnitsPerStage;
+  const int64_t row_vecs = int64_t{p.k_stages} * L::kWVecs;
   uint4* ws = reinterpret_cast<uint4*>(slot + L::kXBytes);
 #pragma unroll
   for (int i = 0; i < L::kWVecs * kQGemmTileRows / kQGemmThreads; ++i) {
     const int id = threadIdx.x + i * kQGemmThreads;
     const int r = id / L::kWVecs, v = id % L::kWVecs;
     const int64_t row = min(it.row0 + r, p.n - 1);
-    const uint4* src = static_cast<const uint4*>(a.w) +
-                       GemvUnitVec(W::kFormat, units, row, int64_t{s} * L::kUnitsPerStage + v / 4) +
-                       v % 4;
+    const uint4* src = static_cast<const uint4*>(a.w) + row * row_vecs + int64_t{s} * L::kWVecs + v;
     if (a.l2_256b) {
       dv::CpAsync16Prefetch<256>(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
     } else {
@@ -109,7 +107,7 @@ __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, 
     const int r = threadIdx.x;  // kQGemmThreads == kQGemmTileRows
     const int64_t row = min(it.row0 + r, p.n - 1);
     dv::CpAsync4(dv::SmemAddr(ss + r),
-                 static_cast<const uint32_t*>(a.w_scales) + GemvScaleWord(p.k_stages, row, s));
+                 static_cast<const uint32_t*>(a.w_scales) + row * p.k_stages + s);
   }
 }
 
@@ -119,9 +117,8 @@ __device__ __forceinline__ void PrefetchWeights(const QGemmArgs& a, const Item& 
   using L = Layout<W>;
   const QGemmPlan& p = a.plan;
   const int64_t row = min(it.row0 + static_cast<int32_t>(threadIdx.x), p.n - 1);
-  const int64_t units = int64_t{p.k_stages} * L::kUnitsPerStage;
-  const uint4* src = static_cast<const uint4*>(a.w) +
-                     GemvUnitVec(W::kFormat, units, row, int64_t{s} * L::kUnitsPerStage);
+  const uint4* src = static_cast<const uint4*>(a.w) + row * int64_t{p.k_stages} * L::kWVecs +
+                     int64_t{s} * L::kWVecs;
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
 }
 

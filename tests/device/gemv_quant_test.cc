@@ -5,8 +5,7 @@
 //     shapes only (the 8B ones add CPU reference time, not coverage).
 //   Dequantize: LaunchDequantizeGemvWeights bit-exact against DequantizeInt4ToDtype /
 //     DequantizeFp8ToDtype, with scales not representable in the dtype (the documented rounding
-//     of 4-bit scales), per-row and per-tensor fp8 scales, groups of 128 and 256, n not a
-//     multiple of 16 (the device layout's padded last block).
+//     of 4-bit scales), per-row and per-tensor fp8 scales, groups of 128 and 256.
 #include "kernels/model/gemv_quant.h"
 
 #include <cuda_runtime_api.h>
@@ -127,9 +126,7 @@ TEST_P(GemvDequantizeTest, Int4BitExact) {
     a.format = GemvWeightFormat::kInt4;
     a.n = sh.n;
     a.k = sh.k;
-    const std::vector<uint16_t> got =
-        RunDequantize(a, DeviceLayout(a.format, Bytes(packed->q), sh.n, sh.k, false),
-                      DeviceLayout(a.format, Bytes(packed->scales), sh.n, sh.k, true));
+    const std::vector<uint16_t> got = RunDequantize(a, Bytes(packed->q), Bytes(packed->scales));
     const std::vector<uint16_t> want = gpu::DequantizeInt4ToDtype(
         sh.n, sh.k, sh.group, q.data(), scale.data(), zero.data(), dtype());
     EXPECT_EQ(CountMismatches(got, want, absl::StrCat("int4 n=", sh.n, " k=", sh.k)), 0);
@@ -158,8 +155,7 @@ TEST_P(GemvDequantizeTest, Fp8BitExact) {
     a.n = n;
     a.k = k;
     a.w_scale_count = count;
-    const std::vector<uint16_t> got =
-        RunDequantize(a, DeviceLayout(a.format, packed->q, n, k, false), Bytes(packed->scales));
+    const std::vector<uint16_t> got = RunDequantize(a, packed->q, Bytes(packed->scales));
     const std::vector<uint16_t> want =
         gpu::DequantizeFp8ToDtype(n, k, q.data(), scale.data(), count, dtype());
     EXPECT_EQ(CountMismatches(got, want, absl::StrCat("fp8 n=", n, " k=", k)), 0);

@@ -74,15 +74,6 @@ std::string CaseName(const GemvCase& c) {
   return absl::StrCat(f, "_", c.bf16 ? "bf16" : "fp16");
 }
 
-std::vector<uint8_t> DeviceLayout(gpu::GemvWeightFormat f, const std::vector<uint8_t>& rows,
-                                  int64_t n, int64_t k, bool scales) {
-  if (f == GemvWeightFormat::kDense || (scales && f == GemvWeightFormat::kFp8)) return rows;
-  const int64_t units = k / (gpu::kGemvStepK * gpu::GemvUnitSteps(f));
-  absl::StatusOr<std::vector<uint8_t>> b = gpu::BlockGemvRows(rows, n, units, scales ? 4 : 64);
-  EXPECT_TRUE(b.ok()) << b.status();
-  return b.ok() ? *std::move(b) : std::vector<uint8_t>();
-}
-
 std::vector<GemvCase> AllCases() {
   std::vector<GemvCase> all;
   for (GemvWeightFormat f :
@@ -183,9 +174,7 @@ Problem MakeProblem(const GemvCase& cs, int32_t n, int32_t k, int32_t tokens, bo
 
 DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev) {
   DeviceProblem d;
-  const std::vector<uint8_t> scales =
-      DeviceLayout(p.cs.format, p.packed_scales, p.n, p.k, /*scales=*/true);
-  d.w = Upload(DeviceLayout(p.cs.format, p.packed, p.n, p.k, /*scales=*/false));
+  d.w = Upload(p.packed);
   const bool rms = !p.residual.empty();
   d.x = rms ? Upload(p.residual) : Upload(p.x16);
   gpu::GemvArgs& a = d.args;
@@ -198,8 +187,8 @@ DeviceProblem Stage(const Problem& p, int32_t group, const gpu::GemvDevice& dev)
   // both x paths run every input and epilogue; devices with budget 0 cover the per-step loads.
   a.stage_x = gpu::GemvStageX::kAlways;
   a.w = d.w.get();
-  if (!scales.empty()) {
-    d.w_scales = Upload(scales);
+  if (!p.packed_scales.empty()) {
+    d.w_scales = Upload(p.packed_scales);
     a.w_scales = d.w_scales.get();
     a.w_scale_count = p.scale_count;
   }

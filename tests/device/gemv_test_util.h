@@ -31,10 +31,6 @@ struct GemvCase {
 std::string CaseName(const GemvCase& c);
 // Every (dtype, format) pair.
 std::vector<GemvCase> AllCases();
-// The device bytes of a problem's packed weights (`scales`: 4-bit scale words; fp8 scales are
-// returned as they are): rows blocked by 16 (gpu::BlockGemvRows), as the kernels read them.
-std::vector<uint8_t> DeviceLayout(gpu::GemvWeightFormat f, const std::vector<uint8_t>& rows,
-                                  int64_t n, int64_t k, bool scales);
 
 uint16_t To16(float v, bool bf16);
 float From16(uint16_t b, bool bf16);
@@ -87,8 +83,7 @@ struct Problem {
 Problem MakeProblem(const GemvCase& cs, int32_t n, int32_t k, int32_t tokens, bool rmsnorm,
                     std::mt19937* rng);
 
-// Device copies of a problem's inputs (packed weights in the device layout), and GemvArgs
-// pointing at them.
+// Device copies of a problem's inputs, and GemvArgs pointing at them.
 struct DeviceProblem {
   DeviceBuffer w, w_scales, x, norm_w, sum_sq, partials, tickets;
   gpu::GemvArgs args;

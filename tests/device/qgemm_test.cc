@@ -53,8 +53,8 @@ struct Staged {
 
 Staged Stage(const Problem& p, const gpu::QGemmPlan& plan) {
   Staged r;
-  r.w = Upload(DeviceLayout(p.cs.format, p.packed, p.n, p.k, /*scales=*/false));
-  r.scales = Upload(DeviceLayout(p.cs.format, p.packed_scales, p.n, p.k, /*scales=*/true));
+  r.w = Upload(p.packed);
+  r.scales = Upload(p.packed_scales);
   r.x = Upload(p.x16);
   r.partials = Poisoned(plan.partial_floats() * 4 + 64);
   r.tickets = *DeviceBuffer::Allocate(int64_t{plan.num_tickets()} * 4 + 16);

@@ -85,8 +85,8 @@ absl::StatusOr<PackedLayout> PackedLayoutOf(const QuantConfig& quant, const std:
           "columns and an input size that is a multiple of 128"));
     }
     l.format = gpu::GemvWeightFormat::kInt4;
-    l.q_bytes = gpu::GemvPackedRows(n) * k / 2;
-    l.scale_bytes = gpu::GemvPackedRows(n) * (k / 128) * 4;
+    l.q_bytes = n * k / 2;
+    l.scale_bytes = n * (k / 128) * 4;
     return l;
   }
   if (k % 64 != 0) {
@@ -97,7 +97,7 @@ absl::StatusOr<PackedLayout> PackedLayoutOf(const QuantConfig& quant, const std:
         "multiple of 64"));
   }
   l.format = gpu::GemvWeightFormat::kFp8;
-  l.q_bytes = gpu::GemvPackedRows(n) * k;
+  l.q_bytes = n * k;
   l.scale_count = members == 1 && quant.fp8_per_tensor ? 1 : static_cast<int32_t>(n);
   l.scale_bytes = int64_t{l.scale_count} * 4;
   return l;
@@ -112,22 +112,8 @@ absl::StatusOr<PackedHost> PackProjection(std::vector<QuantizedLinear> members, 
                                                      " and ", k, " inputs (or formats)"));
     }
   }
-  const bool fp8 = members[0].method == QuantMethod::kFp8;
-  int64_t n = 0;
-  for (const QuantizedLinear& m : members) n += fp8 ? m.fp8.n : m.int4.n;
-  absl::StatusOr<PackedHost> packed = fp8 ? PackFp8(members, k) : PackInt4(members, k, dtype);
-  if (packed.ok()) {  // rows blocked for the device: a unit is 64 bytes of a row in both formats
-    const int64_t units = fp8 ? k / 64 : k / 128;
-    absl::StatusOr<std::vector<uint8_t>> q = gpu::BlockGemvRows(packed->q, n, units, 64);
-    absl::StatusOr<std::vector<uint8_t>> s =
-        fp8 ? packed->scales : gpu::BlockGemvRows(packed->scales, n, units, 4);
-    if (!q.ok() || !s.ok()) {
-      packed = q.ok() ? s.status() : q.status();
-    } else {
-      packed->q = *std::move(q);
-      packed->scales = *std::move(s);
-    }
-  }
+  absl::StatusOr<PackedHost> packed =
+      members[0].method == QuantMethod::kFp8 ? PackFp8(members, k) : PackInt4(members, k, dtype);
   if (!packed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(module, ": ", absl::string_view(packed.status().message())));
@@ -159,7 +145,7 @@ absl::Status FillRandomPacked(const PackedLayout& layout, int64_t n, int64_t k, 
     const uint8_t z = 8;
     PKV_ASSIGN_OR_RETURN(gpu::GemvInt4Weights one,
                          gpu::RepackInt4ForGemv(1, 128, 128, one_q.data(), &s, &z, dtype));
-    std::vector<uint32_t> words(layout.scale_bytes / 4, one.scales[0]);
+    std::vector<uint32_t> words(n * (k / 128), one.scales[0]);
     scale_bytes = Bytes(words);
   } else {
     std::uniform_real_distribution<float> u(-448.f, 448.f);  // w / s with s = 0.035 / 448

@@ -23,9 +23,8 @@ namespace pkv::cuda_backend {
 // One fused projection's packed sizes: rows n (the members' rows concatenated) over k inputs.
 struct PackedLayout {
   gpu::GemvWeightFormat format = gpu::GemvWeightFormat::kDense;
-  // Rows blocked by 16, the last block padded (gpu::BlockGemvRows): GemvPackedRows(n) rows.
   int64_t q_bytes = 0;      // packed weights
-  int64_t scale_bytes = 0;  // kInt4: uint32 [GemvPackedRows(n)][k / 128]; kFp8: float [count]
+  int64_t scale_bytes = 0;  // kInt4: uint32 [n][k / 128]; kFp8: float [scale_count]
   int32_t scale_count = 0;  // kFp8: n, or 1 for a lone per-tensor member
 };
 
@@ -42,8 +41,8 @@ struct PackedHost {
 
 // Packs a fused projection's members (canonical matrices, rows in order: a whole checkpoint
 // module or a tensor-parallel rank's slice of one, all over the same k inputs) for activations of
-// `dtype`, rows blocked for the device (gpu::BlockGemvRows); consumes them. INVALID_ARGUMENT naming
-// `module` (the first member, for messages) from the repack or when a member's k differs.
+// `dtype`; consumes them. INVALID_ARGUMENT naming `module` (the first member, for messages) from
+// the repack or when a member's k differs.
 absl::StatusOr<PackedHost> PackProjection(std::vector<QuantizedLinear> members, int64_t k,
                                           decode::DType dtype, const std::string& module);
 

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/model/gemv_quant.h"
 
 namespace pkv::gpu {
 namespace {
@@ -335,54 +334,6 @@ TEST(GemvStageTest, RuleWorkedExamples) {
   EXPECT_FALSE(ChooseGemvStageX(down4, 2, false));
   const GemvPlan o8 = *PlanGemv(4096, 4096, 16, h200, GemvWeightFormat::kFp8);
   EXPECT_FALSE(ChooseGemvStageX(o8, 1, false));
-}
-
-// The kernels' addressing (GemvUnitVec, GemvScaleWord) finds every (row, unit) run where the host
-// repack (BlockGemvRows) put it, the last block padded; a warp's 8 rows of one unit are one
-// 512-byte run in the packed formats; dense weights stay row-major.
-TEST(GemvLayoutTest, PackedAddressesMatchTheBlockedRepack) {
-  for (const int64_t n : {48, 37}) {
-    const int64_t units = 5;
-    std::vector<uint8_t> rows(n * units * 64), words(n * units * 4);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<uint8_t>(i * 7 + i / 251 + 1);
-    for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint8_t>(i * 13 + 1);
-    const absl::StatusOr<std::vector<uint8_t>> b = BlockGemvRows(rows, n, units, 64);
-    const absl::StatusOr<std::vector<uint8_t>> w = BlockGemvRows(words, n, units, 4);
-    ASSERT_TRUE(b.ok() && w.ok());
-    ASSERT_EQ(static_cast<int64_t>(b->size()), GemvPackedRows(n) * units * 64);
-    ASSERT_EQ(static_cast<int64_t>(w->size()), GemvPackedRows(n) * units * 4);
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t u = 0; u < units; ++u) {
-        for (GemvWeightFormat f : {GemvWeightFormat::kInt4, GemvWeightFormat::kFp8}) {
-          const int64_t v = GemvUnitVec(f, units, r, u);
-          EXPECT_EQ(GemvUnitVec(f, units, r, u + 1) - v, GemvUnitStrideVecs(f));
-          for (int i = 0; i < 64; ++i) {
-            ASSERT_EQ((*b)[v * 16 + i], rows[(r * units + u) * 64 + i]) << r << " " << u;
-          }
-        }
-        EXPECT_EQ(GemvScaleWord(units, r, u + 1) - GemvScaleWord(units, r, u), kGemvScaleStride);
-        for (int i = 0; i < 4; ++i) {
-          ASSERT_EQ((*w)[GemvScaleWord(units, r, u) * 4 + i], words[(r * units + u) * 4 + i]);
-        }
-        EXPECT_EQ(GemvUnitVec(GemvWeightFormat::kDense, units, r, u), (r * units + u) * 4);
-        if (r % 8 == 7) {  // rows r - 7 .. r (a tile's 8 slots): one contiguous 512-byte run
-          for (int32_t g = 0; g < 8; ++g) {
-            EXPECT_EQ(GemvUnitVec(GemvWeightFormat::kInt4, units, r - 7 + g, u),
-                      GemvUnitVec(GemvWeightFormat::kInt4, units, r - 7, u) + 4 * g);
-          }
-        }
-      }
-    }
-    for (int64_t r = n; r < GemvPackedRows(n); ++r) {  // the padding rows are zero
-      for (int64_t u = 0; u < units; ++u) {
-        for (int i = 0; i < 64; ++i) {
-          ASSERT_EQ((*b)[GemvUnitVec(GemvWeightFormat::kInt4, units, r, u) * 16 + i], 0);
-        }
-      }
-    }
-  }
-  EXPECT_FALSE(BlockGemvRows(std::vector<uint8_t>(40 * 64), 40, 2, 64).ok());  // size mismatch
-  EXPECT_FALSE(BlockGemvRows({}, 0, 1, 64).ok());
 }
 
 }  // namespace
