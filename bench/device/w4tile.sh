@@ -15,7 +15,9 @@
 #   quantized_backend_device_test}; main's pkv-bench as bin/pkv-bench-base; this script as go.sh.
 # Call: mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/w4tile.tar.xz && CALL=2 bash /tmp/pkv/w4tile/go.sh
 # (call 1 ran PHASES=12345 CALL=1; call 2 PHASES=1234, E2E_ORDER="pkv-bench pkv-bench-base pkv-bench
-# pkv-bench-base").
+# pkv-bench-base"). Binaries from aaa7552 (call 1: --layout, --qgemm_variants blocked exist only
+# there) and dd946ca (call 2); the branch's final revision has main's kernels (the layout is
+# bench/results/2026-12-03-h200-w4tile/blocked-dd946ca.patch).
 set -u
 B=/tmp/pkv/w4tile; R=$B/run
 RES=/tmp/res; mkdir -p $RES/gemv $RES/qgemm $RES/e2e $RES/tests $RES/ncu
