@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -54,6 +55,12 @@ ABSL_FLAG(std::string, stage_x, "auto",
 ABSL_FLAG(std::string, input, "plain",
           "gemv: the input mode: plain (16-bit x) or rmsnorm (float x normalized in the kernel)");
 ABSL_FLAG(int32_t, parts, 0, "gemv: split-K factor of every plan (0: the planner's)");
+ABSL_FLAG(int32_t, grid_ctas_per_sm, 0,
+          "gemv: grid of every plan capped at num_sms * N CTAs (0: the planner's, all resident "
+          "slots); N below the resident CTAs per SM leaves slots for the next launch's CTAs");
+ABSL_FLAG(std::string, formats, "dense,int4,fp8", "gemv: weight formats timed (dense first)");
+ABSL_FLAG(std::string, gemv_shapes, "",
+          "gemv: only the shapes whose name contains this (empty: all)");
 
 namespace pkv::bench {
 namespace {
@@ -111,6 +118,9 @@ absl::Status Prepare(const Shape& sh, GemvWeightFormat f, bool bf16, const gpu::
     a.plan.parts = parts;  // the planner's other fields, as PlanGemv derives them
     a.plan.items = a.plan.tiles * parts;
     a.plan.grid = std::min(a.plan.items, dev.num_sms * dev.ctas_per_sm);
+  }
+  if (const int32_t cap = absl::GetFlag(FLAGS_grid_ctas_per_sm); cap > 0) {
+    a.plan.grid = std::min(a.plan.items, dev.num_sms * std::min(cap, dev.ctas_per_sm));
   }
   const int64_t w_bytes = int64_t{sh.n} * sh.k *
                           (f == GemvWeightFormat::kInt4  ? 1
@@ -206,6 +216,18 @@ absl::Status Run() {
     }
     tokens.push_back(n);
   }
+  bool timed[3] = {false, false, false};
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_formats), ',', absl::SkipEmpty())) {
+    bool found = false;
+    for (int f = 0; f < 3; ++f) {
+      if (name == FormatName(kFormats[f])) timed[f] = found = true;
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--formats: '", name, "' is not one of dense, int4, fp8"));
+    }
+  }
   const int iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(200));
   PKV_ASSIGN_OR_RETURN(const bool pdl, gpu::PdlUsable(0));
   cudaStream_t stream;
@@ -226,8 +248,10 @@ absl::Status Run() {
       "chain of stream | chain vs dense | xs KB |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& sh : kShapes) {
+    if (!absl::StrContains(sh.name, absl::GetFlag(FLAGS_gemv_shapes))) continue;
     std::unique_ptr<Operands> ops[3];
     for (int f = 0; f < 3; ++f) {
+      if (!timed[f]) continue;
       PKV_ASSIGN_OR_RETURN(
           gpu::GemvDevice dev,
           gpu::QueryGemvDevice(0, bf16 ? gpu::DType::kBFloat16 : gpu::DType::kFloat16,
@@ -241,6 +265,7 @@ absl::Status Run() {
     for (int32_t t : tokens) {
       double dense_us = 0, dense_chain_us = 0;
       for (int f = 0; f < 3; ++f) {
+        if (!timed[f]) continue;
         gpu::GemvArgs a = ops[f]->args;
         a.tokens = t;
         a.prefetch_steps = absl::GetFlag(FLAGS_prefetch_steps);
