@@ -18,8 +18,8 @@
 # LOCAL=1 (a dry run on the build box): CPU workers, the tiny model, a short workload.
 set -u
 RUNS=${RUNS:-p1 l1 s l2 p2}
-SHAPE=llama3-8b; WFLAGS=(); NREQ=576; NWARM=96
-[ -n "${LOCAL:-}" ] && { SHAPE=tiny; WFLAGS=(--backend=cpu); NREQ=48; NWARM=12; }
+SHAPE=llama3-8b; WFLAGS=(); NREQ=576; NWARM=96; SYS=2048
+[ -n "${LOCAL:-}" ] && { SHAPE=tiny; WFLAGS=(--backend=cpu --max_model_len=1024); NREQ=48; NWARM=12; SYS=256; }
 B=/tmp/pkv/place; R=$B/run
 source "$B/common.sh"
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; echo "revision $(cat $B/REVISION)"; } > "$S"
@@ -32,7 +32,7 @@ if [ ! -f /tmp/m8b/config.json ]; then
   echo "make-model rc=$?" >> "$S"
 fi
 el "8B checkpoint: $(du -sh /tmp/m8b | cut -f1)"
-MB=(--workload multi_turn --turns 6 --conversations 96 --system_prompt_tokens 2048
+MB=(--workload multi_turn --turns 6 --conversations 96 --system_prompt_tokens $SYS
     --input_len 128 --output_len 32 --num_requests $NREQ --session_ids=false --concurrency 48
     --warmup_requests $NWARM --metrics_url 127.0.0.1:9100 --progress=false)
 L=$W/placement.log
