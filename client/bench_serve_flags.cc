@@ -46,5 +46,6 @@ ABSL_FLAG(int64_t, warmup_requests, 0,
           "--num_requests counts the requests after them");
 ABSL_FLAG(std::string, dump_requests, "",
           "bench serve: write one JSON line per request here (phase, worker, turn, prompt and "
-          "cached tokens, TTFT, ITL, end-to-end), warm-up included");
+          "cached tokens, TTFT, ITL, end-to-end, the worker's own queue wait and TTFT), warm-up "
+          "included");
 ABSL_FLAG(bool, progress, true, "bench serve: progress on stderr (a bar on a terminal)");

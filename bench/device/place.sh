@@ -14,11 +14,12 @@
 # and each worker's TTFT / decode-step / prefill / prefix-cache metrics (where TTFT goes).
 # Bundle: .device/place.tar.xz (pkv, pkv-router, pkv-worker, pkv-make-model + this script and
 # common.sh). Device call: mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/place.tar.xz &&
-#   bash /tmp/pkv/place/place.sh       (RUNS picks runs, default "p1 l1 s p2 l2")
+#   bash /tmp/pkv/place/place.sh       (RUNS picks runs, default "p1 l1 s l2 p2"; SHAPE=llama3-1b
+#   runs the same on the 1B shape, with the same pages a worker: 3 GiB of 1B KV)
 # LOCAL=1 (a dry run on the build box): CPU workers, the tiny model, a short workload.
 set -u
 RUNS=${RUNS:-p1 l1 s l2 p2}
-SHAPE=llama3-8b; WFLAGS=(); NREQ=576; NWARM=96; SYS=2048
+SHAPE=${SHAPE:-llama3-8b}; WFLAGS=(); NREQ=576; NWARM=96; SYS=2048
 [ -n "${LOCAL:-}" ] && { SHAPE=tiny; WFLAGS=(--backend=cpu --max_model_len=1024); NREQ=48; NWARM=12; SYS=256; }
 B=/tmp/pkv/place; R=$B/run
 source "$B/common.sh"
@@ -26,12 +27,13 @@ source "$B/common.sh"
 # Files go to $W; $OUT gets summary.txt and results.tgz (rewritten after each run).
 W=/tmp/place-out; mkdir -p "$W"
 pack() { tar -C "$W" -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }
+M=/tmp/m-$SHAPE
 el "make $SHAPE"
-if [ ! -f /tmp/m8b/config.json ]; then
-  timeout 150 "$R" pkv-make-model --out /tmp/m8b --shape $SHAPE > "$W/make_model.log" 2>&1
+if [ ! -f $M/config.json ]; then
+  timeout 150 "$R" pkv-make-model --out $M --shape $SHAPE > "$W/make_model.log" 2>&1
   echo "make-model rc=$?" >> "$S"
 fi
-el "8B checkpoint: $(du -sh /tmp/m8b | cut -f1)"
+el "checkpoint: $(du -sh $M | cut -f1)"
 MB=(--workload multi_turn --turns 6 --conversations 96 --system_prompt_tokens $SYS
     --input_len 128 --output_len 32 --num_requests $NREQ --session_ids=false --concurrency 48
     --warmup_requests $NWARM --metrics_url 127.0.0.1:9100 --progress=false)
@@ -39,7 +41,7 @@ L=$W/placement.log
 run_mode() {  # NAME ROUTING(prefix|load|single)
   local name=$1 routing=$2 n=4 pages=6144
   [ "$routing" = single ] && { n=1; pages=24576; }
-  start_workers /tmp/m8b $n --kv_pages=$pages "${WFLAGS[@]}"
+  start_workers $M $n --kv_pages=$pages "${WFLAGS[@]}"
   start_router --prefix_routing=$([ "$routing" = load ] && echo false || echo true)
   el "$name: $n worker(s) up, GPU memory used $(nvidia-smi --query-gpu=memory.used --format=csv,noheader)"
   echo "=== $name" >> "$L"

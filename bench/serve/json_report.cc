@@ -148,6 +148,8 @@ std::string RecordsJsonl(const RunResult& run) {
                  {"completion_tokens", r.completion_tokens},
                  {"send_s", r.send_s},
                  {"ttft_ms", r.first_token_s >= 0 ? 1e3 * r.ttft_s() : std::nan("")},
+                 {"worker_queue_ms", r.completed ? 1e3 * r.worker_queue_s : std::nan("")},
+                 {"worker_ttft_ms", r.completed ? 1e3 * r.worker_ttft_s : std::nan("")},
                  {"e2e_ms", 1e3 * r.e2e_s()},
                  {"itl_ms", std::move(itl)}};
     out += Dump(j);

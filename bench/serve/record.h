@@ -29,6 +29,10 @@ struct RequestRecord {
   uint32_t completion_tokens = 0;
   uint32_t cached_tokens = 0;
   std::string worker_id;
+  // The worker's own clock (Complete.timings, from its arrival at the worker's engine): to its
+  // first scheduled step and to its first token; -1 when no Complete arrived.
+  double worker_queue_s = -1;
+  double worker_ttft_s = -1;
 
   bool ok() const { return status_code == 0 && completed; }
   double ttft_s() const { return first_token_s - send_s; }

@@ -84,6 +84,8 @@ class StreamCall final : public grpc::ClientReadReactor<typename Api::Response> 
       r.completion_tokens = c.completion_tokens();
       r.cached_tokens = c.cached_tokens();
       r.worker_id = c.worker_id();
+      r.worker_queue_s = c.timings().queue_seconds();
+      r.worker_ttft_s = c.timings().time_to_first_token_seconds();
     }
     this->StartRead(&response_);
   }

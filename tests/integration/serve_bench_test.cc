@@ -146,6 +146,10 @@ TEST(ServeBenchIntegrationTest, MultiTurnThroughTheRouterAndStraightToAWorker) {
     EXPECT_FALSE(record->Find("worker")->str().empty());
     EXPECT_GE(record->Find("ttft_ms")->number(), 0);
     EXPECT_GE(record->Find("e2e_ms")->number(), record->Find("ttft_ms")->number());
+    // The worker's interval (its engine's arrival to its first token) lies inside the client's.
+    EXPECT_GE(record->Find("worker_queue_ms")->number(), 0);
+    EXPECT_GE(record->Find("worker_ttft_ms")->number(), record->Find("worker_queue_ms")->number());
+    EXPECT_LE(record->Find("worker_ttft_ms")->number(), record->Find("ttft_ms")->number());
     EXPECT_EQ(record->Find("itl_ms")->items().size() + 1, routed->records[n - 1].chunk_s.size());
   }
   EXPECT_EQ(n, 48);

@@ -81,6 +81,8 @@ TEST(ServeBenchRecordsJsonlTest, OneParsableLinePerRequestWithItsTimings) {
   warm.first_token_s = 1.02;
   warm.chunk_s = {1.02, 1.025, 1.035};
   warm.end_s = 1.04;
+  warm.worker_queue_s = 0.004;
+  warm.worker_ttft_s = 0.015;
   RequestRecord failed;  // no token: TTFT null, no ITL
   failed.index = 1;
   failed.status_code = 14;
@@ -108,6 +110,8 @@ TEST(ServeBenchRecordsJsonlTest, OneParsableLinePerRequestWithItsTimings) {
   EXPECT_EQ(w.Find("status")->str(), "OK");
   EXPECT_NEAR(w.Find("ttft_ms")->number(), 20, 1e-9);
   EXPECT_NEAR(w.Find("e2e_ms")->number(), 40, 1e-9);
+  EXPECT_NEAR(w.Find("worker_queue_ms")->number(), 4, 1e-9);
+  EXPECT_NEAR(w.Find("worker_ttft_ms")->number(), 15, 1e-9);
   ASSERT_EQ(w.Find("itl_ms")->items().size(), 2u);
   EXPECT_NEAR(w.Find("itl_ms")->items()[0].number(), 5, 1e-9);
   EXPECT_NEAR(w.Find("itl_ms")->items()[1].number(), 10, 1e-9);
@@ -115,6 +119,8 @@ TEST(ServeBenchRecordsJsonlTest, OneParsableLinePerRequestWithItsTimings) {
   EXPECT_EQ(f.Find("phase")->str(), "timed");
   EXPECT_EQ(f.Find("status")->str(), "UNAVAILABLE");
   EXPECT_TRUE(f.Find("ttft_ms")->is_null());
+  EXPECT_TRUE(f.Find("worker_queue_ms")->is_null());  // no Complete message
+  EXPECT_TRUE(f.Find("worker_ttft_ms")->is_null());
   EXPECT_TRUE(f.Find("itl_ms")->items().empty());
 }
 
