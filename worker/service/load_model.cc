@@ -177,6 +177,14 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, const TestFaults& 
   const int64_t capacity = model.backend->num_kv_pages() * model.backend->page_size();
   model.max_context =
       o.max_model_len > 0 ? o.max_model_len : model.backend->config().max_position_embeddings;
+  // RoPE tables and the model's training stop at max_position_embeddings: a longer limit would be
+  // advertised, accepted, and then fail the first batch that crosses it, so refuse it at start.
+  const int32_t model_limit = model.backend->config().max_position_embeddings;
+  if (model.max_context > model_limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_model_len=", model.max_context, " is past the model's max_position_embeddings ",
+        model_limit, " (config.json); lower --max_model_len to at most ", model_limit));
+  }
   if (model.max_context > capacity) {
     return absl::InvalidArgumentError(
         absl::StrCat("max context ", model.max_context, " tokens does not fit the KV pool of ",

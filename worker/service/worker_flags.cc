@@ -69,7 +69,8 @@ ABSL_FLAG(int32_t, gpu, kDefaults.gpu,
           "CUDA_VISIBLE_DEVICES); made current before anything else touches CUDA");
 ABSL_FLAG(int32_t, max_model_len, kDefaults.max_model_len,
           "Max prompt+generated tokens (0: the model's maximum); the "
-          "worker refuses to start if one such sequence cannot fit the KV pool");
+          "worker refuses to start if it exceeds the model's max_position_embeddings or one "
+          "such sequence cannot fit the KV pool");
 ABSL_FLAG(int32_t, max_batch_tokens, kDefaults.max_batch_tokens,
           "Tokens fed per step (chunked-prefill budget)");
 ABSL_FLAG(int32_t, max_running, kDefaults.max_running, "Sequences in the running batch");
