@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "kernels/decode/fast_divmod.h"
 
 #ifndef PKV_HOST_DEVICE
 #if defined(__CUDACC__)
@@ -145,12 +146,22 @@ struct GemvPlan {
   int32_t items = 0;              // tiles * parts
   int32_t grid = 0;               // CTAs: min(items, num_sms * ctas_per_sm)
   int32_t x_stage_max_bytes = 0;  // GemvDevice::x_stage_max_bytes
+  // group_rows / 16 (tiles per row group) as a multiply-shift divisor: the kernel maps an item's
+  // tile to its rows (GemvRow) without an integer divide per item (~20 instructions each).
+  decode::FastDivmod group_tiles;
   // Workspace of a split launch: one 16x8 float slot per item and one ticket per tile.
   int64_t partial_floats() const { return parts > 1 ? int64_t{items} * kGemvTileOutputs : 0; }
   int32_t num_tickets() const { return parts > 1 ? tiles : 0; }
   // Weight bytes one launch streams (rows of masked tile slots are not counted).
   int64_t weight_bytes() const { return int64_t{n} * GemvRowBytes(format, k); }
 };
+
+// GemvRow(p.group_rows, tile, slot) by the plan's divisor: the kernel's form, no integer divide.
+PKV_HOST_DEVICE int32_t GemvPlanRow(const GemvPlan& p, int32_t tile, int32_t slot) {
+  const int32_t group = static_cast<int32_t>(p.group_tiles.Div(static_cast<uint32_t>(tile)));
+  const int32_t first = (tile - group * static_cast<int32_t>(p.group_tiles.divisor)) * 8;
+  return group * p.group_rows + first + (slot & 7) + (slot >> 3) * (p.group_rows / 2);
+}
 
 // x staging. A launch whose GemvStageBytes fit plan.x_stage_max_bytes first copies the k span
 // of x its CTA's items read into shared memory (after the dependency wait; kRmsNorm: the
