@@ -35,17 +35,7 @@ namespace pkv::gpu::gemv {
 
 constexpr int kThreads = kGemvWarps * 32;
 constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
-#ifndef PKV_W4REG_REFILL
-#define PKV_W4REG_REFILL 1
-#endif
 constexpr int kMinCtasPerSm = 3;
-#ifndef PKV_W4REG_INT4_CTAS
-#define PKV_W4REG_INT4_CTAS 3
-#endif
-// Resident CTAs per SM the kernels of format W are compiled for (the register cap: 80 at 3).
-template <typename W>
-inline constexpr int kGemvMinCtas =
-    W::kFormat == GemvWeightFormat::kInt4 ? PKV_W4REG_INT4_CTAS : kMinCtasPerSm;
 
 // One item as a lane sees it.
 struct Item {
@@ -119,7 +109,7 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
 // load latency per batch with nothing in flight. Dense and fp8 keep whole-batch loads (per-unit
 // refills lost 0.81 -> 0.51 of stream on dense, bench/NOTES.md "w4speed").
 template <typename W>
-inline constexpr bool kRefillHalves = PKV_W4REG_REFILL&& W::kFormat == GemvWeightFormat::kInt4;
+inline constexpr bool kRefillHalves = W::kFormat == GemvWeightFormat::kInt4;
 
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
   const int32_t to = min(it.steps.end, from + count);
@@ -263,7 +253,7 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
 }
 
 template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage>
-__global__ void __launch_bounds__(kThreads, kGemvMinCtas<W>) GemvKernel(const GemvArgs a) {
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   extern __shared__ uint4 xs[];  // kStage: [a.tokens][GemvStageRowVecs(span.len)] (StageX)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
