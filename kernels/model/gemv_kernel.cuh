@@ -5,8 +5,9 @@
 // Per item a warp streams its run of K units kBatch units at a time: the 2 * kBatch 16-byte
 // weight loads of a batch (and, for 4-bit weights, their scale words) are issued before the
 // first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
-// weights in flight in every format; with 3 CTAs per SM that is ~3x what the
-// H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us = 35 KB per SM).
+// weights in flight in every format; with 3 CTAs per SM (2 for 4-bit: kGemvMinCtas) that is ~3x
+// (2x) what the H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us =
+// 35 KB per SM).
 // Weights are read with the streaming hint (evict first). Activations (kStage, when they fit:
 // gemv_plan.h, GemvStageSpan) are copied once per CTA into shared memory after the dependency
 // wait, so each step's x operand is a shared-memory read; without staging each step reads its
@@ -36,6 +37,16 @@ namespace pkv::gpu::gemv {
 constexpr int kThreads = kGemvWarps * 32;
 constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
 constexpr int kMinCtasPerSm = 3;
+// Resident CTAs per SM the kernels of format W are compiled for (__launch_bounds__; the planner
+// reads the resulting occupancy through QueryGemvDevice). Dense and fp8: 3 (80 registers; 96 KB
+// of weight loads in flight per SM). 4-bit: 2 (128 registers): a 4-bit unit is 4 steps of
+// dequantize-and-MMA per 16-byte load, so the kernel is bound by each warp's instruction chain,
+// not by bytes in flight, and at 80 registers it spilled. Measured on the H200 (chain timing, T=1,
+// bench/NOTES.md "w4reg"): 8B down 19.1 -> 14.5 us, o 7.7 -> 6.6 (256 items: about 2 CTAs an SM
+// either way), gate/up 23.9 -> 23.7 (T=8: 31.6 -> 27.2), qkv 8.5 -> 9.1 (384 items on 264 CTAs);
+// e2e AWQ B=1 2.74 -> 2.63 ms, B=8 8.75 -> 7.54 ms.
+template <typename W>
+inline constexpr int kGemvMinCtas = W::kFormat == GemvWeightFormat::kInt4 ? 2 : kMinCtasPerSm;
 
 // One item as a lane sees it.
 struct Item {
@@ -253,7 +264,7 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
 }
 
 template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
+__global__ void __launch_bounds__(kThreads, kGemvMinCtas<W>) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   extern __shared__ uint4 xs[];  // kStage: [a.tokens][GemvStageRowVecs(span.len)] (StageX)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;

@@ -196,12 +196,12 @@ PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
 }
 
 // Whether staging x pays (given that GemvStageBytes fit the budget), from the H200 (132 SMs, 3
-// CTAs per SM) chain timings of bench/results/2026-12-02-h200-w4gemv (staged vs per-step x, 8B
-// and 1B shapes, every format, 1..8 tokens). Staging costs one serialized round trip after the
-// dependency wait and tokens x span x 2 bytes per CTA through L2 (and, when large, the L1 the
-// SM keeps for weight loads in flight); it saves each step's x words: for a normalized input
-// (kRmsNorm) 4 loads and 8 multiplies a step, for a plain one a 16-byte load L1 mostly serves.
-// Rule:
+// CTAs per SM; the 4-bit kernels run 2 since w4reg, measured under this rule unchanged) chain
+// timings of bench/results/2026-12-02-h200-w4gemv (staged vs per-step x, 8B and 1B shapes, every
+// format, 1..8 tokens). Staging costs one serialized round trip after the dependency wait and
+// tokens x span x 2 bytes per CTA through L2 (and, when large, the L1 the SM keeps for weight loads
+// in flight); it saves each step's x words: for a normalized input (kRmsNorm) 4 loads and 8
+// multiplies a step, for a plain one a 16-byte load L1 mostly serves. Rule:
 //   normalized input: stage at <= 2 tokens (8B qkv int4 11.2 -> 9.2 us at T = 1, 11.7 -> 10.5
 //     at T = 2); above, only where CTAs take several items (items > grid), there for 4-bit
 //     weights at any size that fits (8B gate/up int4 T = 8: 58.9 -> 45.1 us: 4 steps per KB of
