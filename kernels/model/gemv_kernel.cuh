@@ -5,8 +5,9 @@
 // Per item a warp streams its run of K units kBatch units at a time: the 2 * kBatch 16-byte
 // weight loads of a batch (and, for 4-bit weights, their scale words) are issued before the
 // first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
-// weights in flight in every format; with 3 CTAs per SM that is ~3x what the
-// H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us = 35 KB per SM).
+// weights in flight in every format; with 3 CTAs per SM (2 for 4-bit: kGemvMinCtas) that is ~3x
+// (2x) what the H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us =
+// 35 KB per SM).
 // Weights are read with the streaming hint (evict first). Activations (kStage, when they fit:
 // gemv_plan.h, GemvStageSpan) are copied once per CTA into shared memory after the dependency
 // wait, so each step's x operand is a shared-memory read; without staging each step reads its
@@ -36,6 +37,16 @@ namespace pkv::gpu::gemv {
 constexpr int kThreads = kGemvWarps * 32;
 constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
 constexpr int kMinCtasPerSm = 3;
+// Resident CTAs per SM the kernels of format W are compiled for (__launch_bounds__; the planner
+// reads the resulting occupancy through QueryGemvDevice). Dense and fp8: 3 (80 registers; 96 KB
+// of weight loads in flight per SM). 4-bit: 2 (128 registers): a 4-bit unit is 4 steps of
+// dequantize-and-MMA per 16-byte load, so the kernel is bound by each warp's instruction chain,
+// not by bytes in flight, and at 80 registers it spilled. Measured on the H200 (chain timing, T=1,
+// bench/NOTES.md "w4reg"): 8B down 19.1 -> 14.5 us, o 7.7 -> 6.6 (256 items: about 2 CTAs an SM
+// either way), gate/up 23.9 -> 23.7 (T=8: 31.6 -> 27.2), qkv 8.5 -> 9.1 (384 items on 264 CTAs);
+// e2e AWQ B=1 2.74 -> 2.63 ms, B=8 8.75 -> 7.54 ms.
+template <typename W>
+inline constexpr int kGemvMinCtas = W::kFormat == GemvWeightFormat::kInt4 ? 2 : kMinCtasPerSm;
 
 // One item as a lane sees it.
 struct Item {
@@ -58,12 +69,21 @@ template <typename W>
 __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int warp, int g) {
   const GemvPlan& p = a.plan;
   Item it;
-  it.tile = item / p.parts;
-  it.part = item - it.tile * p.parts;
-  it.steps = GemvWarpSteps(p.units, p.parts, it.part, warp);
+  // Without split-K (every 8B shape) an item is its tile and the warp's run needs no divide; the
+  // row map divides by the plan's multiply-shift divisor (integer divides cost ~20 instructions,
+  // paid twice per item: this item's and the next one's preload).
+  if (p.parts == 1) {
+    it.tile = item;
+    it.part = 0;
+    it.steps = {warp * p.units / kGemvWarps, (warp + 1) * p.units / kGemvWarps};
+  } else {
+    it.tile = item / p.parts;
+    it.part = item - it.tile * p.parts;
+    it.steps = GemvWarpSteps(p.units, p.parts, it.part, warp);
+  }
   const int64_t row_vecs = int64_t{p.units} * 4;  // a unit is 16 bytes for each of 4 lanes
-  const int64_t ra = min(GemvRow(p.group_rows, it.tile, g), p.n - 1);
-  const int64_t rb = min(GemvRow(p.group_rows, it.tile, g + 8), p.n - 1);
+  const int64_t ra = min(GemvPlanRow(p, it.tile, g), p.n - 1);
+  const int64_t rb = min(GemvPlanRow(p, it.tile, g + 8), p.n - 1);
   it.wa = static_cast<const uint4*>(a.w) + ra * row_vecs;
   it.wb = static_cast<const uint4*>(a.w) + rb * row_vecs;
   if constexpr (W::kScaleWords) {
@@ -73,11 +93,13 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
   return it;
 }
 
-// Weight loads of units [s, s + kBatch) ∩ the warp's run: lane c reads 16 bytes of each unit.
+// Weight loads of units s + [u0, u1) ∩ the warp's run into slots [u0, u1): lane c reads 16 bytes
+// of each unit.
 template <typename W>
-__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
+__device__ __forceinline__ void LoadUnits(const Item& it, int32_t s, int u0, int u1, int c,
+                                          Batch& b) {
 #pragma unroll
-  for (int u = 0; u < kBatch; ++u) {
+  for (int u = u0; u < u1; ++u) {
     if (s + u < it.steps.end) {
       b.va[u] = __ldcs(it.wa + int64_t{s + u} * 4 + c);
       b.vb[u] = __ldcs(it.wb + int64_t{s + u} * 4 + c);
@@ -88,6 +110,17 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
     }
   }
 }
+template <typename W>
+__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
+  LoadUnits<W>(it, s, 0, kBatch, c, b);
+}
+
+// 4-bit weights refill a batch by halves (the K loop): a 4-bit unit is 4 steps of compute per
+// 16-byte load, so an item of several batches (8B down: 14 units a warp) otherwise waits a full
+// load latency per batch with nothing in flight. Dense and fp8 keep whole-batch loads (per-unit
+// refills lost 0.81 -> 0.51 of stream on dense, bench/NOTES.md "w4speed").
+template <typename W>
+inline constexpr bool kRefillHalves = W::kFormat == GemvWeightFormat::kInt4;
 
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
   const int32_t to = min(it.steps.end, from + count);
@@ -118,7 +151,7 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
 // row g, c2, c3 row g + 8, so sa scales the first two and sb the last two).
 template <typename T, typename W, typename X>
 __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint4& va,
-                                            const uint4& vb, uint32_t sa, uint32_t sb, int c,
+                                            const uint4& vb, uint32_t sa, uint32_t sb,
                                             float (&acc)[4]) {
   if constexpr (W::kUnitScale) {
     float ua[4] = {0.f, 0.f, 0.f, 0.f};
@@ -126,7 +159,7 @@ __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint
     for (int q = 0; q < W::kSteps; ++q) {
       const int32_t step = unit * W::kSteps + q;
       MmaStep<T>(ua, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
-                 x.At(step * kGemvStepK + 8 * c));
+                 x.AtStep(step));
     }
     const float fa = W::template UnitScale<T>(sa), fb = W::template UnitScale<T>(sb);
     acc[0] = fmaf(fa, ua[0], acc[0]);
@@ -138,7 +171,7 @@ __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint
     for (int q = 0; q < W::kSteps; ++q) {
       const int32_t step = unit * W::kSteps + q;
       MmaStep<T>(acc, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
-                 x.At(step * kGemvStepK + 8 * c));
+                 x.AtStep(step));
     }
   }
 }
@@ -231,7 +264,7 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
 }
 
 template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const GemvArgs a) {
+__global__ void __launch_bounds__(kThreads, kGemvMinCtas<W>) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   extern __shared__ uint4 xs[];  // kStage: [a.tokens][GemvStageRowVecs(span.len)] (StageX)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
@@ -265,25 +298,40 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) GemvKernel(const Gemv
     StageX<T, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
     __syncthreads();
   }
-  const XSource<T, kIn, kStage> x{a, xs + gx * row_vecs, span.begin, gx, inv};
+  const XSource<T, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
-      preloaded = false;
+      preloaded = false;  // kRefillHalves: set again when the batch refilled its slots
       if (s + kBatch <= it.steps.end) {
         // A full batch without branches, so the units' loads of x and (kUnitScale) their
         // independent MMA chains interleave.
+        if constexpr (kRefillHalves<W>) {
+          // Each half's slots take the next batch's loads as soon as their units are computed,
+          // so the warp's loads stay in flight through the compute of the other half.
+          const bool more = s + kBatch < it.steps.end;
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], c, acc);
+          for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int u = h * kBatch / 2; u < (h + 1) * kBatch / 2; ++u) {
+              ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
+            }
+            if (more) LoadUnits<W>(it, s + kBatch, h * kBatch / 2, (h + 1) * kBatch / 2, c, b);
+          }
+          preloaded = more;
+        } else {
+#pragma unroll
+          for (int u = 0; u < kBatch; ++u) {
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
+          }
         }
       } else {
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           if (s + u < it.steps.end) {
-            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], c, acc);
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
           }
         }
       }

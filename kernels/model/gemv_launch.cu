@@ -68,7 +68,8 @@ absl::Status CheckInput(const GemvArgs& a) {
       p.parts > kGemvMaxParts || p.tiles != (p.n + kGemvTileRows - 1) / kGemvTileRows ||
       p.items != p.tiles * p.parts || p.grid < 1 || p.grid > p.items ||
       p.group_rows % kGemvTileRows != 0 ||
-      (p.group_rows > kGemvTileRows && p.n % p.group_rows != 0)) {
+      (p.group_rows > kGemvTileRows && p.n % p.group_rows != 0) ||
+      p.group_tiles.divisor != static_cast<uint32_t>(p.group_rows / kGemvTileRows)) {
     return Invalid("the plan does not come from PlanGemv");
   }
   if (a.w == nullptr || a.x == nullptr || !Aligned16(a.w) || !Aligned16(a.x)) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "kernels/decode/fast_divmod.h"
 
 #ifndef PKV_HOST_DEVICE
 #if defined(__CUDACC__)
@@ -145,12 +146,22 @@ struct GemvPlan {
   int32_t items = 0;              // tiles * parts
   int32_t grid = 0;               // CTAs: min(items, num_sms * ctas_per_sm)
   int32_t x_stage_max_bytes = 0;  // GemvDevice::x_stage_max_bytes
+  // group_rows / 16 (tiles per row group) as a multiply-shift divisor: the kernel maps an item's
+  // tile to its rows (GemvRow) without an integer divide per item (~20 instructions each).
+  decode::FastDivmod group_tiles;
   // Workspace of a split launch: one 16x8 float slot per item and one ticket per tile.
   int64_t partial_floats() const { return parts > 1 ? int64_t{items} * kGemvTileOutputs : 0; }
   int32_t num_tickets() const { return parts > 1 ? tiles : 0; }
   // Weight bytes one launch streams (rows of masked tile slots are not counted).
   int64_t weight_bytes() const { return int64_t{n} * GemvRowBytes(format, k); }
 };
+
+// GemvRow(p.group_rows, tile, slot) by the plan's divisor: the kernel's form, no integer divide.
+PKV_HOST_DEVICE int32_t GemvPlanRow(const GemvPlan& p, int32_t tile, int32_t slot) {
+  const int32_t group = static_cast<int32_t>(p.group_tiles.Div(static_cast<uint32_t>(tile)));
+  const int32_t first = (tile - group * static_cast<int32_t>(p.group_tiles.divisor)) * 8;
+  return group * p.group_rows + first + (slot & 7) + (slot >> 3) * (p.group_rows / 2);
+}
 
 // x staging. A launch whose GemvStageBytes fit plan.x_stage_max_bytes first copies the k span
 // of x its CTA's items read into shared memory (after the dependency wait; kRmsNorm: the
@@ -185,12 +196,12 @@ PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
 }
 
 // Whether staging x pays (given that GemvStageBytes fit the budget), from the H200 (132 SMs, 3
-// CTAs per SM) chain timings of bench/results/2026-12-02-h200-w4gemv (staged vs per-step x, 8B
-// and 1B shapes, every format, 1..8 tokens). Staging costs one serialized round trip after the
-// dependency wait and tokens x span x 2 bytes per CTA through L2 (and, when large, the L1 the
-// SM keeps for weight loads in flight); it saves each step's x words: for a normalized input
-// (kRmsNorm) 4 loads and 8 multiplies a step, for a plain one a 16-byte load L1 mostly serves.
-// Rule:
+// CTAs per SM; the 4-bit kernels run 2 since w4reg, measured under this rule unchanged) chain
+// timings of bench/results/2026-12-02-h200-w4gemv (staged vs per-step x, 8B and 1B shapes, every
+// format, 1..8 tokens). Staging costs one serialized round trip after the dependency wait and
+// tokens x span x 2 bytes per CTA through L2 (and, when large, the L1 the SM keeps for weight loads
+// in flight); it saves each step's x words: for a normalized input (kRmsNorm) 4 loads and 8
+// multiplies a step, for a plain one a 16-byte load L1 mostly serves. Rule:
 //   normalized input: stage at <= 2 tokens (8B qkv int4 11.2 -> 9.2 us at T = 1, 11.7 -> 10.5
 //     at T = 2); above, only where CTAs take several items (items > grid), there for 4-bit
 //     weights at any size that fits (8B gate/up int4 T = 8: 58.9 -> 45.1 us: 4 steps per KB of

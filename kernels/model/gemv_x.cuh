@@ -93,18 +93,20 @@ __device__ __forceinline__ void StageX(const GemvArgs& a, GemvKSpan span, int32_
 }
 
 // Where a lane's x words come from during the K loop: the staged copy, or global memory.
+// AtStep(step): lane (g, c)'s words of step `step` (k = 32 step + 8 c); the staged form is one
+// shared-memory read at a constant offset from `row` within an unrolled batch.
 template <typename T, GemvInput kIn, bool kStaged>
 struct XSource {
   const GemvArgs& a;
-  const uint4* row;  // kStaged: the xs row of token gx
-  int32_t begin;     // kStaged: the span's first k
+  const uint4* row;  // kStaged: xs row of token gx, shifted so row[4 step] is k = 32 step + 8 c
+  int c;
   int gx;
   float inv;
-  __device__ __forceinline__ uint4 At(int32_t k) const {
+  __device__ __forceinline__ uint4 AtStep(int32_t step) const {
     if constexpr (kStaged) {
-      return row[(k - begin) >> 3];
+      return row[step * (kGemvStepK / 8)];
     } else {
-      return LoadX<T, kIn>(a, gx, k, inv);
+      return LoadX<T, kIn>(a, gx, step * kGemvStepK + 8 * c, inv);
     }
   }
 };

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -51,6 +52,21 @@ TEST(GemvRowTest, EveryRowOnceAndPairsHalfAGroupApart) {
 TEST(GemvRowTest, ContiguousTilesAreConsecutiveRows) {
   for (int32_t tile = 0; tile < 5; ++tile) {
     for (int32_t slot = 0; slot < 16; ++slot) EXPECT_EQ(GemvRow(16, tile, slot), 16 * tile + slot);
+  }
+}
+
+// The kernel's division-free row map equals GemvRow for the model's row groups (8B qkv: head_dim
+// 128; gate/up: 2 * 14336; 1B gate/up: 2 * 8192; contiguous), every tile and slot.
+TEST(GemvRowTest, PlanRowEqualsGemvRow) {
+  for (const auto& [n, group] : std::vector<std::pair<int32_t, int32_t>>{
+           {6144, 128}, {28672, 28672}, {16384, 16384}, {4096, 16}, {96, 96}, {4144, 16}}) {
+    const GemvPlan p = *PlanGemv(n, 4096, group, GemvDevice{132, 3});
+    for (int32_t tile = 0; tile < p.tiles; ++tile) {
+      for (int32_t slot = 0; slot < kGemvTileRows; ++slot) {
+        ASSERT_EQ(GemvPlanRow(p, tile, slot), GemvRow(group, tile, slot))
+            << "n " << n << " group " << group << " tile " << tile << " slot " << slot;
+      }
+    }
   }
 }
 
