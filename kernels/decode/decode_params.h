@@ -59,5 +59,6 @@ struct DecodeParams {
 };
 
 inline constexpr int kMaxStages = 8;
+inline constexpr int kMaxWarps = 8;  // warps a CTA: 2, 4 or 8 (decode_launch.cu validates)
 
 }  // namespace pkv::decode
