@@ -7,8 +7,15 @@
 #   3. ncu on a one-tile cell and a 256 MiB cell (warp states, source-level stall sampling).
 # Carry [".device/decode3.tar.xz", ".device/decode4"]; command:
 #   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/decode3.tar.xz && bash .device/decode4/go.sh profile
+# Call 2 (`go.sh measure`): bundle .device/decode4.tar.xz (device-bundle of this branch's pkv-bench
+# and the decode device tests, main's decode code as bin/pkv-bench-base, this script as go.sh,
+# the probe): probe again, held-out grid 16-bit and FP8 both binaries, device tests, ncu (new).
+#   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/decode4.tar.xz && bash /tmp/pkv/decode4/go.sh measure
 set -u
-D=$(cd "$(dirname "$0")" && pwd); B=/tmp/pkv/decode3; R=$B/run
+MODE=${1:-profile}
+D=$(cd "$(dirname "$0")" && pwd); B=/tmp/pkv/decode3
+[ "$MODE" = measure ] && B=/tmp/pkv/decode4
+R=$B/run
 OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUT"
 S=$RES/summary.txt; T0=$(date +%s)
 el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
@@ -45,7 +52,39 @@ ncu_cell() {  # ncu_cell TAG TRACE_LINE SKIP COUNT
   rm -f "$RES/ncu_$tag.ncu-rep"
 }
 
-MODE=${1:-profile}
+if [ "$MODE" = measure ]; then
+el "probe"
+timeout 60 "$D/decode4_probe" > "$RES/probe.txt" 2>&1; echo "rc=$? probe" >> "$S"
+cat "$RES/probe.txt" >> "$S"
+el "held-out: new (this branch) beside base (main's decode code)"
+for rep in 1 2; do
+  bench base_h16_$rep pkv-bench-base $H --routes workqueue,persistent,split --kv_dtype auto --configs w4s3
+  bench new_h16_$rep pkv-bench $H --routes workqueue,persistent,split --kv_dtype auto --configs w4s3
+done
+bench base_h8 pkv-bench-base $H --routes workqueue,persistent,split --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
+bench new_h8 pkv-bench $H --routes workqueue,persistent,split --kv_dtype fp8_e4m3 --configs w4s3,w8s3,auto --nofloor
+el "device tests (new)"
+for t in decode_attention_device_test:100 decode_fp8_device_test:60 fp8_kv_device_test:60; do
+  IFS=: read -r name secs <<< "$t"
+  echo "=== $name" >> "$RES/tests.log"
+  timeout "$secs" "$R" "$name" --gtest_brief=1 >> "$RES/tests.log" 2>&1
+  echo "rc=$? $name" >> "$S"
+done
+grep -E "PASSED|FAILED|tests ran" "$RES/tests.log" >> "$S"
+el "ncu (new)"
+mkdir -p /work/wt; ln -sfn "$PWD" /work/wt/decode4
+if [ -n "$NCU" ]; then
+  ncu_cell tiny "$(printf 'tiny-B1-N16\tdiag\t1\t16')" 2 1
+  ncu_cell mid "$(grep -P '^bucketed-B4-N16384\t' $H)" 2 1
+  timeout 40 "$NCU" -k regex:'EmptyKernel|EmptySmemKernel|ChainKernel' --launch-skip 6 -c 6 \
+    --clock-control none \
+    --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__cycles_active.max \
+    "$D/decode4_probe" > "$RES/ncu_probe.txt" 2>&1
+  echo "rc=$? ncu probe" >> "$S"
+  grep -E "gpu__time_duration|Warp Cycles Per Issued" "$RES"/ncu_*_details.txt >> "$S"
+fi
+fi
+
 if [ "$MODE" = profile ]; then
 el "probe"
 timeout 60 "$D/decode4_probe" > "$RES/probe.txt" 2>&1; echo "rc=$? probe" >> "$S"
