@@ -8,7 +8,8 @@
 //   - three dependent cold DRAM loads per CTA (the decode kernel's round trips);
 //   - a large straight-line code body against a loop of the same work (cold instruction fetch);
 //   - %globaltimer inside the kernel: first CTA start to last CTA end, against the events.
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o decode4_probe decode4_probe.cu
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o decode4_probe \
+//   decode4_probe.cu
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,13 +18,13 @@
 #include <functional>
 #include <vector>
 
-#define CK(x)                                                               \
-  do {                                                                      \
-    cudaError_t e_ = (x);                                                   \
-    if (e_ != cudaSuccess) {                                                \
+#define CK(x)                                                                 \
+  do {                                                                        \
+    cudaError_t e_ = (x);                                                     \
+    if (e_ != cudaSuccess) {                                                  \
       std::printf("CUDA error %s at %d\n", cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                         \
-    }                                                                       \
+      std::exit(1);                                                           \
+    }                                                                         \
   } while (0)
 
 __device__ __forceinline__ uint64_t GlobalTimer() {
@@ -154,9 +155,11 @@ int main() {
   const char* fl[3] = {"none", "flush(L1-pref)", "flush(smem-pref)"};
   for (int f = 0; f < 3; ++f) {
     std::printf("flush %-17s empty<<<8,128>>> %6.2f us\n", fl[f],
-                time(f, [&] { EmptyKernel<<<8, 128, 0, st>>>(); }, nullptr));
+                time(
+                    f, [&] { EmptyKernel<<<8, 128, 0, st>>>(); }, nullptr));
     std::printf("flush %-17s empty 101KB smem  %6.2f us\n", fl[f],
-                time(f, [&] { EmptySmemKernel<<<8, 128, smem, st>>>(); }, nullptr));
+                time(
+                    f, [&] { EmptySmemKernel<<<8, 128, smem, st>>>(); }, nullptr));
     double in0 = 0, in1 = 0;
     const double c0 = time(
         f, [&] { ChainKernel<<<8, 128, 0, st>>>(a, b, c, out, stamps); }, &in0);
@@ -166,23 +169,37 @@ int main() {
                 fl[f], c0, in0);
     std::printf("flush %-17s chain3 101KB smem %6.2f us (inside %.2f)\n", fl[f], c1, in1);
     std::printf("flush %-17s bigcode 64KB      %6.2f us\n", fl[f],
-                time(f, [&] { BigCodeKernel<<<8, 128, 0, st>>>(fout, 1.0001f, 0.5f); }, nullptr));
-    std::printf("flush %-17s loop same work    %6.2f us\n", fl[f],
-                time(f, [&] { LoopCodeKernel<<<8, 128, 0, st>>>(fout, 1.0001f, 0.5f, 4096); },
-                     nullptr));
+                time(
+                    f, [&] { BigCodeKernel<<<8, 128, 0, st>>>(fout, 1.0001f, 0.5f); }, nullptr));
+    std::printf(
+        "flush %-17s loop same work    %6.2f us\n", fl[f],
+        time(
+            f, [&] { LoopCodeKernel<<<8, 128, 0, st>>>(fout, 1.0001f, 0.5f, 4096); }, nullptr));
   }
   // Two empty kernels back to back, and empty + smem kernel (carveout switch inside the events).
-  std::printf("flush none two empties             %6.2f us\n", time(0, [&] {
-                EmptyKernel<<<8, 128, 0, st>>>();
-                EmptyKernel<<<8, 128, 0, st>>>();
-              }, nullptr));
-  std::printf("flush none empty then smem-empty   %6.2f us\n", time(0, [&] {
-                EmptyKernel<<<8, 128, 0, st>>>();
-                EmptySmemKernel<<<8, 128, smem, st>>>();
-              }, nullptr));
-  std::printf("flush none smem-empty twice        %6.2f us\n", time(0, [&] {
-                EmptySmemKernel<<<8, 128, smem, st>>>();
-                EmptySmemKernel<<<8, 128, smem, st>>>();
-              }, nullptr));
+  std::printf("flush none two empties             %6.2f us\n",
+              time(
+                  0,
+                  [&] {
+                    EmptyKernel<<<8, 128, 0, st>>>();
+                    EmptyKernel<<<8, 128, 0, st>>>();
+                  },
+                  nullptr));
+  std::printf("flush none empty then smem-empty   %6.2f us\n",
+              time(
+                  0,
+                  [&] {
+                    EmptyKernel<<<8, 128, 0, st>>>();
+                    EmptySmemKernel<<<8, 128, smem, st>>>();
+                  },
+                  nullptr));
+  std::printf("flush none smem-empty twice        %6.2f us\n",
+              time(
+                  0,
+                  [&] {
+                    EmptySmemKernel<<<8, 128, smem, st>>>();
+                    EmptySmemKernel<<<8, 128, smem, st>>>();
+                  },
+                  nullptr));
   return 0;
 }
