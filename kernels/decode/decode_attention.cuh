@@ -9,9 +9,8 @@
 //    prefix: Q and those page ids first, then the tiles). K/V tiles of warps*16 tokens stream
 //    through a `stages`-deep cp.async ring (16-byte copies, zero-filled past the item's end);
 //    the prologue fills the whole ring, so a short item's tiles are all in flight at once.
-//    Page ids of later tiles go through a shared-memory ring of their own, copied `stages - 1`
-//    tiles ahead with the K/V of an earlier tile, so the indirection is as far ahead as the data
-//    (read one tile ahead into registers, it was the loop's top stall under load: decode4).
+//    Page ids of later tiles are prefetched into registers one tile ahead, so the indirection
+//    never stalls the stream.
 //  - Warp w owns tokens [16w, 16w+16) of every tile. Scores are computed transposed,
 //    S^T[16 tokens][8 heads] = K * Q^T with mma.m16n8k16 (A = K via ldmatrix, B = Q^T), so the 8
 //    query heads are the MMA's n = 8 and no row padding to 16 is wasted. The probabilities are
@@ -251,17 +250,12 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       pids[k] = pos < len ? pid_s[p.page_div.Div(it.token_begin + pos) - first_page] : 0;
     }
   };
-  // Tiles from `stages` on: ring slot `slot` (= tile % stages) holds the page ids of the tile's
-  // pages, first the page of its first token (a tile spans at most tile_tokens pages).
-  const uint32_t pid_ring = ring + lay.pid_ring_offset();
-  const int32_t* pid_ring_s = reinterpret_cast<const int32_t*>(smem + lay.pid_ring_offset());
-  auto pids_from_ring = [&](int tile, int slot) {
-    const uint32_t page0 = p.page_div.Div(it.token_begin + tile * tile_tokens);
-    const int32_t* base = pid_ring_s + slot * tile_tokens;
+  auto pids_from_global = [&](int tile) {
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
-      pids[k] = pos < len ? base[p.page_div.Div(it.token_begin + pos) - page0] : 0;
+      pids[k] =
+          pos < len ? __ldg(p.page_ids + it.page_base + p.page_div.Div(it.token_begin + pos)) : 0;
     }
   };
   // One copy of the loop per L2 prefetch hint (a run-time kernel variant), chosen once per tile.
@@ -309,16 +303,6 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   // pages are all in the prefix are issued at once; the others once the block table's page ids
   // (committed with Q, before them) have landed. One commit group per prologue tile.
   const int ntiles = (len + tile_tokens - 1) / tile_tokens;
-  // Copies tile `tile`'s page ids into ring slot `slot` (nothing past the item's last tile).
-  auto issue_pids = [&](int tile, int slot) {
-    if (tile >= ntiles) return;
-    const uint32_t page0 = p.page_div.Div(it.token_begin + tile * tile_tokens);
-    const int last = min(len, (tile + 1) * tile_tokens) - 1;
-    const int n = static_cast<int>(p.page_div.Div(it.token_begin + last) - page0) + 1;
-    for (int e = tid; e < n; e += blockDim.x) {
-      CpAsync4(pid_ring + (slot * tile_tokens + e) * 4, p.page_ids + it.page_base + page0 + e);
-    }
-  };
   const int covered = have * p.page_size;  // tokens whose page ids pid_s holds already
   const int early = len <= covered ? stages : min(stages, covered / tile_tokens);
   for (int s = 0; s < stages; ++s) {
@@ -330,9 +314,6 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       pids_from_smem(s);
       issue(s, s);
     }
-    // The page ids of tile s + stages - 1 ride with tile s's K/V: landed when tile s has, which
-    // is before iteration s issues that tile (tile stages - 1 itself is the prologue's).
-    if (s > 0) issue_pids(s + stages - 1, s - 1);
     CpAsyncCommit();
   }
   // Q has landed once at most the prologue's tiles are pending.
@@ -363,6 +344,7 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   for (int mt = 0; mt < kD / 16; ++mt) st.o[mt][0] = st.o[mt][1] = st.o[mt][2] = st.o[mt][3] = 0.f;
   st.m[0] = st.m[1] = NegInf();
   st.l[0] = st.l[1] = 0.f;
+  if (stages < ntiles) pids_from_global(stages);
   int read_slot = 0, write_slot = stages - 1;
   for (int i = 0; i < ntiles; ++i) {
     // Tile i has landed (this thread's copies). Groups committed after tile i: stages - 1 for
@@ -372,16 +354,11 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     __syncthreads();  // ... everyone's, and slot i-1 is free for reuse
     // Iteration i >= 1 refills slot i-1 with tile i + stages - 1 (the prologue issued tiles
     // 0 .. stages-1, so iteration 0 has nothing to issue).
-    // Its page ids landed with tile i (the wait above); the page ids of tile j + stages - 1 go
-    // out with it, into the slot tile j - 1's held (read last iteration, before the barrier).
     if (i > 0) {
       const int j = i + stages - 1;
-      if (j < ntiles) {
-        pids_from_ring(j, write_slot);
-        issue(j, write_slot);
-      }
-      issue_pids(j + stages - 1, write_slot == 0 ? stages - 1 : write_slot - 1);
+      if (j < ntiles) issue(j, write_slot);
       CpAsyncCommit();
+      if (j + 1 < ntiles) pids_from_global(j + 1);
     }
     const uint32_t kb = ring + read_slot * 2 * tile_bytes;
     if constexpr (kFp8) {

@@ -6,8 +6,6 @@
 //   q     [8][head_dim + 8]: the group's query rows (rows >= G are zero); +8 pads the row stride
 //         off a multiple of 128 bytes for conflict-free ldmatrix
 //   pids  int32[stages * tile tokens]: page ids of the first `stages` tiles (page size >= 1)
-//   pid ring int32[stages][tile tokens]: page ids of the tiles after them, one slot a tile
-//         (a tile spans at most tile tokens pages), loaded `stages - 1` tiles ahead of their K/V
 //   misc  int32[4]: the merge ticket
 // After the ring is drained, the cross-warp combine ([warps][8][head_dim + 4] fp32 plus m, l)
 // and the in-kernel merge (kMergeSmemBytes) reuse the ring; both fit in two stages.
@@ -31,8 +29,7 @@ struct AttentionSmem {
   PKV_HOST_DEVICE int32_t q_row_elems() const { return head_dim + 8; }
   PKV_HOST_DEVICE int32_t pid_offset() const { return q_offset() + 8 * q_row_elems() * 2; }
   PKV_HOST_DEVICE int32_t pid_capacity() const { return stages * tile_tokens(); }
-  PKV_HOST_DEVICE int32_t pid_ring_offset() const { return pid_offset() + pid_capacity() * 4; }
-  PKV_HOST_DEVICE int32_t misc_offset() const { return pid_ring_offset() + pid_capacity() * 4; }
+  PKV_HOST_DEVICE int32_t misc_offset() const { return pid_offset() + pid_capacity() * 4; }
   PKV_HOST_DEVICE int32_t total_bytes() const { return misc_offset() + 16; }
 };
 
