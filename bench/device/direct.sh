@@ -34,7 +34,8 @@ else
 fi
 { nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null; echo "cores $(nproc)"
   echo "revision $(cat "${B:-.}/REVISION" 2>/dev/null || git rev-parse --short HEAD)"; } >> "$S"
-pack() { [ -n "${LOCAL:-}" ] || { tar -C "$W" -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"; }; }
+pack() { [ -n "${LOCAL:-}" ] || { tar -C "$W" -czf /tmp/results.tgz . && mv /tmp/results.tgz "$OUT/"
+  cp "$W/router_cost.log" "$OUT/" 2>/dev/null; }; }
 health() {  # ADDR SERVICE: wait until SERVING (up to 200 s)
   for _ in $(seq 1 400); do "$R" pkv health --addr "$1" --service "$2" >/dev/null 2>&1 && return 0
     sleep 0.5; done; echo "not healthy: $1 $2" >> "$S"; }
