@@ -8,8 +8,8 @@
 
 namespace pkv::colocated {
 
-std::string InProcessWorkerName(const WorkerOptions& worker) {
-  return absl::StrCat("inproc:", worker.listen);
+std::string InProcessWorkerName(const WorkerOptions& worker, bool direct) {
+  return absl::StrCat(direct ? "direct:" : "inproc:", worker.listen);
 }
 
 absl::Status ValidateColocated(const router::RouterOptions& router, const WorkerOptions& worker) {
@@ -29,19 +29,22 @@ ColocatedRouter::~ColocatedRouter() { Stop(absl::ZeroDuration()); }
 
 WorkerHooks ColocatedRouter::Hooks() {
   WorkerHooks hooks;
-  hooks.on_serving = [this](grpc::Server& server, prometheus::Registry& registry) {
-    return Start(server, registry);
+  hooks.on_serving = [this](grpc::Server& server, WorkerService& service,
+                            prometheus::Registry& registry) {
+    return Start(server, service, registry);
   };
   hooks.on_shutdown = [this](absl::Duration drain_timeout) { Stop(drain_timeout); };
   return hooks;
 }
 
-absl::Status ColocatedRouter::Start(grpc::Server& worker_server, prometheus::Registry& registry) {
-  router_ = std::make_unique<router::RouterServer>(options_, registry);
+absl::Status ColocatedRouter::Start(grpc::Server& worker_server, WorkerService& service,
+                                    prometheus::Registry& registry) {
+  router_ = std::make_unique<router::RouterServer>(options_.router, registry);
   // The channel's arguments are those of the in-process transport; the keepalive of TCP worker
   // channels has nothing to detect here (the worker's server dies with this process).
   router_->AddInProcessWorker(
-      {worker_name_, worker_server.InProcessChannel(grpc::ChannelArguments())});
+      {worker_name_, worker_server.InProcessChannel(grpc::ChannelArguments()),
+       options_.direct ? std::make_shared<ServiceDirectWorker>(&service) : nullptr});
   absl::Status started = router_->Start();
   if (!started.ok()) {
     router_.reset();

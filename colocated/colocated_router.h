@@ -1,11 +1,14 @@
 // pkv::colocated: the router and one worker in one process, for a one-GPU box (issue 18: the
-// router's cost). The router reaches that worker over the worker's own grpc::Server's in-process
-// channel (gRPC's in-process transport: no socket, no HTTP/2 framing), so the first token crosses
-// one TCP hop (client -> router) instead of two. Everything else is unchanged: the worker is a
-// normal registry member (health, load, drain, prefix index, breaker, stall checks, cancel and
-// deadlines all travel over that channel), its own --listen port still serves pkv.v1.Worker (so
-// "straight to the worker" stays measurable), and remote workers can be listed beside it
-// (RouterOptions::workers / workers_dns). Router and worker metrics share the worker's /metrics.
+// router's cost). By default the router's Generate streams placed on that worker call its engine
+// directly (colocated/direct_worker.h: no gRPC between them, the first token written to the client
+// from the engine's thread), so the first token crosses one TCP hop (client -> router) and no
+// second transport at all. Everything else reaches the worker over its own grpc::Server's
+// in-process channel (gRPC's in-process transport): the worker is a normal registry member
+// (health, load, drain, prefix index, breaker, stall checks), its own --listen port still serves
+// pkv.v1.Worker (so "straight to the worker" stays measurable), and remote workers can be listed
+// beside it (RouterOptions::workers / workers_dns). With ColocatedOptions::direct false, Generate
+// goes over the in-process channel too (the path before direct calls, kept to measure against).
+// Router and worker metrics share the worker's /metrics.
 //
 // Life: RunWorker(worker_options, colocated.Hooks()) starts the router once the worker's gRPC
 // server serves (the router reports NOT_SERVING until the model is loaded and the worker is
@@ -24,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "colocated/direct_worker.h"
 #include "router/router_options.h"
 #include "router/router_server.h"
 #include "worker/service/worker_options.h"
@@ -31,8 +35,15 @@
 
 namespace pkv::colocated {
 
-// The in-process worker's label in the router's logs and metrics: "inproc:" + its --listen.
-std::string InProcessWorkerName(const WorkerOptions& worker);
+struct ColocatedOptions {
+  router::RouterOptions router;
+  // Generate streams call the worker's engine directly; false: over the in-process gRPC channel.
+  bool direct = true;
+};
+
+// The in-process worker's label in the router's logs and metrics: "direct:" (direct calls) or
+// "inproc:" (in-process gRPC) + its --listen.
+std::string InProcessWorkerName(const WorkerOptions& worker, bool direct);
 
 // INVALID_ARGUMENT when the pair cannot run in one process: TLS on either side, or the router's
 // and the worker's ports the same.
@@ -40,7 +51,7 @@ absl::Status ValidateColocated(const router::RouterOptions& router, const Worker
 
 class ColocatedRouter {
  public:
-  ColocatedRouter(router::RouterOptions options, std::string worker_name)
+  ColocatedRouter(ColocatedOptions options, std::string worker_name)
       : options_(std::move(options)), worker_name_(std::move(worker_name)) {}
   ~ColocatedRouter();  // shuts the router down if still running
   ColocatedRouter(const ColocatedRouter&) = delete;
@@ -53,10 +64,11 @@ class ColocatedRouter {
   router::RouterServer* router() { return router_.get(); }
 
  private:
-  absl::Status Start(grpc::Server& worker_server, prometheus::Registry& registry);
+  absl::Status Start(grpc::Server& worker_server, WorkerService& service,
+                     prometheus::Registry& registry);
   void Stop(absl::Duration drain_timeout);
 
-  const router::RouterOptions options_;
+  const ColocatedOptions options_;
   const std::string worker_name_;
   std::unique_ptr<router::RouterServer> router_;
   bool stopped_ = false;

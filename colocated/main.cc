@@ -27,6 +27,9 @@ ABSL_FLAG(int, router_max_queue, kRouter.max_queue,
           "router: streams waiting for a slot beyond --router_max_inflight");
 ABSL_FLAG(bool, router_prefix_routing, kRouter.prefix_routing,
           "router: prefer the worker that likely caches the prompt's prefix");
+ABSL_FLAG(bool, router_direct, pkv::colocated::ColocatedOptions().direct,
+          "the router's streams call the in-process worker's engine directly; false: over gRPC's "
+          "in-process transport (to measure the difference)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -34,7 +37,9 @@ int main(int argc, char** argv) {
       "[--router_workers host:port,...] [worker flags]");
   absl::ParseCommandLine(argc, argv);
   const pkv::WorkerOptions worker = pkv::WorkerOptionsFromFlags();
-  pkv::router::RouterOptions router;
+  pkv::colocated::ColocatedOptions colocated_options;
+  pkv::router::RouterOptions& router = colocated_options.router;
+  colocated_options.direct = absl::GetFlag(FLAGS_router_direct);
   router.listen = absl::GetFlag(FLAGS_router_listen);
   router.http_listen = absl::GetFlag(FLAGS_router_http_listen);
   absl::StatusOr<std::vector<std::string>> remote =
@@ -52,7 +57,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pkv-colocated: %s\n", std::string(valid.message()).c_str());
     return 2;
   }
-  pkv::colocated::ColocatedRouter colocated(std::move(router),
-                                            pkv::colocated::InProcessWorkerName(worker));
+  std::string worker_name = pkv::colocated::InProcessWorkerName(worker, colocated_options.direct);
+  pkv::colocated::ColocatedRouter colocated(std::move(colocated_options), std::move(worker_name));
   return pkv::RunWorker(worker, colocated.Hooks());
 }

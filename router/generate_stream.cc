@@ -139,7 +139,7 @@ void GenerateStream::OnAdmission(absl::Status status) {
 
 void GenerateStream::StartAttempt() {
   WorkerCall* call = nullptr;
-  std::shared_ptr<pkv::v1::Worker::Stub> stub;
+  WorkerRegistry::CallTarget target;
   {
     absl::MutexLock lock(&mu_);
     if (client_gone_ || out_.has_final() || call_ != nullptr) return;
@@ -150,29 +150,29 @@ void GenerateStream::StartAttempt() {
     }
     prompt_blocks_ready_ = true;
     // A worker removed (DNS) between the load snapshot and BeginCall is skipped: place again.
-    for (int tries = 0; tries < 3 && stub == nullptr; ++tries) {
+    for (int tries = 0; tries < 3 && target.stub == nullptr; ++tries) {
       placement = rc_.placer->Place(request_.session_id(), prompt_blocks_, rc_.registry->Loads(),
                                     tried_workers_, /*retry=*/!tried_workers_.empty());
       if (!placement.has_value()) break;
-      stub = rc_.registry->BeginCall(placement->worker);  // counts it in the worker's load
-      if (stub == nullptr) tried_workers_.push_back(placement->worker);
+      target = rc_.registry->BeginCall(placement->worker);  // counts it in the worker's load
+      if (target.stub == nullptr) tried_workers_.push_back(placement->worker);
     }
     if (DeadlinePassed(deadline_)) {
-      if (stub != nullptr) rc_.registry->EndCall(placement->worker);
-      stub = nullptr;
+      if (target.stub != nullptr) rc_.registry->EndCall(placement->worker);
+      target = {};
       FailLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                               "deadline expired before a worker could take the request"));
-    } else if (stub == nullptr && rc_.registry->num_suspect() > 0 &&
+    } else if (target.stub == nullptr && rc_.registry->num_suspect() > 0 &&
                suspect_waits_ < kMaxSuspectWaits) {
       // Workers are being verified after streams reported them lost (the router may have torn
       // their transports down itself after a pause): wait for the verdict rather than fail.
       ++suspect_waits_;
       ScheduleRetryLocked(kSuspectWait);
-    } else if (stub == nullptr && first_chunk_seen_) {
+    } else if (target.stub == nullptr && first_chunk_seen_) {
       // A migration found no worker: the client has tokens, so ABORTED + tokens-emitted (a
       // blind retry would repeat them), never UNAVAILABLE.
       AbortAfterTokensLocked();
-    } else if (stub == nullptr) {
+    } else if (target.stub == nullptr) {
       FailLocked(grpc::Status(
           grpc::StatusCode::UNAVAILABLE,
           last_error_.ok()
@@ -191,8 +191,8 @@ void GenerateStream::StartAttempt() {
         rc_.metrics->RecordPrefixEstimate(static_cast<int64_t>(prompt_blocks_.size()),
                                           placement->prefix_blocks);
       }
-      calls_.push_back(std::make_unique<WorkerCall>(this, w, stub, BuildWorkerRequestLocked(),
-                                                    ToClientDeadline(deadline_)));
+      calls_.push_back(MakeWorkerCall(this, w, std::move(target.stub), std::move(target.direct),
+                                      BuildWorkerRequestLocked(), deadline_));
       call = call_ = calls_.back().get();
       Ref();  // dropped in OnWorkerDone
       last_worker_message_ = absl::Now();

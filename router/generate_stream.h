@@ -4,7 +4,8 @@
 //         ─▶ admission: slot ─▶ attempt │ queued ─▶ (slot ─▶ attempt | timeout ─▶
 //         RESOURCE_EXHAUSTED)
 //            │ queue full ─▶ RESOURCE_EXHAUSTED + grpc-retry-pushback-ms
-//   attempt: place (affinity / two choices), open Worker.Generate with the client's deadline,
+//   attempt: place (affinity / two choices), open Worker.Generate with the client's deadline
+//            (over gRPC, or a direct call into a worker in this process: router/worker_call.h),
 //            relay Accepted (kept: prompt ids, worker id), Chunks, Complete (+ worker_id,
 //            migrations, request_id).
 //   worker fails before the first chunk with UNAVAILABLE / RESOURCE_EXHAUSTED / lost (refused,
@@ -33,9 +34,10 @@
 //   (JudgeSilenceLocked). RESOURCE_EXHAUSTED after tokens (the worker dropped a stream the router
 //   did not read) migrates the stream without blaming the worker.
 //
-// Threads: gRPC server reactions, worker-call reactions, admission callbacks and timer callbacks
-// all touch the state under mu_; gRPC operations (StartWrite, Finish, StartCall, TryCancel) are
-// issued after unlocking, because gRPC may run a reaction inline and reactions take mu_.
+// Threads: gRPC server reactions, worker-call reactions (a direct call's on the worker engine's
+// thread), admission callbacks and timer callbacks all touch the state under mu_; gRPC operations
+// (StartWrite, Finish, StartCall, TryCancel) are issued after unlocking, because gRPC may run a
+// reaction inline and reactions take mu_.
 // Lifetime: self-owned; deleted when the last of {server reaction OnDone, each worker call's
 // OnDone, each pending timer, an admission wait} lets go of its reference.
 #pragma once

@@ -49,7 +49,8 @@ WorkerRegistry::WorkerRegistry(const RouterOptions& options, ChangeListener on_c
   absl::MutexLock lock(&mu_);
   for (const std::string& address : options_.workers) AddWorkerLocked(address, /*is_static=*/true);
   for (InProcessWorker& worker : in_process) {
-    AddWorkerLocked(worker.name, /*is_static=*/true, std::move(worker.channel));
+    const int w = AddWorkerLocked(worker.name, /*is_static=*/true, std::move(worker.channel));
+    if (w >= 0) workers_[w]->direct = std::move(worker.direct);
   }
 }
 
@@ -205,13 +206,13 @@ std::optional<pkv::v1::ModelInfo> WorkerRegistry::AnyModelInfo() const {
   return std::nullopt;
 }
 
-WorkerRegistry::StubPtr WorkerRegistry::BeginCall(int w) {
+WorkerRegistry::CallTarget WorkerRegistry::BeginCall(int w) {
   absl::MutexLock lock(&mu_);
   Worker& worker = *workers_[w];
-  if (worker.removed || worker.stub == nullptr) return nullptr;
+  if (worker.removed || worker.stub == nullptr) return {};
   ++worker.inflight;
   if (worker.placements != nullptr) worker.placements->Increment();
-  return worker.stub;
+  return {worker.stub, worker.direct};
 }
 
 void WorkerRegistry::EndCall(int w) {

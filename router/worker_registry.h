@@ -19,8 +19,10 @@
 // carries its slot's generation, so an answer for a slot's previous occupant is ignored.
 //
 // In-process workers (colocated/): a worker in the router's own process, reached over its
-// grpc::Server's in-process channel instead of TCP. It is a static worker like any other (health,
-// load, breaker, stall checks, cancel, deadlines), named by a label instead of an address.
+// grpc::Server's in-process channel instead of TCP, and with a DirectWorker its Generate streams
+// by a direct call into its engine (router/direct_worker.h). It is a static worker like any other
+// (health, load, breaker, stall checks, cancel, deadlines), named by a label instead of an
+// address.
 //
 // Threads: one poll thread issues async probes every interval and retires idle removed workers;
 // probe callbacks (gRPC threads) update state under mu_. All public methods are thread-safe and
@@ -48,6 +50,7 @@
 #include "pkv/v1/worker.grpc.pb.h"
 #include "prometheus/counter.h"
 #include "router/circuit_breaker.h"
+#include "router/direct_worker.h"
 #include "router/placement.h"
 #include "router/router_metrics.h"
 #include "router/router_options.h"
@@ -55,10 +58,12 @@
 namespace pkv::router {
 
 // A worker in this process: `channel` comes from its grpc::Server::InProcessChannel; `name` is its
-// label in logs and metrics (e.g. "inproc:127.0.0.1:50061").
+// label in logs and metrics (e.g. "direct:127.0.0.1:50061"). With `direct`, Generate streams call
+// its engine directly and only the other RPCs use `channel`; null: Generate over `channel` too.
 struct InProcessWorker {
   std::string name;
   std::shared_ptr<grpc::Channel> channel;
+  std::shared_ptr<DirectWorker> direct;
 };
 
 namespace internal {
@@ -114,9 +119,15 @@ class WorkerRegistry {
   // ModelInfo of some healthy worker (the lowest index); nullopt when none is healthy.
   std::optional<pkv::v1::ModelInfo> AnyModelInfo() const;
 
-  // A stream starts on w: counts it in w's load and placements and returns the stub to call;
-  // nullptr when w was removed since it was placed (place again). Pair with EndCall.
-  StubPtr BeginCall(int w);
+  // What a stream calls on w: the stub (every RPC), and for a direct in-process worker the
+  // entry that replaces the Generate RPC (null otherwise).
+  struct CallTarget {
+    StubPtr stub;  // null: w was removed since it was placed (place again)
+    std::shared_ptr<DirectWorker> direct;
+  };
+  // A stream starts on w: counts it in w's load and placements and returns what to call; a null
+  // stub when w was removed since it was placed. Pair with EndCall (not after a null stub).
+  CallTarget BeginCall(int w);
   void EndCall(int w);
   int inflight(int w) const;
 
@@ -138,8 +149,10 @@ class WorkerRegistry {
     std::string address;
     uint64_t generation = 0;  // bumped whenever the slot gets a (new) channel
     bool is_static = false;
-    // An in-process worker's channel (used instead of a TCP one); null for every other worker.
+    // An in-process worker's channel (used instead of a TCP one) and, when its Generate streams
+    // call it directly, its DirectWorker; null for every other worker.
     std::shared_ptr<grpc::Channel> in_process_channel;
+    std::shared_ptr<DirectWorker> direct;
     bool removed = false;  // discovered, then no longer listed: never placed again
     bool retired = false;  // removed and idle: no channel; the slot may be reused
     absl::Time retired_at = absl::InfinitePast();

@@ -1,8 +1,10 @@
-// pkv-colocated (colocated/): the router and one worker in one process, the router reaching that
-// worker over gRPC's in-process transport, a remote pkv-worker beside it; clients over loopback
-// gRPC. A generation on the in-process worker, cancel and deadline (its KV pages and slots come
-// back), its own port still serving pkv.v1.Worker, router and worker metrics on one /metrics, and
-// a drain (SIGTERM) that lets a running stream finish and exits 0.
+// pkv-colocated (colocated/): the router and one worker in one process, the router calling that
+// worker's engine directly (by default; over gRPC's in-process transport with
+// --router_direct=false), a remote pkv-worker beside it; clients over loopback gRPC. A generation
+// on the in-process worker, cancel, deadline and a client that vanishes mid-stream (its KV pages
+// and slots come back), its own port still serving pkv.v1.Worker, router and worker metrics on one
+// /metrics, a drain (SIGTERM) that lets a running stream finish and exits 0, and the in-process
+// gRPC path still serving.
 #include <csignal>
 #include <optional>
 #include <set>
@@ -28,7 +30,8 @@ struct Colocated {
 };
 
 absl::StatusOr<Colocated> StartColocated(const std::string& model_dir, const std::string& log_dir,
-                                         const std::vector<std::string>& remote_workers) {
+                                         const std::vector<std::string>& remote_workers,
+                                         const std::vector<std::string>& extra_args = {}) {
   absl::Status last;
   for (int attempt = 0; attempt < 3; ++attempt) {  // a port taken meanwhile: fresh ports
     Colocated c;
@@ -43,6 +46,7 @@ absl::StatusOr<Colocated> StartColocated(const std::string& model_dir, const std
                                      "--insecure",
                                      "--drain_timeout=30s",
                                      absl::StrCat("--router_listen=", c.router_address())};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     if (!remote_workers.empty()) {
       std::string list;
       for (const std::string& w : remote_workers)
@@ -78,8 +82,11 @@ class ColocatedTest : public ::testing::Test {
     auto c = Cluster::Start(options);
     ASSERT_TRUE(c.ok()) << c.status();
     remote_ = c->release();
+    // Steps of at least 5 ms: a 1000-token stream lasts seconds, so a cancel, deadline or
+    // disconnect lands mid-stream and must be what ends it (the abort counters say so).
     auto colocated =
-        StartColocated(remote_->model_dir(), remote_->log_dir(), {remote_->worker(0).address()});
+        StartColocated(remote_->model_dir(), remote_->log_dir(), {remote_->worker(0).address()},
+                       {"--enable_test_faults", "--test_fault=slow_step_ms:5"});
     ASSERT_TRUE(colocated.ok()) << colocated.status();
     colocated_ = new Colocated(*std::move(colocated));
   }
@@ -122,6 +129,21 @@ class ColocatedTest : public ::testing::Test {
     } while (absl::Now() < deadline);
     EXPECT_EQ(load.kv_pages_used(), 0u);
     EXPECT_EQ(load.running() + load.waiting(), 0u);
+  }
+
+  // The in-process worker's pkv_seq_aborts_total{reason}.
+  static double Aborts(const std::string& reason) {
+    return ScrapeMetric(colocated_->metrics_address(),
+                        absl::StrCat("pkv_seq_aborts_total{reason=\"", reason, "\"}"));
+  }
+  // The in-process worker counted one more abort for `reason` than `before` (polled: it lands
+  // within a step of the cancel).
+  static void ExpectOneMoreAbort(const std::string& reason, double before) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (Aborts(reason) < before + 1 && absl::Now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(Aborts(reason), before + 1) << reason;
   }
 
   static Cluster* remote_;
@@ -172,6 +194,7 @@ TEST_F(ColocatedTest, OwnPortStillServesTheWorkerApi) {
 TEST_F(ColocatedTest, CancelReleasesTheInProcessWorker) {
   const std::optional<std::string> session = SessionOnInProcessWorker();
   ASSERT_TRUE(session.has_value()) << "no session was placed on the in-process worker";
+  const double aborts_before = Aborts("client_cancel");
   pkv::v1::GenerateRequest req = MakeRequest({11, 12, 13, 14}, 1000);
   req.mutable_sampling()->set_ignore_eos(true);
   req.set_session_id(*session);
@@ -189,24 +212,57 @@ TEST_F(ColocatedTest, CancelReleasesTheInProcessWorker) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   ExpectInProcessWorkerIdle();
+  ExpectOneMoreAbort("client_cancel", aborts_before);
 }
 
 TEST_F(ColocatedTest, DeadlineEndsTheStreamAndReleasesTheInProcessWorker) {
   const std::optional<std::string> session = SessionOnInProcessWorker();
   ASSERT_TRUE(session.has_value()) << "no session was placed on the in-process worker";
+  const double aborts_before = Aborts("deadline");
   pkv::v1::GenerateRequest req = MakeRequest({21, 22, 23}, 1000);
   req.mutable_sampling()->set_ignore_eos(true);
   req.set_session_id(*session);
   StreamResult r = RunGenerate(stub_.get(), req, absl::Milliseconds(100));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << r.status.error_message();
   ExpectInProcessWorkerIdle();
+  ExpectOneMoreAbort("deadline", aborts_before);
+}
+
+// A client process killed mid-stream (its connection closes, no cancel sent): the router's
+// stream ends, the direct call cancels the engine's request, and the worker's pages come back.
+TEST_F(ColocatedTest, ClientGoneMidStreamReleasesTheInProcessWorker) {
+  const std::optional<std::string> session = SessionOnInProcessWorker();
+  ASSERT_TRUE(session.has_value()) << "no session was placed on the in-process worker";
+  const std::string m = colocated_->metrics_address();
+  const double tokens_before = ScrapeMetric(m, "pkv_generated_tokens_total");
+  const double aborts_before = Aborts("client_cancel");
+  auto client = Process::Spawn(
+      BinDir() + "/pkv",
+      {"generate", absl::StrCat("--router=", colocated_->router_address()), "--token_ids=41,42,43",
+       "--max_tokens=1000", "--ignore_eos", absl::StrCat("--session_id=", *session)},
+      absl::StrCat(remote_->log_dir(), "/client-gone.log"));
+  ASSERT_TRUE(client.ok()) << client.status();
+  // Mid-stream: the in-process worker holds the request's pages and has produced tokens.
+  auto mid_stream = [&] {
+    return ScrapeMetric(m, "pkv_kv_cache_pages{state=\"used\"}") > 0 &&
+           ScrapeMetric(m, "pkv_generated_tokens_total") >= tokens_before + 3;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline && !mid_stream()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(mid_stream()) << (*client)->LogTail() << colocated_->process->LogTail();
+  (*client)->Signal(SIGKILL);
+  (*client)->Wait(absl::Seconds(10));
+  ExpectInProcessWorkerIdle();
+  ExpectOneMoreAbort("client_cancel", aborts_before);
 }
 
 TEST_F(ColocatedTest, RouterAndWorkerMetricsOnOneEndpoint) {
   const std::optional<std::string> session = SessionOnInProcessWorker();
   ASSERT_TRUE(session.has_value());
   const std::string m = colocated_->metrics_address();
-  const std::string label = absl::StrCat("inproc:", colocated_->worker_address());
+  const std::string label = absl::StrCat("direct:", colocated_->worker_address());
   EXPECT_GE(
       ScrapeMetric(m, absl::StrCat("pkv_router_worker_placements_total{worker=\"", label, "\"}")),
       1);
@@ -248,6 +304,27 @@ TEST(ColocatedDrainTest, SigtermLetsARunningStreamFinishAndExitsZero) {
   const std::optional<int> code = colocated->process->Wait(absl::Seconds(60));
   ASSERT_TRUE(code.has_value()) << "did not exit\n" << colocated->process->LogTail();
   EXPECT_EQ(*code, 0) << colocated->process->LogTail();
+}
+
+// The path before direct calls (--router_direct=false: Generate over the worker's in-process gRPC
+// channel) still generates, and says so in its label.
+TEST(ColocatedInProcessGrpcTest, GeneratesOverTheInProcessChannel) {
+  const std::string log_dir = MakeTempDir("pkv-colocated-inproc");
+  auto colocated = StartColocated(TinyModelDir(), log_dir, {}, {"--router_direct=false"});
+  ASSERT_TRUE(colocated.ok()) << colocated.status();
+  auto stub = pkv::v1::Generation::NewStub(
+      grpc::CreateChannel(colocated->router_address(), grpc::InsecureChannelCredentials()));
+  pkv::v1::GenerateRequest req = MakeRequest({5, 17, 300}, 6);
+  req.mutable_sampling()->set_ignore_eos(true);
+  StreamResult r = RunGenerate(stub.get(), req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message() << "\n" << colocated->process->LogTail();
+  EXPECT_EQ(r.token_ids.size(), 6u);
+  EXPECT_EQ(r.complete.worker_id(), kInProcessId);
+  const std::string label = absl::StrCat("inproc:", colocated->worker_address());
+  EXPECT_EQ(
+      ScrapeMetric(colocated->metrics_address(),
+                   absl::StrCat("pkv_router_worker_placements_total{worker=\"", label, "\"}")),
+      1);
 }
 
 }  // namespace

@@ -120,7 +120,7 @@ absl::Status WorkerProcess::StartServers() {
   }
   SetWorkerLiveness(server_.get(), true);    // the process serves gRPC (worker_health.h)
   SetWorkerReadiness(server_.get(), false);  // not until the model and KV pool are ready
-  if (hooks_.on_serving) return hooks_.on_serving(*server_, *registry_);
+  if (hooks_.on_serving) return hooks_.on_serving(*server_, *service_, *registry_);
   return absl::OkStatus();
 }
 

@@ -21,14 +21,18 @@
 #include "grpcpp/server.h"
 #include "prometheus/registry.h"
 #include "worker/service/worker_options.h"
+#include "worker/service/worker_service.h"
 
 namespace pkv {
 
 struct WorkerHooks {
   // Once the gRPC server and /metrics serve (liveness SERVING, readiness not yet: the model loads
-  // after it). `server` lives until RunWorker returns, `registry` is what /metrics serves. An
-  // error stops the worker (exit code 1). Null: nothing.
-  std::function<absl::Status(grpc::Server& server, prometheus::Registry& registry)> on_serving;
+  // after it). `server` and `service` (its pkv.v1.Worker, also callable in-process) live until
+  // RunWorker returns, `registry` is what /metrics serves. An error stops the worker (exit code
+  // 1). Null: nothing.
+  std::function<absl::Status(grpc::Server& server, WorkerService& service,
+                             prometheus::Registry& registry)>
+      on_serving;
   // On SIGTERM, a Drain RPC or a fatal error, after readiness went NOT_SERVING and before the
   // engine stops admitting: what the hook started finishes its streams (on this worker too) for
   // up to `drain_timeout` and stops. Null: nothing.

@@ -45,14 +45,36 @@ grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* WorkerService::Genera
   const absl::Time deadline = ServerCallDeadline(*context);
   auto progress = std::make_shared<StreamProgress>();
   auto outbox = std::make_shared<StreamOutbox>(worker_id_, deadline, progress);
-  absl::StatusOr<uint64_t> id = engine->Submit(*request, deadline, outbox);
+  absl::StatusOr<uint64_t> id = Submit(*engine, *request, deadline, outbox, std::move(progress));
   if (!id.ok()) return new RejectedStream(context, ToGrpcStatus(id.status()));
-  progress_.Add(request->request().request_id(), std::move(progress));
   const uint64_t seq_id = *id;
   StreamOutbox* sink = outbox.get();  // the reactor owns a reference until OnDone
   return new GenerateStream(context, std::move(outbox), [engine, seq_id, sink] {
     engine->Cancel(seq_id, sink->BrokenReason());  // OnCancel broke the outbox first
   });
+}
+
+absl::StatusOr<uint64_t> WorkerService::Submit(Engine& engine,
+                                               const pkv::v1::WorkerGenerateRequest& request,
+                                               absl::Time deadline,
+                                               std::shared_ptr<RequestSink> sink,
+                                               std::shared_ptr<StreamProgress> progress) {
+  absl::StatusOr<uint64_t> id = engine.Submit(request, deadline, std::move(sink));
+  if (id.ok()) progress_.Add(request.request().request_id(), std::move(progress));
+  return id;
+}
+
+absl::StatusOr<uint64_t> WorkerService::SubmitInProcess(
+    const pkv::v1::WorkerGenerateRequest& request, absl::Time deadline,
+    std::shared_ptr<RequestSink> sink, std::shared_ptr<StreamProgress> progress) {
+  Engine* engine = engine_.load();
+  if (engine == nullptr) return FromGrpcStatus(NotReady());
+  return Submit(*engine, request, deadline, std::move(sink), std::move(progress));
+}
+
+void WorkerService::CancelInProcess(uint64_t id, AbortReason reason) {
+  Engine* engine = engine_.load();
+  if (engine != nullptr) engine->Cancel(id, reason);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Answer(

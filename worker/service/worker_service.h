@@ -5,9 +5,13 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "pkv/v1/worker.grpc.pb.h"
 #include "worker/engine/engine.h"
@@ -26,6 +30,17 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
 
   // Makes the service ready. The engine must outlive the server.
   void SetEngine(Engine* engine) { engine_.store(engine); }
+
+  // Generate for a caller in this process without gRPC (colocated/: the router's direct calls):
+  // what Generate does after authorization (the model loaded, Engine::Submit, the stream's
+  // progress registered for GetProgress), with the output going to `sink`. Returns the engine's id
+  // for CancelInProcess; an error means nothing was queued (UNAVAILABLE while loading).
+  absl::StatusOr<uint64_t> SubmitInProcess(const pkv::v1::WorkerGenerateRequest& request,
+                                           absl::Time deadline, std::shared_ptr<RequestSink> sink,
+                                           std::shared_ptr<StreamProgress> progress);
+  // Engine::Cancel; a no-op while loading.
+  void CancelInProcess(uint64_t id, AbortReason reason);
+  const std::string& worker_id() const { return worker_id_; }
 
   grpc::ServerWriteReactor<pkv::v1::WorkerGenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const pkv::v1::WorkerGenerateRequest* request) override;
@@ -51,6 +66,11 @@ class WorkerService final : public pkv::v1::Worker::CallbackService {
   // the response and returns the status the reactor finishes with.
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, bool admin,
                                    const std::function<grpc::Status(Engine* engine)>& answer);
+
+  // Engine::Submit, then the stream's progress registered under its request id (GetProgress).
+  absl::StatusOr<uint64_t> Submit(Engine& engine, const pkv::v1::WorkerGenerateRequest& request,
+                                  absl::Time deadline, std::shared_ptr<RequestSink> sink,
+                                  std::shared_ptr<StreamProgress> progress);
 
   const std::string worker_id_;
   std::function<void(double)> on_drain_;
