@@ -128,4 +128,27 @@ std::string TinyModelDir() {
   return dir;
 }
 
+absl::StatusOr<std::string> RefusedWorkerStartLog(const std::vector<std::string>& extra_args,
+                                                  absl::Duration timeout) {
+  const std::string model = TinyModelDir();
+  if (model.empty()) return absl::InternalError("pkv-make-model failed");
+  std::vector<std::string> args = {absl::StrCat("--listen=127.0.0.1:", PickFreePort()),
+                                   absl::StrCat("--metrics_listen=127.0.0.1:", PickFreePort()),
+                                   absl::StrCat("--model=", model), "--backend=cpu", "--insecure"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  auto p = Process::Spawn(BinDir() + "/pkv-worker", args,
+                          MakeTempDir("pkv-refused-start") + "/worker.log");
+  if (!p.ok()) return p.status();
+  const std::optional<int> code = (*p)->Wait(timeout);
+  if (!code.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the worker kept running; log:\n", (*p)->LogTail()));
+  }
+  if (*code == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the worker exited 0; log:\n", (*p)->LogTail()));
+  }
+  return (*p)->LogTail();
+}
+
 }  // namespace pkv::testing

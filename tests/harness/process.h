@@ -47,5 +47,10 @@ std::string BinDir();
 std::string MakeTempDir(const std::string& prefix);
 // The tiny model (pkv-make-model --shape tiny), made once per test process.
 std::string TinyModelDir();
+// Starts pkv-worker on the tiny model (CPU backend, plaintext, free ports) with `extra_args` for a
+// start-up check that must refuse: returns the log's tail once it exited non-zero within
+// `timeout`, else an error saying it kept running or exited 0 (with the tail).
+absl::StatusOr<std::string> RefusedWorkerStartLog(const std::vector<std::string>& extra_args,
+                                                  absl::Duration timeout);
 
 }  // namespace pkv::testing

@@ -197,20 +197,11 @@ TEST_F(Fp8KvCacheTest, TensorParallelWorkerMatchesTheSingleRankOne) {
 }
 
 TEST(Fp8KvCacheStartupTest, UnknownKvCacheDtypeIsRefusedNamingTheFlag) {
-  const std::string log = MakeTempDir("pkv-fp8-bad") + "/worker.log";
-  auto p = Process::Spawn(BinDir() + "/pkv-worker",
-                          {absl::StrCat("--listen=127.0.0.1:", PickFreePort()),
-                           absl::StrCat("--metrics_listen=127.0.0.1:", PickFreePort()),
-                           absl::StrCat("--model=", TinyModelDir()), "--backend=cpu",
-                           "--kv_cache_dtype=fp8", "--insecure"},
-                          log);
-  ASSERT_TRUE(p.ok()) << p.status();
-  const std::optional<int> code = (*p)->Wait(absl::Seconds(60));
-  ASSERT_TRUE(code.has_value()) << "the worker kept running:\n" << (*p)->LogTail();
-  EXPECT_NE(*code, 0);
-  const std::string tail = (*p)->LogTail();
-  EXPECT_TRUE(absl::StrContains(tail, "--kv_cache_dtype")) << tail;
-  EXPECT_TRUE(absl::StrContains(tail, "fp8_e4m3, fp8_e5m2")) << tail;
+  const absl::StatusOr<std::string> tail =
+      RefusedWorkerStartLog({"--kv_cache_dtype=fp8"}, absl::Seconds(60));
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_TRUE(absl::StrContains(*tail, "--kv_cache_dtype")) << *tail;
+  EXPECT_TRUE(absl::StrContains(*tail, "fp8_e4m3, fp8_e5m2")) << *tail;
 }
 
 }  // namespace

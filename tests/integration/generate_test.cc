@@ -214,23 +214,12 @@ TEST_F(GenerateTest, InvalidRequestsGetInvalidArgumentAndServersStayUp) {
 // A context limit past the model's positions is refused at start with a message that names the
 // limit and the fix, rather than accepted and failed on the first long batch (RELIABILITY V4).
 TEST(WorkerStartTest, RefusesMaxModelLenPastTheModelsPositions) {
-  const std::string model = TinyModelDir();
-  ASSERT_FALSE(model.empty());
-  const std::string log = MakeTempDir("pkv-max-len") + "/worker.log";
-  auto p = Process::Spawn(
-      BinDir() + "/pkv-worker",
-      {absl::StrCat("--listen=127.0.0.1:", PickFreePort()),
-       absl::StrCat("--metrics_listen=127.0.0.1:", PickFreePort()), absl::StrCat("--model=", model),
-       "--backend=cpu", "--insecure", "--max_model_len=16384"},
-      log);
-  ASSERT_TRUE(p.ok()) << p.status();
-  const std::optional<int> code = (*p)->Wait(absl::Seconds(120));
-  ASSERT_TRUE(code.has_value()) << "the worker kept running; log: " << (*p)->LogTail();
-  EXPECT_NE(*code, 0);
-  const std::string tail = (*p)->LogTail();
-  EXPECT_NE(tail.find("--max_model_len=16384 is past the model's max_position_embeddings"),
+  const absl::StatusOr<std::string> tail =
+      RefusedWorkerStartLog({"--max_model_len=16384"}, absl::Seconds(120));
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_NE(tail->find("--max_model_len=16384 is past the model's max_position_embeddings"),
             std::string::npos)
-      << tail;
+      << *tail;
 }
 
 }  // namespace
