@@ -23,28 +23,19 @@ class DirectRequestSink final : public RequestSink {
         progress_(std::move(progress)) {}
 
   void OnAccepted(const std::vector<int32_t>& prompt_token_ids) override {
-    pkv::v1::WorkerGenerateResponse msg;
-    auto* accepted = msg.mutable_accepted();
-    accepted->mutable_prompt_token_ids()->Reserve(static_cast<int>(prompt_token_ids.size()));
-    for (int32_t id : prompt_token_ids) accepted->add_prompt_token_ids(static_cast<uint32_t>(id));
-    accepted->set_worker_id(worker_id_);
-    router_->OnMessage(std::move(msg));
+    router_->OnMessage(AcceptedResponse(prompt_token_ids, worker_id_));
   }
   void OnChunk(pkv::v1::Chunk chunk) override {
     progress_->tokens_produced.fetch_add(chunk.token_ids_size());
-    pkv::v1::WorkerGenerateResponse msg;
-    *msg.mutable_chunk() = std::move(chunk);
-    router_->OnMessage(std::move(msg));
+    router_->OnMessage(ChunkResponse(std::move(chunk)));
   }
   void OnComplete(pkv::v1::Complete complete) override {
-    MarkFinished();
-    pkv::v1::WorkerGenerateResponse msg;
-    *msg.mutable_complete() = std::move(complete);
-    router_->OnMessage(std::move(msg));
+    progress_->MarkFinished();
+    router_->OnMessage(CompleteResponse(std::move(complete)));
     router_->OnEnd(absl::OkStatus());
   }
   void OnError(const absl::Status& status) override {
-    MarkFinished();
+    progress_->MarkFinished();
     router_->OnEnd(status);
   }
   bool Healthy() const override { return !broken_.load(); }
@@ -52,20 +43,13 @@ class DirectRequestSink final : public RequestSink {
 
   // The router cancelled: the reason the abort is counted under (as StreamOutbox decides it).
   AbortReason Break() {
-    const AbortReason reason = absl::Now() + StreamOutbox::kDeadlineSlack >= deadline_
-                                   ? AbortReason::kDeadline
-                                   : AbortReason::kClientCancel;
+    const AbortReason reason = StreamOutbox::CountedReason(AbortReason::kClientCancel, deadline_);
     reason_.store(reason);
     broken_.store(true);
     return reason;
   }
 
  private:
-  void MarkFinished() {
-    int64_t live = 0;
-    progress_->finished_at_ns.compare_exchange_strong(live, absl::ToUnixNanos(absl::Now()));
-  }
-
   const std::shared_ptr<router::DirectStreamSink> router_;
   const std::string worker_id_;
   const absl::Time deadline_;

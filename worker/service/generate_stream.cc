@@ -7,26 +7,39 @@
 
 namespace pkv {
 
-void StreamOutbox::OnAccepted(const std::vector<int32_t>& prompt_token_ids) {
+pkv::v1::WorkerGenerateResponse AcceptedResponse(const std::vector<int32_t>& prompt_token_ids,
+                                                 const std::string& worker_id) {
   pkv::v1::WorkerGenerateResponse msg;
   auto* accepted = msg.mutable_accepted();
   accepted->mutable_prompt_token_ids()->Reserve(static_cast<int>(prompt_token_ids.size()));
   for (int32_t id : prompt_token_ids) accepted->add_prompt_token_ids(static_cast<uint32_t>(id));
-  accepted->set_worker_id(worker_id_);
-  Push(std::move(msg), false, grpc::Status::OK);
+  accepted->set_worker_id(worker_id);
+  return msg;
+}
+
+pkv::v1::WorkerGenerateResponse ChunkResponse(pkv::v1::Chunk chunk) {
+  pkv::v1::WorkerGenerateResponse msg;
+  *msg.mutable_chunk() = std::move(chunk);
+  return msg;
+}
+
+pkv::v1::WorkerGenerateResponse CompleteResponse(pkv::v1::Complete complete) {
+  pkv::v1::WorkerGenerateResponse msg;
+  *msg.mutable_complete() = std::move(complete);
+  return msg;
+}
+
+void StreamOutbox::OnAccepted(const std::vector<int32_t>& prompt_token_ids) {
+  Push(AcceptedResponse(prompt_token_ids, worker_id_), false, grpc::Status::OK);
 }
 
 void StreamOutbox::OnChunk(pkv::v1::Chunk chunk) {
   if (progress_ != nullptr) progress_->tokens_produced.fetch_add(chunk.token_ids_size());
-  pkv::v1::WorkerGenerateResponse msg;
-  *msg.mutable_chunk() = std::move(chunk);
-  Push(std::move(msg), false, grpc::Status::OK);
+  Push(ChunkResponse(std::move(chunk)), false, grpc::Status::OK);
 }
 
 void StreamOutbox::OnComplete(pkv::v1::Complete complete) {
-  pkv::v1::WorkerGenerateResponse msg;
-  *msg.mutable_complete() = std::move(complete);
-  Push(std::move(msg), true, grpc::Status::OK);
+  Push(CompleteResponse(std::move(complete)), true, grpc::Status::OK);
 }
 
 void StreamOutbox::OnError(const absl::Status& status) {
@@ -49,12 +62,7 @@ AbortReason StreamOutbox::BrokenReason() const {
 }
 
 void StreamOutbox::BreakLocked(AbortReason reason) {
-  if (!broken_) {
-    broken_reason_ =
-        reason == AbortReason::kClientCancel && absl::Now() + kDeadlineSlack >= deadline_
-            ? AbortReason::kDeadline
-            : reason;
-  }
+  if (!broken_) broken_reason_ = CountedReason(reason, deadline_);
   broken_ = true;
   queue_.clear();
 }
@@ -110,10 +118,10 @@ void StreamOutbox::Cancelled() {
   MaybeStartWriteLocked();
 }
 
-void StreamOutbox::MarkFinished() {
-  if (progress_ == nullptr) return;
-  int64_t live = 0;
-  progress_->finished_at_ns.compare_exchange_strong(live, absl::ToUnixNanos(absl::Now()));
+AbortReason StreamOutbox::CountedReason(AbortReason reason, absl::Time deadline) {
+  return reason == AbortReason::kClientCancel && absl::Now() + kDeadlineSlack >= deadline
+             ? AbortReason::kDeadline
+             : reason;
 }
 
 void StreamOutbox::Detach() {

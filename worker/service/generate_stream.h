@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -29,6 +30,13 @@ class GenerateStream;
 // The retry hint sent with every RESOURCE_EXHAUSTED from the worker (gRPC retry pushback).
 inline constexpr int kRetryPushbackMs = 250;
 
+// Worker.Generate's messages, built alike for the gRPC stream and the co-located router's direct
+// path (colocated/direct_worker.cc).
+pkv::v1::WorkerGenerateResponse AcceptedResponse(const std::vector<int32_t>& prompt_token_ids,
+                                                 const std::string& worker_id);
+pkv::v1::WorkerGenerateResponse ChunkResponse(pkv::v1::Chunk chunk);
+pkv::v1::WorkerGenerateResponse CompleteResponse(pkv::v1::Complete complete);
+
 class StreamOutbox : public RequestSink {
  public:
   static constexpr size_t kMaxQueuedMessages = 4096;
@@ -44,6 +52,9 @@ class StreamOutbox : public RequestSink {
   // the request's transit time; a cancel this close to the deadline is the deadline
   // (RELIABILITY C3: pkv_seq_aborts_total{reason} must tell the two apart exactly).
   static constexpr absl::Duration kDeadlineSlack = absl::Milliseconds(100);
+  // The reason an abort of a stream with `deadline` is counted under when its reader broke off
+  // for `reason` now.
+  static AbortReason CountedReason(AbortReason reason, absl::Time deadline);
 
   void OnAccepted(const std::vector<int32_t>& prompt_token_ids) override;
   void OnChunk(pkv::v1::Chunk chunk) override;
@@ -64,7 +75,9 @@ class StreamOutbox : public RequestSink {
   void Cancelled();
   void Detach();
   // The stream's end was handed to gRPC (or the reactor went away): GetProgress says finished.
-  void MarkFinished();
+  void MarkFinished() {
+    if (progress_ != nullptr) progress_->MarkFinished();
+  }
 
   const std::string worker_id_;
   const absl::Time deadline_;

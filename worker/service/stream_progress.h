@@ -25,6 +25,12 @@ struct StreamProgress {
   std::atomic<uint64_t> tokens_produced{0};
   // Unix nanoseconds when the final status was handed to gRPC; 0 while live.
   std::atomic<int64_t> finished_at_ns{0};
+
+  // The stream's end went out (or its reader went away): stamps finished_at_ns once.
+  void MarkFinished() {
+    int64_t live = 0;
+    finished_at_ns.compare_exchange_strong(live, absl::ToUnixNanos(absl::Now()));
+  }
 };
 
 class StreamProgressTable {
