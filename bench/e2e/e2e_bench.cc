@@ -106,7 +106,8 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream) {
 
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
-                                       int32_t steps, double stream_gbps, uint32_t seed) {
+                                       int32_t steps, double stream_gbps, uint32_t seed,
+                                       float temperature) {
   DecodeResult r;
   r.trace = trace;
   r.batch = static_cast<int32_t>(lengths.size());
@@ -124,8 +125,9 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
     r.skipped = std::string(seqs.status().message());
     return r;
   }
-  SamplingParams greedy;
-  greedy.temperature = 0.f;
+  SamplingParams sampling;
+  sampling.temperature = temperature;
+  sampling.seed = seed;
   std::vector<double> step_ms, host_us, floor_ms, fracs;
   std::vector<int64_t> kv_bytes;
   std::vector<BatchRow> rows(lengths.size());
@@ -141,7 +143,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
       row.pages = q.pages.data();
       row.num_pages = static_cast<int32_t>(q.pages.size());
       row.sample = true;
-      row.params = &greedy;
+      row.params = &sampling;
       row.sample_index = s;
       kv_tokens += row.start_pos + 1;
     }

@@ -41,6 +41,9 @@ ABSL_FLAG(std::string, prompts, "512,2048,8192", "e2e: prefill prompt lengths (e
 ABSL_FLAG(std::string, variants, "cublas,skinny,pdl,fused,fused+pdl,fused+pdl+pf4,lt,lt+pdl,eager",
           "e2e: backend variants (e2e_variants.h)");
 ABSL_FLAG(int32_t, warmup, 3, "e2e: untimed decode steps first");
+ABSL_FLAG(double, temperature, 0,
+          "e2e: decode sampling temperature (0: greedy; 1: the OpenAI default, every row drawn "
+          "from the whole vocabulary on the GPU)");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
 ABSL_FLAG(double, gpu_memory_limit_gib, 0,
           "e2e: GiB each backend may allocate after its CUDA context (0: the whole GPU), e.g. 11.5 "
@@ -272,9 +275,9 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
         if (!applied.ok()) r.skipped = std::string(applied.message());
       }
       if (r.skipped.empty()) {
-        PKV_ASSIGN_OR_RETURN(
-            r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
-                         absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps, 5));
+        PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
+                                          absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps,
+                                          5, static_cast<float>(absl::GetFlag(FLAGS_temperature))));
         r.skinny = v.skinny;
         r.variant = v.name;
       }

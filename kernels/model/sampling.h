@@ -12,6 +12,14 @@
 // are in double like the CPU's; only the summation order differs, so a choice can differ from the
 // CPU's only when u * mass or top_p * mass lands within rounding (~1e-16 relative) of a boundary.
 //
+// Work layout: two pre-pass kernels of kSampleChunks CTAs a row (arg max per chunk, then each
+// chunk's probability mass once the row's max is known) and the row's CTA, which takes the arg
+// max and the total mass from those partials. Without top-k / top-p / min-p (the OpenAI default)
+// the draw finds its chunk from the chunk masses and walks only that chunk in id order; the
+// filters' searches still walk the whole row in the row's CTA. A row's one CTA used to do every
+// pass over all 128256 logits itself (three of them with a double exp per logit): ~0.25 ms of a
+// temperature-1 decode step on the H200 (bench/NOTES.md, "Sampling off the critical path").
+//
 // Log-probabilities: of the temperature-scaled logits (raw when greedy), before filtering, natural
 // log; top_logprobs (<= kMaxTopLogprobs) most likely first, ties to the lower id.
 // A row whose logits are all -inf/NaN (or has a +inf) gets status kSampleBadLogits and token -1.
@@ -36,6 +44,7 @@ struct SampleArgs {
   int32_t max_rows = 0;                     // grid size (CTAs beyond *num_rows exit)
   SampleRowResult* results = nullptr;       // [max_rows]
   TopLogprob* top = nullptr;                // [max_rows][kMaxTopLogprobs]
+  SampleChunkPartial* partials = nullptr;   // [max_rows][kSampleChunks] scratch
 };
 
 absl::Status LaunchSample(const SampleArgs& args, cudaStream_t stream);

@@ -140,6 +140,14 @@ __device__ __forceinline__ void ChunkRange(int vocab, int* begin, int* end) {
   *end = min(vocab, *begin + chunk);
 }
 
+// Chunk c of a row split into kSampleChunks contiguous id ranges (the pre-pass's): [begin, end),
+// empty for the tail chunks of a vocabulary smaller than kSampleChunks.
+__device__ __forceinline__ void SampleChunkOf(int vocab, int c, int* begin, int* end) {
+  const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
+  *begin = min(vocab, c * chunk);
+  *end = min(vocab, *begin + chunk);
+}
+
 // SplitMix64 finaliser and the counter-based uniform of worker/model/sampler.h, bit for bit.
 __device__ __forceinline__ uint64_t Mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

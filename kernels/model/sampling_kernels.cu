@@ -2,6 +2,7 @@
 #include <climits>
 #include <cmath>
 
+#include "common/status_macros.h"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/sampling.h"
 #include "kernels/model/sampling_block.cuh"
@@ -145,6 +146,80 @@ __device__ double CountIf(const RowView& r, Pred pred, SampleSmem& sm) {
   return BlockSumD(n, sm);
 }
 
+// Step 5's walk over ids [first, last) of the row: the first kept id at which the running mass
+// exceeds `target` (mass before `first` already subtracted); when rounding leaves the target at
+// the very top, the last kept id with mass.
+__device__ int WalkIds(const RowView& r, Cut cut, int first, int last, double target,
+                       SampleSmem& sm) {
+  int b, e;
+  ChunkRange(last - first, &b, &e);
+  b += first;
+  e += first;
+  double s = 0.0;
+  for (int i = b; i < e; ++i) {
+    const float x = r.Val(i);
+    if (cut.Keeps(x, i)) s += r.Prob(x);
+  }
+  const double excl = BlockExclusiveScan(s, sm);
+  if (threadIdx.x == 0) sm.bcast_i = INT_MAX;
+  __syncthreads();
+  if (excl <= target && excl + s > target) {
+    double cum = excl;
+    for (int i = b; i < e; ++i) {
+      const float x = r.Val(i);
+      if (!cut.Keeps(x, i)) continue;
+      cum += r.Prob(x);
+      if (cum > target) {
+        atomicMin(&sm.bcast_i, i);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  const int chosen = sm.bcast_i;
+  if (chosen != INT_MAX) return chosen;
+  int top = -1;
+  for (int i = b; i < e; ++i) {
+    const float x = r.Val(i);
+    if (cut.Keeps(x, i) && r.Prob(x) > 0.0) top = i;
+  }
+  return BlockMaxI(top, sm);
+}
+
+// The unfiltered draw (every token kept): the chunk whose mass holds u * total, from the
+// pre-pass's chunk masses in id order, then the walk inside that chunk only.
+__device__ int DrawUnfiltered(const RowView& r, const SampleRowParams& p,
+                              const SampleChunkPartial* part, double total, SampleSmem& sm) {
+  const double target = CounterUniform(p.seed, static_cast<uint64_t>(p.sample_index)) * total;
+  if (threadIdx.x == 0) {
+    double cum = 0.0, last_cum = 0.0;
+    int chosen = -1, last = -1;
+    for (int c = 0; c < kSampleChunks; ++c) {
+      const double m = part[c].mass;
+      if (!(m > 0.0)) continue;
+      last = c;
+      last_cum = cum;
+      if (cum + m > target) {
+        chosen = c;
+        break;
+      }
+      cum += m;
+    }
+    if (chosen < 0) {  // rounding: the chunks' total fell short of the target
+      chosen = last;
+      cum = last_cum;
+    }
+    sm.bcast_i = chosen;
+    sm.bcast_d = cum;
+  }
+  __syncthreads();
+  const int c = sm.bcast_i;  // >= 0: the max's chunk has mass 1
+  const double before = sm.bcast_d;
+  int first, last;
+  SampleChunkOf(r.vocab, c, &first, &last);
+  return WalkIds(r, Cut{-INFINITY, r.vocab - 1}, first, last, target - before, sm);
+}
+
 // Steps 2-5 of sampler.h: the kept prefix, then the id-ordered draw.
 __device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mass, SampleSmem& sm) {
   Cut cut{-INFINITY, r.vocab - 1};
@@ -171,37 +246,7 @@ __device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mas
   }
   const double target =
       CounterUniform(p.seed, static_cast<uint64_t>(p.sample_index)) * MassKept(r, cut, sm);
-  int b, e;
-  ChunkRange(r.vocab, &b, &e);
-  double s = 0.0;
-  for (int i = b; i < e; ++i) {
-    const float x = r.Val(i);
-    if (cut.Keeps(x, i)) s += r.Prob(x);
-  }
-  const double excl = BlockExclusiveScan(s, sm);
-  if (threadIdx.x == 0) sm.bcast_i = INT_MAX;
-  __syncthreads();
-  if (excl <= target && excl + s > target) {
-    double cum = excl;
-    for (int i = b; i < e; ++i) {
-      const float x = r.Val(i);
-      if (!cut.Keeps(x, i)) continue;
-      cum += r.Prob(x);
-      if (cum > target) {
-        atomicMin(&sm.bcast_i, i);
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  const int chosen = sm.bcast_i;
-  if (chosen != INT_MAX) return chosen;
-  int last = -1;  // rounding left the target at the very top: the last kept token with mass
-  for (int i = b; i < e; ++i) {
-    const float x = r.Val(i);
-    if (cut.Keeps(x, i) && r.Prob(x) > 0.0) last = i;
-  }
-  return BlockMaxI(last, sm);
+  return WalkIds(r, cut, 0, r.vocab, target, sm);
 }
 
 // The n most likely tokens, most likely first (ties: lower id), as log-probabilities.
@@ -242,17 +287,44 @@ __device__ int TopLogprobs(const RowView& r, int n, double log_z, SampleSmem& sm
   return count;
 }
 
-__global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs a) {
-  __shared__ SampleSmem sm;
-  const int row = blockIdx.x;
-  if (row >= *a.num_rows) return;
-  const SampleRowParams p = a.params[row];
+__device__ __forceinline__ RowView RowOf(const SampleArgs& a, int row, const SampleRowParams& p) {
   const bool greedy = p.temperature <= 0.f;
-  RowView r{a.logits + static_cast<int64_t>(row) * a.vocab, a.vocab,
-            greedy ? 1.0 : 1.0 / static_cast<double>(p.temperature), 0.0};
+  return RowView{a.logits + static_cast<int64_t>(row) * a.vocab, a.vocab,
+                 greedy ? 1.0 : 1.0 / static_cast<double>(p.temperature), 0.0};
+}
+
+__device__ __forceinline__ bool NeedsMass(const SampleRowParams& p) {
+  return p.temperature > 0.f || p.logprobs;
+}
+
+// The row's arg max from its chunks' (ties: lower id), the same fixed order in every reader.
+__device__ __forceinline__ void RowArgMax(const SampleChunkPartial* part, float* best,
+                                          int* best_id) {
+  float bv = -INFINITY;
+  int bi = INT_MAX;
+  for (int c = 0; c < kSampleChunks; ++c) {
+    const float v = part[c].best;
+    const int i = part[c].best_id;
+    if (v > bv || (v == bv && i < bi)) {
+      bv = v;
+      bi = i;
+    }
+  }
+  *best = bv;
+  *best_id = bi;
+}
+
+// Pre-pass 1, grid (kSampleChunks, max_rows): each chunk's arg max.
+__global__ void __launch_bounds__(kSampleThreads) ChunkArgMaxKernel(const SampleArgs a) {
+  __shared__ SampleSmem sm;
+  const int row = blockIdx.y;
+  if (row >= *a.num_rows) return;
+  const RowView r = RowOf(a, row, a.params[row]);
+  int first, last;
+  SampleChunkOf(r.vocab, blockIdx.x, &first, &last);
   float best = -INFINITY;
   int best_id = INT_MAX;
-  for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) {
+  for (int i = first + threadIdx.x; i < last; i += kSampleThreads) {
     const float x = r.Val(i);
     if (x > best || (x == best && i < best_id)) {
       best = x;
@@ -260,6 +332,48 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs 
     }
   }
   BlockArgMax(&best, &best_id, sm);
+  if (threadIdx.x == 0) {
+    SampleChunkPartial& out = a.partials[int64_t{row} * kSampleChunks + blockIdx.x];
+    out.best = best;
+    out.best_id = best_id;
+    out.mass = 0.0;
+  }
+}
+
+// Pre-pass 2, grid (kSampleChunks, max_rows): each chunk's probability mass under the row's max
+// (rows that need no probabilities, greedy without logprobs, skip it).
+__global__ void __launch_bounds__(kSampleThreads) ChunkMassKernel(const SampleArgs a) {
+  __shared__ SampleSmem sm;
+  const int row = blockIdx.y;
+  if (row >= *a.num_rows) return;
+  const SampleRowParams p = a.params[row];
+  if (!NeedsMass(p)) return;
+  RowView r = RowOf(a, row, p);
+  SampleChunkPartial* part = a.partials + int64_t{row} * kSampleChunks;
+  float best;
+  int best_id;
+  RowArgMax(part, &best, &best_id);
+  if (isinf(best)) return;  // reported by the row's kernel
+  r.zmax = r.Z(best);
+  int first, last;
+  SampleChunkOf(r.vocab, blockIdx.x, &first, &last);
+  double s = 0.0;
+  for (int i = first + threadIdx.x; i < last; i += kSampleThreads) s += r.Prob(r.Val(i));
+  s = BlockSumD(s, sm);
+  if (threadIdx.x == 0) part[blockIdx.x].mass = s;
+}
+
+__global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs a) {
+  __shared__ SampleSmem sm;
+  const int row = blockIdx.x;
+  if (row >= *a.num_rows) return;
+  const SampleRowParams p = a.params[row];
+  const bool greedy = p.temperature <= 0.f;
+  RowView r = RowOf(a, row, p);
+  const SampleChunkPartial* part = a.partials + int64_t{row} * kSampleChunks;
+  float best;
+  int best_id;
+  RowArgMax(part, &best, &best_id);
   SampleRowResult* res = a.results + row;
   if (isinf(best)) {  // all -inf / NaN, or a +inf logit: the CPU sampler rejects both
     if (threadIdx.x == 0) *res = SampleRowResult{-1, 0.f, kSampleBadLogits, 0};
@@ -267,12 +381,14 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs 
   }
   r.zmax = r.Z(best);
   double log_z = 0.0, total = 0.0;
-  if (!greedy || p.logprobs) {
-    for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) total += r.Prob(r.Val(i));
-    total = BlockSumD(total, sm);
+  if (NeedsMass(p)) {
+    for (int c = 0; c < kSampleChunks; ++c) total += part[c].mass;
     log_z = r.zmax + log(total);
   }
-  const int chosen = greedy ? best_id : Draw(r, p, total, sm);
+  const bool filtered = (p.top_k > 0 && p.top_k < r.vocab) || p.top_p < 1.f || p.min_p > 0.f;
+  const int chosen = greedy     ? best_id
+                     : filtered ? Draw(r, p, total, sm)
+                                : DrawUnfiltered(r, p, part, total, sm);
   int num_top = 0;
   if (p.logprobs && p.top_logprobs > 0) {
     const int n = min(min(p.top_logprobs, kMaxTopLogprobs), r.vocab);
@@ -291,10 +407,15 @@ namespace pkv::gpu {
 
 absl::Status LaunchSample(const SampleArgs& a, cudaStream_t stream) {
   if (a.vocab <= 0 || a.logits == nullptr || a.params == nullptr || a.num_rows == nullptr ||
-      a.results == nullptr || a.top == nullptr) {
+      a.results == nullptr || a.top == nullptr || a.partials == nullptr) {
     return absl::InvalidArgumentError("sampling: empty vocabulary or null buffer");
   }
   if (a.max_rows <= 0) return absl::OkStatus();
+  const dim3 chunks(kSampleChunks, a.max_rows);
+  sampling::ChunkArgMaxKernel<<<chunks, sampling::kSampleThreads, 0, stream>>>(a);
+  PKV_RETURN_IF_ERROR(CheckLaunch("ChunkArgMaxKernel"));
+  sampling::ChunkMassKernel<<<chunks, sampling::kSampleThreads, 0, stream>>>(a);
+  PKV_RETURN_IF_ERROR(CheckLaunch("ChunkMassKernel"));
   sampling::SampleKernel<<<a.max_rows, sampling::kSampleThreads, 0, stream>>>(a);
   return CheckLaunch("SampleKernel");
 }

@@ -33,6 +33,16 @@ struct SampleRowResult {
 };
 static_assert(sizeof(SampleRowResult) == 16);
 
+// The row's pre-pass (sampling.h): kSampleChunks CTAs a row each reduce one contiguous chunk of
+// the vocabulary, so the passes over every logit run on many SMs instead of the row's one CTA.
+inline constexpr int32_t kSampleChunks = 32;
+struct SampleChunkPartial {
+  float best = 0.f;     // the chunk's largest value (NaN as -inf)
+  int32_t best_id = 0;  // its lowest id (INT_MAX for an empty chunk)
+  double mass = 0.0;    // sum of p(x) over the chunk (0 when the row needs no probabilities)
+};
+static_assert(sizeof(SampleChunkPartial) == 16);
+
 struct TopLogprob {
   int32_t token_id = 0;
   float logprob = 0.f;

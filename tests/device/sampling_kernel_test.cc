@@ -58,7 +58,8 @@ std::vector<float> RandomLogits(int32_t vocab, std::mt19937* rng) {
   return l;
 }
 
-void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng) {
+// unfiltered: temperature only (the OpenAI default), the draw that walks one pre-pass chunk.
+void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng, bool unfiltered = false) {
   std::vector<float> logits;
   std::vector<SamplingParams> params;
   std::vector<gpu::SampleRowParams> dev_params;
@@ -66,6 +67,12 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng) {
     std::vector<float> l = RandomLogits(vocab, rng);
     logits.insert(logits.end(), l.begin(), l.end());
     params.push_back(RandomParams(vocab, rng));
+    if (unfiltered) {
+      params.back().temperature = std::uniform_real_distribution<float>(0.3f, 2.f)(*rng);
+      params.back().top_k = 0;
+      params.back().top_p = 1.f;
+      params.back().min_p = 0.f;
+    }
     const SamplingParams& p = params.back();
     gpu::SampleRowParams d;
     d.temperature = p.temperature;
@@ -82,7 +89,8 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng) {
   auto dev = [](int64_t bytes) { return *DeviceBuffer::Allocate(bytes); };
   DeviceBuffer dl = dev(int64_t{grid} * vocab * 4), dp = dev(grid * sizeof(gpu::SampleRowParams)),
                dn = dev(4), dres = dev(grid * sizeof(gpu::SampleRowResult)),
-               dtop = dev(int64_t{grid} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob));
+               dtop = dev(int64_t{grid} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob)),
+               dpart = dev(int64_t{grid} * gpu::kSampleChunks * sizeof(gpu::SampleChunkPartial));
   cudaMemcpy(dl.get(), logits.data(), logits.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), dev_params.data(), rows * sizeof(gpu::SampleRowParams),
              cudaMemcpyHostToDevice);
@@ -96,6 +104,7 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng) {
   a.max_rows = grid;
   a.results = static_cast<gpu::SampleRowResult*>(dres.get());
   a.top = static_cast<gpu::TopLogprob*>(dtop.get());
+  a.partials = static_cast<gpu::SampleChunkPartial*>(dpart.get());
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<gpu::SampleRowResult> res(grid);
@@ -138,6 +147,16 @@ TEST(SamplingKernelTest, MatchesCpuSampler) {
   RunBatch(128256, 12, &rng);
 }
 
+// The unfiltered draw picks a chunk of the pre-pass by mass, then walks it: vocabularies with
+// empty chunks (< kSampleChunks), one-token chunks, a ragged last chunk and Llama-3's; the rows'
+// random scales (0.5 to 8) move the target from the max's chunk to any chunk.
+TEST(SamplingKernelTest, UnfilteredDrawMatchesCpuSamplerInEveryChunk) {
+  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) + 2);
+  for (int32_t vocab : {1, 31, 32, 33, 4097, 128256}) {
+    RunBatch(vocab, 48, &rng, /*unfiltered=*/true);
+  }
+}
+
 // Regression (H200, 2026-11-29): with temperature != 1 a fused multiply-add made p(max) differ
 // from exactly 1, so min_p = 1 kept nothing but the first of several tied maxima.
 TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
@@ -170,7 +189,8 @@ TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
   auto dev = [](int64_t bytes) { return *DeviceBuffer::Allocate(bytes); };
   DeviceBuffer dl = dev(logits.size() * 4), dp = dev(rows * sizeof(gpu::SampleRowParams)),
                dn = dev(4), dres = dev(rows * sizeof(gpu::SampleRowResult)),
-               dtop = dev(rows * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob));
+               dtop = dev(rows * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob)),
+               dpart = dev(rows * gpu::kSampleChunks * sizeof(gpu::SampleChunkPartial));
   cudaMemcpy(dl.get(), logits.data(), logits.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), dev_params.data(), rows * sizeof(gpu::SampleRowParams),
              cudaMemcpyHostToDevice);
@@ -181,7 +201,8 @@ TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
                     static_cast<const int32_t*>(dn.get()),
                     rows,
                     static_cast<gpu::SampleRowResult*>(dres.get()),
-                    static_cast<gpu::TopLogprob*>(dtop.get())};
+                    static_cast<gpu::TopLogprob*>(dtop.get()),
+                    static_cast<gpu::SampleChunkPartial*>(dpart.get())};
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
   std::vector<gpu::SampleRowResult> res(rows);
   ASSERT_EQ(cudaMemcpy(res.data(), dres.get(), rows * sizeof(res[0]), cudaMemcpyDeviceToHost),
@@ -204,7 +225,8 @@ TEST(SamplingKernelTest, AllInfiniteRowIsReported) {
   auto dev = [](int64_t bytes) { return *DeviceBuffer::Allocate(bytes); };
   DeviceBuffer dl = dev(vocab * 4), dp = dev(sizeof(p)), dn = dev(4),
                dres = dev(sizeof(gpu::SampleRowResult)),
-               dtop = dev(gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob));
+               dtop = dev(gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob)),
+               dpart = dev(gpu::kSampleChunks * sizeof(gpu::SampleChunkPartial));
   cudaMemcpy(dl.get(), logits.data(), vocab * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), &p, sizeof(p), cudaMemcpyHostToDevice);
   cudaMemcpy(dn.get(), &one, 4, cudaMemcpyHostToDevice);
@@ -214,7 +236,8 @@ TEST(SamplingKernelTest, AllInfiniteRowIsReported) {
                     static_cast<const int32_t*>(dn.get()),
                     1,
                     static_cast<gpu::SampleRowResult*>(dres.get()),
-                    static_cast<gpu::TopLogprob*>(dtop.get())};
+                    static_cast<gpu::TopLogprob*>(dtop.get()),
+                    static_cast<gpu::SampleChunkPartial*>(dpart.get())};
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
   gpu::SampleRowResult r;
   ASSERT_EQ(cudaMemcpy(&r, dres.get(), sizeof(r), cudaMemcpyDeviceToHost), cudaSuccess);

@@ -96,7 +96,11 @@ class CudaModelBackend::Impl {
   absl::Status SetGemmAutotune(bool enabled);
   void SetCudaGraphs(bool enabled) { options_.cuda_graphs = enabled; }
   void SetSkinnyGemm(bool enabled);
-  void SetFusedSmallBatch(bool enabled) { options_.fused_small_batch = enabled; }
+  // On: steps of up to fused_max_tokens tokens, whatever the hidden size (benchmarks force it).
+  void SetFusedSmallBatch(bool enabled) {
+    options_.fused_small_batch = enabled;
+    if (enabled) fused_token_limit_ = options_.fused_max_tokens;
+  }
   // backend_load.cc: the deterministic mode's parts (GEMM rows, uniform attention, the builder's
   // tiles). REQUIRES: Finish. FAILED_PRECONDITION under tensor parallelism (the all-reduce's
   // summation order depends on the message size).
@@ -133,6 +137,9 @@ class CudaModelBackend::Impl {
   cuda_backend::DeviceStream stream_;  // first member: destroyed last, after every buffer
   ModelConfig config_;
   CudaBackendOptions options_;  // the setters above change the per-step choices
+  // Steps of at most this many tokens run fused (SetUpFused: fused_max_tokens, or
+  // fused_wide_max_tokens for a model wider than fused_max_hidden).
+  int32_t fused_token_limit_ = 8;
   cuda_backend::DeviceWeights weights_;
   std::vector<Fp8KvScales> kv_cache_scales_;  // [L] or empty (1.0)
   std::unique_ptr<cuda_backend::Gemm> gemm_;

@@ -44,10 +44,12 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("fused_max_hidden ", o.fused_max_hidden, " is negative (0: no limit)"));
   }
-  if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_prefetch_steps < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("fused_max_tokens ", o.fused_max_tokens,
-                                                   " is not in [1, 8] or fused_prefetch_steps ",
-                                                   o.fused_prefetch_steps, " is negative"));
+  if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_wide_max_tokens < 0 ||
+      o.fused_wide_max_tokens > 8 || o.fused_prefetch_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fused_max_tokens ", o.fused_max_tokens, " is not in [1, 8], fused_wide_max_tokens ",
+        o.fused_wide_max_tokens, " is not in [0, 8] or fused_prefetch_steps ",
+        o.fused_prefetch_steps, " is negative"));
   }
   if (o.deterministic_gemm_rows < 1 || o.deterministic_gemm_rows > 4096) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -161,14 +163,18 @@ absl::Status CudaModelBackend::Impl::SetUpFused() {
   PKV_ASSIGN_OR_RETURN(fused_,
                        cuda_backend::FusedPath::SetUp(config_, weights_, device(), stream()));
   const CudaBackendOptions& o = options_;
+  fused_token_limit_ = o.fused_max_tokens;
   // Packed weights keep the fused path at every size: without it each projection of a decode
   // step is dequantized to a dense matrix first, which reads more bytes than the dense model.
   if (fused_.available() && o.fused_max_hidden > 0 && config_.hidden_size > o.fused_max_hidden &&
       o.fused_small_batch && weights_.dequant_scratch_bytes == 0) {
-    options_.fused_small_batch = false;
-    PKV_LOG(INFO) << "cuda backend: fused small-batch path off by default: hidden size "
-                  << config_.hidden_size << " > fused_max_hidden " << o.fused_max_hidden
-                  << " (cuBLAS is faster there)";
+    fused_token_limit_ = std::min(o.fused_max_tokens, o.fused_wide_max_tokens);
+    if (fused_token_limit_ == 0) options_.fused_small_batch = false;
+    PKV_LOG(INFO) << "cuda backend: hidden size " << config_.hidden_size << " > fused_max_hidden "
+                  << o.fused_max_hidden
+                  << ": the fused small-batch path runs steps of <= " << fused_token_limit_
+                  << " tokens (fused_wide_max_tokens), cuBLAS the rest "
+                  << "(faster there)";
   }
   return absl::OkStatus();
 }

@@ -59,12 +59,14 @@ struct CudaBackendOptions {
   // the cuBLAS path, and so do models wider than fused_max_hidden (see below).
   bool fused_small_batch = true;
   int32_t fused_max_tokens = 8;  // 1..8
-  // At load, a model with hidden_size > fused_max_hidden turns fused_small_batch off (0: no
-  // limit; SetFusedSmallBatch(true) still forces it on). Measured on the H200 with pdl
-  // (bench/results/norm-rope-2026-11-29-h200): llama3-1b (hidden 2048) fused is 2-14% faster
-  // than cuBLAS at B = 1..8; llama3-8b (4096) cuBLAS is 1.5-10% faster since the norm and RoPE
-  // kernels were widened.
+  // At load, a model with hidden_size > fused_max_hidden keeps the fused path only for steps of
+  // at most fused_wide_max_tokens tokens (0: cuBLAS for every step; fused_max_hidden 0: no limit;
+  // SetFusedSmallBatch(true) still forces it on up to fused_max_tokens). Measured on the H200
+  // with pdl: llama3-1b (hidden 2048) fused is 2-14% faster than cuBLAS at B = 1..8
+  // (bench/results/norm-rope-2026-11-29-h200); llama3-8b (4096) fused 4.58 ms vs cuBLAS 5.05 at
+  // B = 1, cuBLAS 9.39 vs 9.70 at B = 8 (bench/results/2026-12-03-h200-served).
   int32_t fused_max_hidden = 2048;
+  int32_t fused_wide_max_tokens = 1;
   // Programmatic dependent launch between the per-layer kernels (sm_90+ running sm_90 code;
   // ignored elsewhere): each kernel starts while the previous one drains. On: 2-6% faster than
   // without it in the same run (bench/results/final-2026-11-29-h200/README.md).

@@ -47,6 +47,9 @@ class StepBuffers {
   gpu::TopLogprob* top() const {  // [R][kMaxTopLogprobs]
     return static_cast<gpu::TopLogprob*>(top_.get());
   }
+  gpu::SampleChunkPartial* sample_partials() const {  // [R][kSampleChunks] sampler scratch
+    return static_cast<gpu::SampleChunkPartial*>(sample_partials_.get());
+  }
   // Pinned host copies of results() and top(), same shapes.
   gpu::SampleRowResult* results_host() const {
     return static_cast<gpu::SampleRowResult*>(results_host_.get());
@@ -54,7 +57,8 @@ class StepBuffers {
   gpu::TopLogprob* top_host() const { return static_cast<gpu::TopLogprob*>(top_host_.get()); }
 
  private:
-  DeviceBuffer x_, xn_, qkv_, q_, attn_, delta_, gate_up_, act_, final_xn_, logits_, results_, top_;
+  DeviceBuffer x_, xn_, qkv_, q_, attn_, delta_, gate_up_, act_, final_xn_, logits_, results_, top_,
+      sample_partials_;
   PinnedBuffer results_host_, top_host_;
 };
 

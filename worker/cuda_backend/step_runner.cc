@@ -99,7 +99,7 @@ cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
 
 bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
   return fused_.available() && options_.fused_small_batch && !options_.deterministic &&
-         s.tokens >= 1 && s.tokens <= options_.fused_max_tokens;
+         s.tokens >= 1 && s.tokens <= fused_token_limit_;
 }
 
 uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {

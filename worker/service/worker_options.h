@@ -33,10 +33,11 @@ struct WorkerOptions {
   std::string policy_file;
   std::string policy_dir = "policies";
   std::string decode_policy;
-  bool fused_small_batch = true;    // CUDA: fused GEMV layer for steps of <= 8 tokens
-  int32_t fused_max_hidden = 2048;  // CUDA: wider models keep cuBLAS (CudaBackendOptions)
-  bool pdl = true;                  // CUDA: programmatic dependent launch
-  bool gemm_autotune = false;       // CUDA: cuBLASLt algorithm search at load
+  bool fused_small_batch = true;      // CUDA: fused GEMV layer for steps of <= 8 tokens
+  int32_t fused_max_hidden = 2048;    // CUDA: wider models keep cuBLAS (CudaBackendOptions)
+  int32_t fused_wide_max_tokens = 1;  // CUDA: ... except for steps of up to this many tokens
+  bool pdl = true;                    // CUDA: programmatic dependent launch
+  bool gemm_autotune = false;         // CUDA: cuBLASLt algorithm search at load
   // CUDA: batch-invariant decoding (CudaBackendOptions::deterministic): greedy and seeded outputs
   // do not depend on the other requests of a step. Off by default: it costs more than 5% (see
   // bench/results/*-determinism). The CPU backend is batch-invariant either way. Needs --tp 1.
