@@ -15,8 +15,9 @@ set -u
 B=/tmp/pkv/decode5; R=$B/run
 OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUT"
 S=$RES/summary.txt; T0=$(date +%s)
-el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
 finish() { tar -C /tmp -czf "$OUT/results.tgz" res; cp "$S" "$OUT/summary.txt"; }
+# Each step's start is stamped and what is done so far saved under $OUT (a timed-out call keeps it).
+el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; finish; }
 trap 'el "terminated"; finish; exit 1' TERM
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
   echo "bundle: $(cat $B/REVISION)"; date -u; } > "$S" 2>&1
@@ -32,6 +33,25 @@ h8() {
   bench "$1" "$2" --routes workqueue,persistent,split --kv_dtype fp8_e4m3 \
     --configs w4s3,w8s3,auto --nofloor
 }
+if [ "${1:-}" = call2 ]; then
+  # Second call: v3 (bin/pkv-bench, the page ids back in registers until the copy) beside base.
+  el "call2: held-out, pass 1 (base, v3)"
+  h16 base_h16_1 pkv-bench-base; h16 v3_h16_1 pkv-bench
+  h8 base_h8_1 pkv-bench-base; h8 v3_h8_1 pkv-bench
+  el "device tests (v3)"
+  for t in decode_attention_device_test decode_fp8_device_test fp8_kv_device_test; do
+    ( timeout 150 "$R" "$t" --gtest_brief=1 > "$RES/tests_$t.log" 2>&1; echo "rc=$? $t" >> "$S" ) &
+  done
+  wait
+  grep -E "PASSED|FAILED|tests ran" "$RES"/tests_*.log >> "$S"
+  el "call2: held-out, pass 2 (v3, base)"
+  h16 v3_h16_2 pkv-bench; h16 base_h16_2 pkv-bench-base
+  h8 v3_h8_2 pkv-bench; h8 base_h8_2 pkv-bench-base
+  el done
+  finish
+  cat "$S"
+  exit 0
+fi
 el "held-out, pass 1 (base, v1, v2)"
 h16 base_h16_1 pkv-bench-base; h16 v1_h16_1 pkv-bench; h16 v2_h16_1 pkv-bench-v2
 h8 base_h8_1 pkv-bench-base; h8 v1_h8_1 pkv-bench; h8 v2_h8_1 pkv-bench-v2

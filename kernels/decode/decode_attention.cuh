@@ -9,8 +9,8 @@
 //    prefix: Q and those page ids first, then the tiles). K/V tiles of warps*16 tokens stream
 //    through a `stages`-deep cp.async ring (16-byte copies, zero-filled past the item's end);
 //    the prologue fills the whole ring, so a short item's tiles are all in flight at once.
-//    Page ids of later tiles are prefetched one tile ahead, into registers as each row's 32-bit
-//    cache row index (one IMAD.WIDE a K or V copy), so the indirection never stalls the stream.
+//    Page ids of later tiles are prefetched into registers one tile ahead, so the indirection
+//    never stalls the stream; a copy's address is a 32-bit row index times the row's bytes.
 //  - Warp w owns tokens [16w, 16w+16) of every tile. Scores are computed transposed,
 //    S^T[16 tokens][8 heads] = K * Q^T with mma.m16n8k16 (A = K via ldmatrix, B = Q^T), so the 8
 //    query heads are the MMA's n = 8 and no row padding to 16 is wasted. The probabilities are
@@ -238,52 +238,51 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   const int rows_per_pass = blockDim.x / kChunks;
   const uint32_t ld_chunk_bytes = ld_chunk * 16;
   // A thread copies 16-byte chunk ld_chunk of rows ld_row0 + k * rows_per_pass (k < kPasses) of
-  // every tile. Each row's cache address is its 32-bit row index (page id * page_rows + kv_head *
-  // page_size + slot in the page) times the row's bytes, one IMAD.WIDE from the thread's chunk
-  // base for K and one for V; rows[k] holds the index, computed with the row's page id (decode5:
-  // the 64-bit page-stride math and a second division per row were ~2/3 of a short item's
-  // prologue instructions). Invalid rows (past len) keep index 0 and copy nothing.
+  // every tile. pids[k] holds the page id of the thread's row k of a tile, read one tile ahead
+  // (shared memory in the prologue, the block table in the loop) and used only when the tile's
+  // copies are issued, so the load's latency is hidden behind a tile of work. At the copy a row's
+  // cache address is its 32-bit row index (page id * page_rows + kv_head * page_size + slot in
+  // the page) times the row's bytes: one IMAD.WIDE from the thread's chunk base for K and one
+  // for V (decode5: main's 64-bit page-stride math and DivMod were ~2/3 of a short item's
+  // prologue instructions). Invalid rows (past len) use index 0 and copy nothing.
   const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache) + ld_chunk_bytes;
   const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache) + ld_chunk_bytes;
   const uint32_t head_row0 = static_cast<uint32_t>(it.kv_head) * p.page_size;
   const int32_t* item_page_ids = p.page_ids + it.page_base + first_page;
   const uint32_t last_page = static_cast<uint32_t>(item_pages - 1);
-  uint32_t rows[kPasses];
+  int32_t pids[kPasses];
   // pos: the row's token within the item (token_begin is page-aligned, so its page within the
   // item is pos / page_size).
-  auto row_index = [&](int pos, uint32_t page, int32_t pid) {
-    return static_cast<uint32_t>(pid) * p.page_rows + head_row0 + (pos - page * p.page_size);
-  };
-  auto rows_from_smem = [&](int tile) {
+  auto pids_from_smem = [&](int tile) {
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
-      const uint32_t page = PageOf(p.page_div, pos);
-      const int32_t pid = pid_s[page];  // in bounds: pos < stages * tile_tokens = pid capacity
-      rows[k] = pos < len ? row_index(pos, page, pid) : 0u;
+      pids[k] = pid_s[PageOf(p.page_div, pos)];  // in bounds: pos < stages * tile_tokens
     }
   };
-  auto rows_from_global = [&](int tile) {
+  auto pids_from_global = [&](int tile) {
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
-      const uint32_t page = PageOf(p.page_div, pos);
       // Clamped to the item's last page: an unconditional load (no branch around it).
-      const int32_t pid = __ldg(item_page_ids + min(page, last_page));
-      rows[k] = pos < len ? row_index(pos, page, pid) : 0u;
+      pids[k] = __ldg(item_page_ids + min(PageOf(p.page_div, pos), last_page));
     }
   };
   // One copy of the loop per L2 prefetch hint (a run-time kernel variant), chosen once per tile.
   auto issue_hinted = [&](int tile, int slot, auto hint) {
     constexpr int kHint = decltype(hint)::value;
     const uint32_t kdst = ring + slot * 2 * tile_bytes, vdst = kdst + tile_bytes;
-    const int rows_left = len - tile * tile_tokens - ld_row0;  // pass k is valid below this
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int r = ld_row0 + k * rows_per_pass;
-      const bool valid = k * rows_per_pass < rows_left;
-      const uint8_t* ksrc = MadWide(rows[k], kRowBytes, kc);
-      const uint8_t* vsrc = MadWide(rows[k], kRowBytes, vc);
+      const int pos = tile * tile_tokens + r;
+      const bool valid = pos < len;
+      const uint32_t page = PageOf(p.page_div, pos);
+      const uint32_t row = valid ? static_cast<uint32_t>(pids[k]) * p.page_rows + head_row0 +
+                                       (pos - page * p.page_size)
+                                 : 0u;
+      const uint8_t* ksrc = MadWide(row, kRowBytes, kc);
+      const uint8_t* vsrc = MadWide(row, kRowBytes, vc);
       // 16-bit rows: chunks XOR (row & 7) for ldmatrix; FP8 rows: fp8_convert.cuh's swizzles.
       const uint32_t sk =
           r * kRowBytes + ((kFp8 ? Fp8SwizzleK<kChunks>(ld_chunk, r) : ld_chunk ^ (r & 7)) << 4);
@@ -322,7 +321,7 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       __syncthreads();
     }
     if (s < ntiles) {
-      rows_from_smem(s);
+      pids_from_smem(s);
       issue(s, s);
     }
     CpAsyncCommit();
@@ -355,7 +354,7 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   for (int mt = 0; mt < kD / 16; ++mt) st.o[mt][0] = st.o[mt][1] = st.o[mt][2] = st.o[mt][3] = 0.f;
   st.m[0] = st.m[1] = NegInf();
   st.l[0] = st.l[1] = 0.f;
-  if (stages < ntiles) rows_from_global(stages);
+  if (stages < ntiles) pids_from_global(stages);
   int read_slot = 0, write_slot = stages - 1;
   for (int i = 0; i < ntiles; ++i) {
     // Tile i has landed (this thread's copies). Groups committed after tile i: stages - 1 for
@@ -369,7 +368,7 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       const int j = i + stages - 1;
       if (j < ntiles) issue(j, write_slot);
       CpAsyncCommit();
-      if (j + 1 < ntiles) rows_from_global(j + 1);
+      if (j + 1 < ntiles) pids_from_global(j + 1);
     }
     const uint32_t kb = ring + read_slot * 2 * tile_bytes;
     if constexpr (kFp8) {
