@@ -12,7 +12,7 @@
 # 256 MiB cell for both binaries (time, instructions executed, active cycles); SASS of the
 # one-tile kernel if cuobjdump is there (checks decode5_tools' opcode names).
 set -u
-B=/tmp/pkv/decode5; R=$B/run
+B=${BUNDLE:-/tmp/pkv/decode5}; R=$B/run
 OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUT"
 S=$RES/summary.txt; T0=$(date +%s)
 finish() { tar -C /tmp -czf "$OUT/results.tgz" res; cp "$S" "$OUT/summary.txt"; }

@@ -5,8 +5,8 @@
 
 CUBIN: nvcc ... -lineinfo -cubin (decode5_tools/cubins.sh). Each .text.<kernel> section is the
 kernel's code, 16 bytes an instruction; the opcode is the low 12 bits of the first 64-bit word
-(named below where known, calibrated on the decode kernel: 16 HMMA an AttendTile at D = 128, the
-ldmatrix / cp.async counts of the source). The .debug_line section (DWARF 2 line program, one
+(named below; checked against cuobjdump -sass of the same kernel on the GPU machine, decode5
+call 1: every instruction of main's and v1's <128, half> kernel agrees). The .debug_line section (DWARF 2 line program, one
 sequence per kernel) gives every instruction's file:line.
 
 --timeline: decode4's ncu timeline of the same code (bench/results/2026-12-03-h200-decode4/run1/
@@ -23,7 +23,7 @@ import sys
 NAMES9 = {
     0x002: "MOV", 0x005: "CS2R", 0x007: "SEL", 0x008: "FSEL", 0x009: "FMNMX", 0x00B: "FSETP",
     0x00C: "ISETP", 0x010: "IADD3", 0x011: "LEA", 0x012: "LOP3", 0x013: "IABS", 0x016: "PRMT",
-    0x017: "IMNMX", 0x019: "SHF", 0x01C: "P2R", 0x020: "FMUL", 0x021: "FADD", 0x023: "FFMA",
+    0x017: "IMNMX", 0x019: "SHF", 0x01C: "PLOP3", 0x036: "VIADD", 0x046: "VIADDMNMX", 0x0CA: "R2UR", 0x020: "FMUL", 0x021: "FADD", 0x023: "FFMA",
     0x024: "IMAD", 0x025: "IMAD.WIDE", 0x027: "IMAD.HI", 0x03A: "MOVM", 0x03B: "LDSM",
     0x03C: "HMMA", 0x03E: "F2FP", 0x048: "VIMNMX", 0x082: "UMOV", 0x086: "VOTEU", 0x08C: "UISETP",
     0x090: "UIADD3", 0x091: "ULEA", 0x092: "ULOP3", 0x099: "USHF", 0x0A4: "UIMAD",
@@ -33,20 +33,22 @@ NAMES9 = {
     0x14D: "EXIT", 0x150: "RET", 0x143: "CALL", 0x144: "CALL", 0x181: "LDG", 0x182: "LDC",
     0x184: "LDS", 0x186: "STG", 0x188: "STS", 0x189: "SHFL", 0x18E: "RED", 0x192: "MEMBAR",
     0x1A8: "ATOMG", 0x1AE: "LDGSTS", 0x1AF: "LDGDEPBAR", 0x1C2: "R2UR", 0x1C3: "S2UR",
-    0x183: "LDL", 0x187: "STL", 0x18A: "ATOM", 0x1B6: "ELECT", 0x13D: "CCTL", 0x1C7: "ERRBAR",
+    0x183: "LDL", 0x187: "STL", 0x18A: "ATOM", 0x1B6: "ELECT", 0x18F: "CCTL", 0x1AB: "ERRBAR", 0x180: "LD", 0x11B: "ENDCOLLECTIVE",
+    0x142: "BREAK", 0x149: "BRX", 0x146: "YIELD",
 }
 CLASS = {
     "int": {"IADD3", "LEA", "LOP3", "SHF", "IMAD", "IMAD.WIDE", "IMAD.HI", "ISETP", "SEL",
-            "IMNMX", "VIMNMX", "PRMT", "IABS", "P2R", "FLO", "MOV", "CS2R"},
+            "IMNMX", "VIMNMX", "PRMT", "IABS", "PLOP3", "FLO", "MOV", "CS2R", "VIADD",
+            "VIADDMNMX"},
     "uniform": {"UMOV", "UISETP", "UIADD3", "ULEA", "ULOP3", "USHF", "UIMAD", "UIMAD.WIDE",
                 "USEL", "S2UR", "R2UR", "VOTEU", "ULDC"},
     "const": {"LDC"},
     "fp": {"FMUL", "FADD", "FFMA", "FMNMX", "FSETP", "FSEL", "MUFU", "F2FP", "I2F", "F2I"},
     "mma": {"HMMA", "LDSM", "MOVM"},
-    "mem": {"LDG", "STG", "LDS", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "ATOMG", "RED", "ATOM",
+    "mem": {"LD", "LDG", "STG", "LDS", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "ATOMG", "RED", "ATOM",
             "MEMBAR", "SHFL", "LDL", "STL", "CCTL", "ERRBAR"},
     "ctrl": {"BRA", "BAR", "BSSY", "BSYNC", "EXIT", "WARPSYNC", "NOP", "S2R", "CALL", "RET",
-             "ELECT"},
+             "ELECT", "BREAK", "BRX", "YIELD", "ENDCOLLECTIVE"},
 }
 
 
