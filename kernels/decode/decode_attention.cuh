@@ -243,7 +243,7 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   // copies are issued, so the load's latency is hidden behind a tile of work. At the copy a row's
   // cache address is its 32-bit row index (page id * page_rows + kv_head * page_size + slot in
   // the page) times the row's bytes: one IMAD.WIDE from the thread's chunk base for K and one
-  // for V (decode5: main's 64-bit page-stride math and DivMod were ~2/3 of a short item's
+  // for V (decode5: the former 64-bit page-stride math and DivMod were ~2/3 of a short item's
   // prologue instructions). Invalid rows (past len) use index 0 and copy nothing.
   const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache) + ld_chunk_bytes;
   const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache) + ld_chunk_bytes;
