@@ -10,7 +10,7 @@
 //    through a `stages`-deep cp.async ring (16-byte copies, zero-filled past the item's end);
 //    the prologue fills the whole ring, so a short item's tiles are all in flight at once.
 //    Page ids of later tiles are prefetched into registers one tile ahead, so the indirection
-//    never stalls the stream.
+//    never stalls the stream; a copy's address is a 32-bit row index times the row's bytes.
 //  - Warp w owns tokens [16w, 16w+16) of every tile. Scores are computed transposed,
 //    S^T[16 tokens][8 heads] = K * Q^T with mma.m16n8k16 (A = K via ldmatrix, B = Q^T), so the 8
 //    query heads are the MMA's n = 8 and no row padding to 16 is wasted. The probabilities are
@@ -37,6 +37,14 @@
 #include "kernels/decode/warp_state.cuh"
 
 namespace pkv::decode::dev {
+
+// n / page_size for 0 <= n < 2^31 by the launcher's multiply-shift divisor, summed in 32 bits:
+// umulhi(n, mul) < n, so hi + n < 2^32 (FastDivmod::Div sums in 64 bits, one add and shift
+// more). Every token position of an item is below 2^31.
+__device__ __forceinline__ uint32_t PageOf(const FastDivmod& f, int n) {
+  const uint32_t u = static_cast<uint32_t>(n);
+  return (__umulhi(u, f.mul) + u) >> f.shift;
+}
 
 // Takes a merge ticket for the item's (row, kv head); the last of its splits merges them all.
 template <int kD, typename T, typename Kv>
@@ -203,14 +211,14 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
     if (it.num_splits > 1 && p.merge_in_kernel) TicketAndMerge<kD, T, Kv>(p, it, smem, ticket);
     return true;
   }
-  const uint32_t first_page = p.page_div.Div(it.token_begin);  // exact: begin is page-aligned
+  const uint32_t first_page = PageOf(p.page_div, it.token_begin);  // exact: begin is page-aligned
 
   // Round trip 2 (with the first K/V tiles when the prefix covers them): Q rows (zero-filled
   // past G) and the page ids of the first `stages` tiles the prefix does not hold.
   const int g = p.group;
-  const int item_pages = static_cast<int>(p.page_div.Div(len + p.page_size - 1));
+  const int item_pages = static_cast<int>(PageOf(p.page_div, len + p.page_size - 1));
   const int npro =
-      min(item_pages, static_cast<int>(p.page_div.Div(stages * tile_tokens + p.page_size - 1)));
+      min(item_pages, static_cast<int>(PageOf(p.page_div, stages * tile_tokens + p.page_size - 1)));
   const int have = has_prefix ? min(npro, kItemPagePrefix) : 0;
   CpAsyncWait<0>();
   __syncthreads();  // the prefix is in pid_s for every thread
@@ -226,26 +234,38 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   }
   CpAsyncCommit();
 
-  const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache);
-  const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache);
-  const int64_t page_stride = static_cast<int64_t>(p.num_kv_heads) * p.page_size * kD;
-  const int64_t head_off = static_cast<int64_t>(it.kv_head) * p.page_size * kD;
   const int ld_row0 = tid / kChunks, ld_chunk = tid % kChunks;
   const int rows_per_pass = blockDim.x / kChunks;
-  int pids[kPasses];
+  const uint32_t ld_chunk_bytes = ld_chunk * 16;
+  // A thread copies 16-byte chunk ld_chunk of rows ld_row0 + k * rows_per_pass (k < kPasses) of
+  // every tile. pids[k] holds the page id of the thread's row k of a tile, read one tile ahead
+  // (shared memory in the prologue, the block table in the loop) and used only when the tile's
+  // copies are issued, so the load's latency is hidden behind a tile of work. At the copy a row's
+  // cache address is its 32-bit row index (page id * page_rows + kv_head * page_size + slot in
+  // the page) times the row's bytes: one IMAD.WIDE from the thread's chunk base for K and one
+  // for V (decode5: the former 64-bit page-stride math and DivMod were ~2/3 of a short item's
+  // prologue instructions). Invalid rows (past len) use index 0 and copy nothing.
+  const uint8_t* kc = static_cast<const uint8_t*>(p.k_cache) + ld_chunk_bytes;
+  const uint8_t* vc = static_cast<const uint8_t*>(p.v_cache) + ld_chunk_bytes;
+  const uint32_t head_row0 = static_cast<uint32_t>(it.kv_head) * p.page_size;
+  const int32_t* item_page_ids = p.page_ids + it.page_base + first_page;
+  const uint32_t last_page = static_cast<uint32_t>(item_pages - 1);
+  int32_t pids[kPasses];
+  // pos: the row's token within the item (token_begin is page-aligned, so its page within the
+  // item is pos / page_size).
   auto pids_from_smem = [&](int tile) {
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
-      pids[k] = pos < len ? pid_s[p.page_div.Div(it.token_begin + pos) - first_page] : 0;
+      pids[k] = pid_s[PageOf(p.page_div, pos)];  // in bounds: pos < stages * tile_tokens
     }
   };
   auto pids_from_global = [&](int tile) {
 #pragma unroll
     for (int k = 0; k < kPasses; ++k) {
       const int pos = tile * tile_tokens + ld_row0 + k * rows_per_pass;
-      pids[k] =
-          pos < len ? __ldg(p.page_ids + it.page_base + p.page_div.Div(it.token_begin + pos)) : 0;
+      // Clamped to the item's last page: an unconditional load (no branch around it).
+      pids[k] = __ldg(item_page_ids + min(PageOf(p.page_div, pos), last_page));
     }
   };
   // One copy of the loop per L2 prefetch hint (a run-time kernel variant), chosen once per tile.
@@ -257,24 +277,23 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
       const int r = ld_row0 + k * rows_per_pass;
       const int pos = tile * tile_tokens + r;
       const bool valid = pos < len;
-      uint32_t page, in_page;
-      p.page_div.DivMod(it.token_begin + pos, &page, &in_page);
-      const int64_t off = valid ? (static_cast<int64_t>(pids[k]) * page_stride + head_off +
-                                   static_cast<int64_t>(in_page) * kD) *
-                                          kEb +
-                                      ld_chunk * 16
-                                : 0;
+      const uint32_t page = PageOf(p.page_div, pos);
+      const uint32_t row = valid ? static_cast<uint32_t>(pids[k]) * p.page_rows + head_row0 +
+                                       (pos - page * p.page_size)
+                                 : 0u;
+      const uint8_t* ksrc = MadWide(row, kRowBytes, kc);
+      const uint8_t* vsrc = MadWide(row, kRowBytes, vc);
       // 16-bit rows: chunks XOR (row & 7) for ldmatrix; FP8 rows: fp8_convert.cuh's swizzles.
       const uint32_t sk =
           r * kRowBytes + ((kFp8 ? Fp8SwizzleK<kChunks>(ld_chunk, r) : ld_chunk ^ (r & 7)) << 4);
       const uint32_t sv =
           r * kRowBytes + ((kFp8 ? Fp8SwizzleV<kChunks>(ld_chunk, r) : ld_chunk ^ (r & 7)) << 4);
       if constexpr (kHint == 0) {
-        CpAsync16(kdst + sk, kc + off, valid);
-        CpAsync16(vdst + sv, vc + off, valid);
+        CpAsync16(kdst + sk, ksrc, valid);
+        CpAsync16(vdst + sv, vsrc, valid);
       } else {
-        CpAsync16Prefetch<kHint>(kdst + sk, kc + off, valid);
-        CpAsync16Prefetch<kHint>(vdst + sv, vc + off, valid);
+        CpAsync16Prefetch<kHint>(kdst + sk, ksrc, valid);
+        CpAsync16Prefetch<kHint>(vdst + sv, vsrc, valid);
       }
     }
   };
@@ -292,9 +311,10 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   // most `stages` tiles pays one DRAM round trip for its K/V, not one per tile). Tiles whose
   // pages are all in the prefix are issued at once; the others once the block table's page ids
   // (committed with Q, before them) have landed. One commit group per prologue tile.
-  const int ntiles = (len + tile_tokens - 1) / tile_tokens;
+  const int tile_shift = 31 - __clz(tile_tokens);  // tile_tokens = warps * 16, a power of two
+  const int ntiles = (len + tile_tokens - 1) >> tile_shift;
   const int covered = have * p.page_size;  // tokens whose page ids pid_s holds already
-  const int early = len <= covered ? stages : min(stages, covered / tile_tokens);
+  const int early = len <= covered ? stages : min(stages, covered >> tile_shift);
   for (int s = 0; s < stages; ++s) {
     if (s == early) {
       CpAsyncWaitDynamic(s);  // Q and the page ids have landed (only the early tiles pending)

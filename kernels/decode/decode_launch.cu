@@ -198,6 +198,7 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
   p.head_dim = s.head_dim;
   p.page_size = s.page_size;
   p.page_div = FastDivmod::Make(static_cast<uint32_t>(s.page_size));
+  p.page_rows = static_cast<uint32_t>(s.num_kv_heads) * static_cast<uint32_t>(s.page_size);
   p.scale_log2 = scale * static_cast<float>(M_LOG2E);
   p.k_scale = IsFp8(t.kv_dtype) ? t.kv_scales.k : 1.f;
   p.v_scale = IsFp8(t.kv_dtype) ? t.kv_scales.v : 1.f;

@@ -66,8 +66,11 @@ struct DecodeTensors {
   DType dtype = DType::kFloat16;  // q and out; also the pages' type when kv_dtype is kAuto
   KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // FP8: pages hold codes dequantized by kv_scales
   Fp8KvScales kv_scales;
-  const void* q = nullptr;        // [num_rows][num_q_heads][head_dim]
-  const void* k_cache = nullptr;  // [num_pages][num_kv_heads][page_size][head_dim]
+  const void* q = nullptr;  // [num_rows][num_q_heads][head_dim]
+  // [num_pages][num_kv_heads][page_size][head_dim]. REQUIRES num_pages * num_kv_heads *
+  // page_size < 2^32 (the kernel's 32-bit row index): 256 GiB a cache at the smallest row, 64
+  // bytes (head dim 64, FP8), more than any one GPU holds.
+  const void* k_cache = nullptr;
   const void* v_cache = nullptr;
   const int32_t* page_ids = nullptr;  // device copy of the block table's page ids
   void* out = nullptr;                // [num_rows][num_q_heads][head_dim]

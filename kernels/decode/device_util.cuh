@@ -36,6 +36,13 @@ __device__ __forceinline__ void CpAsync16Prefetch(uint32_t dst, const void* src,
                  : "memory");
   }
 }
+// base + a * b (a, b 32-bit unsigned) as one IMAD.WIDE.U32 with the 64-bit addend; the compiler
+// otherwise shares a * b between bases and adds each base with two 32-bit adds.
+__device__ __forceinline__ const uint8_t* MadWide(uint32_t a, uint32_t b, const uint8_t* base) {
+  const uint8_t* r;
+  asm("mad.wide.u32 %0, %1, %2, %3;\n" : "=l"(r) : "r"(a), "r"(b), "l"(base));
+  return r;
+}
 __device__ __forceinline__ void CpAsync4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }

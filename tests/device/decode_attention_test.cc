@@ -16,7 +16,8 @@ namespace pkv::decode::testing {
 namespace {
 
 TEST_F(DecodeDeviceTest, AwkwardLengthsEveryRouteAndPageSize) {
-  for (int ps : {1, 16, 64}) {
+  // 17: a divisor whose multiply-shift constant is not 1 (the kernel's 32-bit page division).
+  for (int ps : {1, 16, 17, 64}) {
     Case c;
     c.shape.page_size = ps;
     c.lengths = {1, ps, ps + 1, 0, 3 * ps + 5, 700, 2 * ps};
