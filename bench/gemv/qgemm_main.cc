@@ -11,8 +11,8 @@
 // qgemm is also timed at each listed split factor (the planner's rule's measurement), with
 // --qgemm_variants at each listed memory-pipeline variant (QGemmArgs: L2 hint, stagger, prefetch).
 //
-// Each timed chain runs inside an NVTX range named for its variant ("dense", "dequant", "qgemm"),
-// so a profiler can pick one launch of one variant (ncu --nvtx --nvtx-include "qgemm/").
+// The first warm-up op of each chain runs inside an NVTX range named for its variant ("dense",
+// "dequant", "qgemm"), so a profiler picks one launch per cell (ncu --nvtx --nvtx-include qgemm/).
 //
 //   pkv-bench qgemm [--qgemm_tokens 16,32,64,128,256] [--qgemm_parts 1,2,4,8,16]
 //                   [--qgemm_variants base,l2,stagger,pf4,all,pf8,ring2,ring4]
@@ -157,18 +157,15 @@ struct Bench {
   DevMem x, y, partials, tickets, scratch;
   int64_t partial_bytes = 0;
 
-  // Median GPU time of one op in a chain of `copies` ops (op(i) enqueues copy i's), all inside
-  // the NVTX range `range`.
+  // Median GPU time of one op in a chain of `copies` ops (op(i) enqueues copy i's). The first
+  // warm-up op runs inside the NVTX range `range` (the launch a profiler picks).
   absl::StatusOr<double> Chain(const char* range, int32_t copies,
                                const std::function<absl::Status(int32_t)>& op) {
     nvtxRangePushA(range);
-    absl::StatusOr<double> us = ChainInRange(copies, op);
+    const absl::Status first = op(0);
     nvtxRangePop();
-    return us;
-  }
-  absl::StatusOr<double> ChainInRange(int32_t copies,
-                                      const std::function<absl::Status(int32_t)>& op) {
-    for (int32_t i = 0; i < std::min(copies, 3); ++i) PKV_RETURN_IF_ERROR(op(i));  // warm-up
+    PKV_RETURN_IF_ERROR(first);
+    for (int32_t i = 1; i < std::min(copies, 3); ++i) PKV_RETURN_IF_ERROR(op(i));  // warm-up
     PKV_ASSIGN_OR_RETURN(std::vector<double> us,
                          timer->Time(
                              iters, flusher.get(), stream, [](int) { return absl::OkStatus(); },
