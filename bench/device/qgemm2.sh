@@ -5,7 +5,7 @@
 #   2. pkv-bench qgemm, 8B shapes, 16/32/64 tokens: main's binary (pkv-bench-base) beside the
 #      branch's (pkv-bench, with a split sweep);
 #   3. pkv-bench e2e 8B bf16 vs AWQ (w4reg.sh's invocation): new, base, new-route (pkv-bench-r:
-#      the QGemm for every projection up to 64 tokens), new;
+#      the QGemm for every projection up to 64 tokens);
 #   4. ncu of the first QGemm launch per cell (NVTX range "qgemm"), 8B gate/up and down, 4-bit,
 #      16 and 64 tokens, base and new; bf16 cuBLAS (range "dense") on the same cells.
 # Bundle: device-bundle .device/qgemm2 with bin/{pkv-bench, pkv-bench-base, pkv-bench-r,
@@ -47,7 +47,7 @@ if [[ $PHASES == *2* ]]; then
 fi
 if [[ $PHASES == *3* ]]; then
   el "3. e2e"
-  for bin in pkv-bench pkv-bench-base pkv-bench-r pkv-bench; do
+  for bin in pkv-bench pkv-bench-base pkv-bench-r; do
     timeout 60 "$R" $bin e2e --trace bench/traces/heldout-20260623.tsv --shapes llama3-8b \
       --decode_lines bucketed-B1-N4096,uniform-B8,bimodal-B64 --variants cublas,fused+pdl \
       --prompts "" --quant awq --drift_prompts 0 \

@@ -124,11 +124,11 @@ int32_t ChooseQGemmTileTokens(int32_t m);
 // one wave of resident CTAs. Rule: the largest parts with tiles * parts <= slots (num_sms *
 // ctas_per_sm: one wave), at least 1, capped so a part keeps >= 2 stages and at 16. Worked
 // examples on 132 SMs, 4-bit (256-k stages; 2 CTAs per SM = 264 slots at <= 32 tokens, 132 at
-// 64), fp8 (128-k stages; 132 slots):
-//   8B o_proj  M=16  (16 tiles, 16 stages): 4-bit 8; fp8 (32 stages) 8
-//   8B down    M=16  (16 tiles, 56 stages): 4-bit 16; fp8 8
-//   8B gate/up M=64  (112 tiles): 4-bit 1, fp8 1; M=16: 4-bit 2
-//   8B qkv     M=16  (24 tiles): 4-bit 8 (11 capped by 16 stages / 2), fp8 5
+// 64), fp8 (128-k stages; 132 slots), with the 2026-12-03 H200 sweep (qgemm2, 4-bit):
+//   8B o_proj  M=16  (16 tiles, 16 stages): 4-bit 8 (11.4 us); fp8 (32 stages) 8
+//   8B down    M=16  (16 tiles, 56 stages): 4-bit 16 (23.7 us); fp8 8
+//   8B gate/up M=64  (112 tiles): 4-bit 1 (68.7 us; 2: 95.0), fp8 1; M=16: 4-bit 2 (38.7 us)
+//   8B qkv     M=16  (24 tiles): 4-bit 8 (11 capped by 16 stages / 2; 13.9 us), fp8 5
 // PlanQGemm then raises 4-bit parts until a part's scale groups fit kQGemmMaxPartGroups.
 int32_t ChooseQGemmParts(int32_t tiles, int32_t k_stages, int32_t slots);
 
@@ -149,14 +149,16 @@ absl::StatusOr<QGemmPlan> PlanQGemm(int32_t m, int32_t n, int32_t k, GemvWeightF
 
 // How a projection of a packed (quantized) weight runs in a step of `tokens` tokens outside the
 // fused GEMV: the QGemm, or dequantize into scratch + cuBLAS. Measured on the H200 (the QGemm at
-// its rule's split against dequantize + autotuned cuBLAS, 8B shapes, bench/NOTES.md w4gemm): the
-// QGemm wins every projection up to 32 tokens (e.g. o_proj 4-bit M=32: 22.1 vs 22.9 us, gate/up
-// 82.9 vs 146.1); at 64 only the large ones, where the dequantize pass writes and re-reads the
-// most (gate/up 97 vs 147 us, down 64 vs 79; qkv 35 vs 34, o 29 vs 22); at 128 none (gate/up
-// 159 vs 150). Rule: the QGemm for tokens <= kQGemmSmallTokens, and for tokens <=
-// kQGemmMaxRouteTokens when n * k >= kQGemmLargeWeights; dequantize + cuBLAS otherwise.
-// Worked examples: 8B gate/up (28672 x 4096 = 117M) at 64 tokens -> QGemm; 8B qkv (6144 x 4096
-// = 25M) at 64 -> dequantize; any projection at 20 tokens -> QGemm; 65 tokens -> dequantize.
+// its rule's split against dequantize + autotuned cuBLAS, 8B shapes, 4-bit, bench/NOTES.md
+// qgemm2): the QGemm wins every projection up to 32 tokens (o_proj M=32: 16.8 vs 22.9 us, qkv
+// 20.2 vs 33.3, gate/up 66.2 vs 145.9, down 34.4 vs 77.6); at 64 only the large ones, where the
+// dequantize pass writes and re-reads the most (gate/up 68.7 vs 145.1 us, down 49.6 vs 79.7; qkv
+// 34.3 vs 33.3, o 27.1 vs 21.8; the QGemm for all four made the bimodal B=64 AWQ step 0.7 ms
+// slower); at 128 none (w4gemm: gate/up 159 vs 150). Rule: the QGemm for tokens <=
+// kQGemmSmallTokens, and for tokens <= kQGemmMaxRouteTokens when n * k >= kQGemmLargeWeights;
+// dequantize + cuBLAS otherwise. Worked examples: 8B gate/up (28672 x 4096 = 117M) at 64 tokens
+// -> QGemm; 8B qkv (6144 x 4096 = 25M) at 64 -> dequantize; any projection at 20 tokens ->
+// QGemm; 65 tokens -> dequantize.
 inline constexpr int32_t kQGemmSmallTokens = 32;
 inline constexpr int32_t kQGemmMaxRouteTokens = 64;
 inline constexpr int64_t kQGemmLargeWeights = 50'000'000;
