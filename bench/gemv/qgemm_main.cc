@@ -11,10 +11,15 @@
 // qgemm is also timed at each listed split factor (the planner's rule's measurement), with
 // --qgemm_variants at each listed memory-pipeline variant (QGemmArgs: L2 hint, stagger, prefetch).
 //
+// The first warm-up op of each chain runs inside an NVTX range named for its variant ("dense",
+// "dequant", "qgemm"), so a profiler picks one launch per cell (ncu --nvtx --nvtx-include qgemm/).
+//
 //   pkv-bench qgemm [--qgemm_tokens 16,32,64,128,256] [--qgemm_parts 1,2,4,8,16]
-//                   [--qgemm_variants base,l2,stagger,pf4,all,pf8,ring2,ring4] [--iters 10] [--out
-//                   FILE.tsv]
+//                   [--qgemm_variants base,l2,stagger,pf4,all,pf8,ring2,ring4]
+//                   [--qgemm_shapes "8B gate/up,8B down"] [--qgemm_formats int4,fp8]
+//                   [--iters 10] [--out FILE.tsv]
 #include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -46,6 +51,11 @@ ABSL_FLAG(std::string, qgemm_variants, "",
           "each), all (the three, prefetch 4), pf8 (the three, prefetch 8), ring2 / ring4 (the "
           "defaults at ring depth 2 / 4)");
 
+ABSL_FLAG(std::string, qgemm_shapes, "",
+          "qgemm: the shapes timed, comma-separated names (\"8B qkv\", \"8B o\", \"8B "
+          "gate/up\", \"8B down\"); empty: all");
+ABSL_FLAG(std::string, qgemm_formats, "int4,fp8", "qgemm: the packed formats timed (int4, fp8)");
+
 namespace pkv::bench {
 namespace {
 
@@ -63,6 +73,9 @@ constexpr int64_t kChainBytes = int64_t{256} << 20;
 
 struct DevMem {
   void* p = nullptr;
+  DevMem() = default;
+  DevMem(const DevMem&) = delete;
+  DevMem& operator=(const DevMem&) = delete;
   ~DevMem() { cudaFree(p); }
 };
 
@@ -121,7 +134,7 @@ absl::Status ApplyVariant(const std::string& v, gpu::QGemmArgs* a) {
   }
   if (v == "ring2" || v == "ring4") {  // the defaults with another cp.async ring depth
     a->plan.stages = v == "ring2" ? 2 : 4;
-    a->plan.smem_bytes = a->plan.stages * gpu::QGemmStageBytes(a->plan.format);
+    a->plan.smem_bytes = a->plan.stages * a->plan.stage_bytes() + a->plan.table_bytes();
     return absl::OkStatus();
   }
   a->l2_256b = v == "l2";
@@ -144,9 +157,15 @@ struct Bench {
   DevMem x, y, partials, tickets, scratch;
   int64_t partial_bytes = 0;
 
-  // Median GPU time of one op in a chain of `copies` ops (op(i) enqueues copy i's).
-  absl::StatusOr<double> Chain(int32_t copies, const std::function<absl::Status(int32_t)>& op) {
-    for (int32_t i = 0; i < std::min(copies, 3); ++i) PKV_RETURN_IF_ERROR(op(i));  // warm-up
+  // Median GPU time of one op in a chain of `copies` ops (op(i) enqueues copy i's). The first
+  // warm-up op runs inside the NVTX range `range` (the launch a profiler picks).
+  absl::StatusOr<double> Chain(const char* range, int32_t copies,
+                               const std::function<absl::Status(int32_t)>& op) {
+    nvtxRangePushA(range);
+    const absl::Status first = op(0);
+    nvtxRangePop();
+    PKV_RETURN_IF_ERROR(first);
+    for (int32_t i = 1; i < std::min(copies, 3); ++i) PKV_RETURN_IF_ERROR(op(i));  // warm-up
     PKV_ASSIGN_OR_RETURN(std::vector<double> us,
                          timer->Time(
                              iters, flusher.get(), stream, [](int) { return absl::OkStatus(); },
@@ -174,7 +193,7 @@ struct Bench {
     a.w_scale_count = w.scale_count;
     a.pdl = pdl;
     PKV_RETURN_IF_ERROR(ApplyVariant(variant, &a));
-    return Chain(w.copies, [&](int32_t i) {
+    return Chain("qgemm", w.copies, [&](int32_t i) {
       gpu::QGemmArgs ai = a;
       ai.w = w.W(i);
       ai.w_scales = w.S(i);
@@ -191,7 +210,7 @@ struct Bench {
     tp.x = x.p;
     tp.y = y.p;
     PKV_RETURN_IF_ERROR(gemm->Tune(tp, stream));
-    return Chain(w.copies, [&](int32_t i) -> absl::Status {
+    return Chain("dequant", w.copies, [&](int32_t i) -> absl::Status {
       gpu::GemvDequantArgs d;
       d.dtype = gpu::DType::kBFloat16;
       d.format = w.format;
@@ -215,7 +234,7 @@ struct Bench {
     tp.x = x.p;
     tp.y = y.p;
     PKV_RETURN_IF_ERROR(gemm->Tune(tp, stream));
-    return Chain(w.copies, [&](int32_t i) {
+    return Chain("dense", w.copies, [&](int32_t i) {
       return gemm->Linear(gpu::DType::kBFloat16, x.p, m, sh.k, w.W(i), sh.n, y.p, false, stream);
     });
   }
@@ -271,11 +290,26 @@ absl::Status Run() {
   std::string tsv =
       "shape\tn\tk\tm\tformat\tparts\tqgemm_us\tdequant_cublas_us\tbf16_cublas_us\tqgemm_bytes\t"
       "qgemm_frac_stream\n";
+  const std::vector<std::string> shapes =
+      absl::StrSplit(absl::GetFlag(FLAGS_qgemm_shapes), ',', absl::SkipEmpty());
+  std::vector<GemvWeightFormat> formats;
+  for (absl::string_view f :
+       absl::StrSplit(absl::GetFlag(FLAGS_qgemm_formats), ',', absl::SkipEmpty())) {
+    if (f != "int4" && f != "fp8") {
+      return absl::InvalidArgumentError(absl::StrCat("--qgemm_formats: '", f, "'; int4, fp8"));
+    }
+    formats.push_back(f == "int4" ? GemvWeightFormat::kInt4 : GemvWeightFormat::kFp8);
+  }
   for (const Shape& sh : kShapes) {
-    Weights dense, packed[2];
+    if (!shapes.empty() && std::find(shapes.begin(), shapes.end(), sh.name) == shapes.end()) {
+      continue;
+    }
+    Weights dense;
+    std::vector<Weights> packed(formats.size());
     PKV_RETURN_IF_ERROR(MakeWeights(sh, GemvWeightFormat::kDense, b.stream, &dense));
-    PKV_RETURN_IF_ERROR(MakeWeights(sh, GemvWeightFormat::kInt4, b.stream, &packed[0]));
-    PKV_RETURN_IF_ERROR(MakeWeights(sh, GemvWeightFormat::kFp8, b.stream, &packed[1]));
+    for (size_t i = 0; i < formats.size(); ++i) {
+      PKV_RETURN_IF_ERROR(MakeWeights(sh, formats[i], b.stream, &packed[i]));
+    }
     for (int32_t m : tokens) {
       PKV_ASSIGN_OR_RETURN(const double bf16_us, b.TimeDense(sh, dense, m));
       for (const Weights& w : packed) {

@@ -45,7 +45,7 @@ struct QGemmArgs {
 
   // Memory-pipeline options, all off by default: the 2026-12-02 H200 measurement (bench/NOTES.md
   // w4gemm) found none of them moving the time by more than noise (the bench times them). A stage
-  // reads 64 (4-bit) or 128 (fp8) bytes of each of 256 rows strided by the row length:
+  // reads 128 bytes (one line) of each of 256 rows strided by the row length:
   //   l2_256b        the weight copies carry the .L2::256B hint (a miss fetches the aligned
   //                  256-byte block, so the next stages of the row hit the L2).
   //   stagger        each row tile walks its part's stages from its own offset (row tile * 5 mod

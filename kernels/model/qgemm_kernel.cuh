@@ -2,18 +2,17 @@
 // instantiation files (qgemm_int4_bf16.cu, ...). Tiling: qgemm_plan.h; the packed weights' load
 // and expansion: gemv_weights.cuh (the GEMV's own policies, so both see the same weights).
 //
-// Shared memory, one ring slot per stage (QGemmStageBytes):
-//   x  [64 tokens][16 chunks of 8 k] 16-byte chunks; chunk j of token t at t * 16 + (j ^ 4 (t & 1))
-//      so the 8 lanes of an lds.128 phase (tokens 2i, 2i + 1 by chunks c .. c + 3) hit 8 distinct
-//      bank groups.
-//   w  [256 rows][kWVecs] 16-byte vectors, the packed row's bytes of the stage in order (lane c of
-//      unit u at u * 4 + c, as the GEMV loads them); fp8 rows (128 bytes) xor the vector index
-//      with 4 (row & 1) for the same reason, 4-bit rows (64 bytes) need no swizzle.
-//   s  [256] 4-bit scale words of the stage's group.
-// Per stage a warp loads, per unit, one vector of each of its 4 rows per lane, expands each
-// 32-k step into the A fragments of both 16-row halves once, and runs them against every token
-// group that holds a live token (the test is warp-uniform), so a 16-token step does 1 / 4 of a
-// 64-token step's MMAs.
+// Shared memory: `stages` ring slots (QGemmStageBytes), then the 4-bit scale table.
+//   x  [tile tokens][stage k / 8] 16-byte chunks; chunk j of token t at t * chunks + (j ^ 4 (t &
+//      1)) so the 8 lanes of an lds.128 phase (tokens 2i, 2i + 1 by chunks c .. c + 3) hit 8
+//      distinct bank groups.
+//   w  [256 rows][8] 16-byte vectors: the row's 128 packed bytes of the stage in order (lane c of
+//      unit u at u * 4 + c, as the GEMV loads them), the vector index xor 4 (row & 1) for the
+//      same reason.
+//   s  (4-bit) [256 rows][scale_stride] the scale words of the CTA's part, group by group.
+// Per unit a warp loads one vector of each of its 4 rows per lane, expands each 32-k step into
+// the A fragments of both 16-row halves once, and runs them against the tile's token groups that
+// hold a live token (the test is warp-uniform; a tile has 2, 4 or 8 groups, compile time).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -32,17 +31,20 @@ namespace pkv::gpu::qgemm {
 
 namespace dv = decode::dev;
 
-template <typename W>
+template <typename W, int kGroups>
 struct Layout {
-  static constexpr int kUnitsPerStage = kQGemmStageK / (kGemvStepK * W::kSteps);  // 1 / 2
-  static constexpr int kWVecs = 4 * kUnitsPerStage;  // 16-byte vectors per row and stage
-  static constexpr int kXChunks = kQGemmStageK / 8;  // 16
-  static constexpr int kXBytes = kQGemmTileTokens * kXChunks * 16;
+  static constexpr int kTokens = 8 * kGroups;
+  static constexpr int kUnits = 2;  // the GEMV's 64-byte units per row and stage
+  static constexpr int kStageK = QGemmStageK(W::kFormat);
+  static constexpr int kWVecs = kQGemmRowStageBytes / 16;  // 8 per row and stage
+  static constexpr int kXChunks = kStageK / 8;             // 32 / 16
+  static constexpr int kXBytes = kTokens * kXChunks * 16;
   static constexpr int kWBytes = kQGemmTileRows * kWVecs * 16;
-  static constexpr int kStageBytes = QGemmStageBytes(W::kFormat);
-  static_assert(kXBytes + kWBytes + (W::kScaleWords ? kQGemmTileRows * 4 : 0) == kStageBytes);
+  static constexpr int kStageBytes = QGemmStageBytes(W::kFormat, kTokens);
+  static_assert(kXBytes + kWBytes == kStageBytes && kWVecs == 4 * kUnits &&
+                kStageK == kUnits * kGemvStepK * W::kSteps);
   static __device__ __forceinline__ int WVec(int row, int v) {
-    return row * kWVecs + (kWVecs == 8 ? v ^ ((row & 1) << 2) : v);
+    return row * kWVecs + (v ^ ((row & 1) << 2));
   }
   static __device__ __forceinline__ int XChunk(int tok, int j) {
     return tok * kXChunks + (j ^ ((tok & 1) << 2));
@@ -73,83 +75,104 @@ __device__ __forceinline__ Item MakeItem(const QGemmPlan& p, bool stagger) {
   const int32_t rt = rest / p.parts;
   it.tile = rt * p.token_tiles + tt;
   it.row0 = rt * kQGemmTileRows;
-  it.tok0 = tt * kQGemmTileTokens;
-  it.live = min(kQGemmTileTokens, p.m - it.tok0);
-  it.s_begin = static_cast<int32_t>(int64_t{it.part} * p.k_stages / p.parts);
-  it.s_end = static_cast<int32_t>(int64_t{it.part + 1} * p.k_stages / p.parts);
+  it.tok0 = tt * p.tile_tokens;
+  it.live = min(p.tile_tokens, p.m - it.tok0);
+  it.s_begin = QGemmPartBegin(p.k_stages, p.parts, it.part);
+  it.s_end = QGemmPartBegin(p.k_stages, p.parts, it.part + 1);
   it.rot = stagger && it.s_end > it.s_begin ? (rt * 5) % (it.s_end - it.s_begin) : 0;
   return it;
 }
 
-// cp.async of stage s's packed weights (and scale words) of the tile's rows into `slot`. Rows
-// past n load row n - 1 (never stored).
-template <typename W>
+// cp.async of stage s's packed weights of the tile's rows into `slot`: 8 threads copy a row's
+// 128-byte line. Rows past n load row n - 1 (never stored); the second unit of a 4-bit stage past
+// k is zero-filled.
+template <typename W, int kGroups>
 __device__ __forceinline__ void LoadWeights(const QGemmArgs& a, const Item& it, int32_t s,
                                             uint8_t* slot) {
-  using L = Layout<W>;
+  using L = Layout<W, kGroups>;
   const QGemmPlan& p = a.plan;
-  const int64_t row_vecs = int64_t{p.k_stages} * L::kWVecs;
+  // 16-byte vectors per packed row: 4-bit 4 per 128 k, fp8 8.
+  const int64_t row_vecs = int64_t{p.k_groups} * (W::kFormat == GemvWeightFormat::kInt4 ? 4 : 8);
   uint4* ws = reinterpret_cast<uint4*>(slot + L::kXBytes);
 #pragma unroll
   for (int i = 0; i < L::kWVecs * kQGemmTileRows / kQGemmThreads; ++i) {
     const int id = threadIdx.x + i * kQGemmThreads;
     const int r = id / L::kWVecs, v = id % L::kWVecs;
     const int64_t row = min(it.row0 + r, p.n - 1);
-    const uint4* src = static_cast<const uint4*>(a.w) + row * row_vecs + int64_t{s} * L::kWVecs + v;
+    const int32_t vec = s * L::kWVecs + v;
+    const bool valid = vec < row_vecs;
+    const uint4* src = static_cast<const uint4*>(a.w) + row * row_vecs + (valid ? vec : 0);
     if (a.l2_256b) {
-      dv::CpAsync16Prefetch<256>(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
+      dv::CpAsync16Prefetch<256>(dv::SmemAddr(ws + L::WVec(r, v)), src, valid);
     } else {
-      dv::CpAsync16(dv::SmemAddr(ws + L::WVec(r, v)), src, true);
+      dv::CpAsync16(dv::SmemAddr(ws + L::WVec(r, v)), src, valid);
     }
   }
-  if constexpr (W::kScaleWords) {
-    uint32_t* ss = reinterpret_cast<uint32_t*>(slot + L::kXBytes + L::kWBytes);
-    const int r = threadIdx.x;  // kQGemmThreads == kQGemmTileRows
+}
+
+// cp.async of the 4-bit scale words of the item's part (groups g_begin .. g_end) into the table:
+// warp w copies rows w, w + 8, ...; a row's words are one contiguous run.
+__device__ __forceinline__ void LoadScaleTable(const QGemmArgs& a, const Item& it,
+                                               uint32_t* table) {
+  const QGemmPlan& p = a.plan;
+  const int32_t g_begin = it.s_begin * 2, g_end = min(it.s_end * 2, p.k_groups);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int r = warp; r < kQGemmTileRows; r += kQGemmWarps) {
     const int64_t row = min(it.row0 + r, p.n - 1);
-    dv::CpAsync4(dv::SmemAddr(ss + r),
-                 static_cast<const uint32_t*>(a.w_scales) + row * p.k_stages + s);
+    const uint32_t* src = static_cast<const uint32_t*>(a.w_scales) + row * p.k_groups;
+    for (int32_t g = g_begin + lane; g < g_end; g += 32) {
+      dv::CpAsync4(dv::SmemAddr(table + r * p.scale_stride + (g - g_begin)), src + g);
+    }
   }
 }
 
 // L2 prefetch of the first byte of each of the tile's rows in stage s (one row per thread).
-template <typename W>
+template <typename W, int kGroups>
 __device__ __forceinline__ void PrefetchWeights(const QGemmArgs& a, const Item& it, int32_t s) {
-  using L = Layout<W>;
+  using L = Layout<W, kGroups>;
   const QGemmPlan& p = a.plan;
   const int64_t row = min(it.row0 + static_cast<int32_t>(threadIdx.x), p.n - 1);
-  const uint4* src = static_cast<const uint4*>(a.w) + row * int64_t{p.k_stages} * L::kWVecs +
-                     int64_t{s} * L::kWVecs;
+  const int64_t row_vecs = int64_t{p.k_groups} * (W::kFormat == GemvWeightFormat::kInt4 ? 4 : 8);
+  const uint4* src =
+      static_cast<const uint4*>(a.w) + row * row_vecs + min(int64_t{s} * L::kWVecs, row_vecs - 1);
   asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src));
 }
 
-// cp.async of stage s's x chunks of the tile's tokens into `slot`; tokens >= m are zero-filled.
-template <typename T, typename W>
+// cp.async of stage s's x chunks of the tile's tokens into `slot`; tokens >= m and k past the end
+// (the last 4-bit stage of an odd group count) are zero-filled.
+template <typename T, typename W, int kGroups>
 __device__ __forceinline__ void LoadX(const QGemmArgs& a, const Item& it, int32_t s,
                                       uint8_t* slot) {
-  using L = Layout<W>;
+  using L = Layout<W, kGroups>;
   uint4* xs = reinterpret_cast<uint4*>(slot);
+  constexpr int kPerThread = (L::kTokens * L::kXChunks + kQGemmThreads - 1) / kQGemmThreads;
 #pragma unroll
-  for (int i = 0; i < kQGemmTileTokens * L::kXChunks / kQGemmThreads; ++i) {
+  for (int i = 0; i < kPerThread; ++i) {
     const int id = threadIdx.x + i * kQGemmThreads;
+    if (L::kTokens * L::kXChunks % kQGemmThreads != 0 && id >= L::kTokens * L::kXChunks) break;
     const int t = id / L::kXChunks, j = id % L::kXChunks;
-    const bool valid = t < it.live;
-    const T* src =
-        static_cast<const T*>(a.x) +
-        (valid ? int64_t{it.tok0 + t} * a.plan.k + int64_t{s} * kQGemmStageK + 8 * j : 0);
+    const int32_t kk = s * L::kStageK + 8 * j;
+    const bool valid = t < it.live && kk < a.plan.k;
+    const T* src = static_cast<const T*>(a.x) + (valid ? int64_t{it.tok0 + t} * a.plan.k + kk : 0);
     dv::CpAsync16(dv::SmemAddr(xs + L::XChunk(t, j)), src, valid);
   }
 }
 
-// The MMAs of one ring slot: rows 32 warp .. + 31 against the live token groups.
-template <typename T, typename W>
-__device__ __forceinline__ void ComputeStage(const uint8_t* slot, int live, float (&acc)[2][8][4]) {
-  using L = Layout<W>;
+// The MMAs of one ring slot: rows 32 warp .. + 31 against the live token groups (kFull: all of
+// the tile's, no test). `sc`: the scale table at the stage's first group (4-bit), `units`: the
+// stage's units (a 4-bit stage past the last group has one).
+template <typename T, typename W, int kGroups, bool kFull>
+__device__ __forceinline__ void ComputeStage(const uint8_t* slot, const uint32_t* sc,
+                                             int32_t scale_stride, int units, int live,
+                                             float (&acc)[2][kGroups][4]) {
+  using L = Layout<W, kGroups>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
   const uint4* xs = reinterpret_cast<const uint4*>(slot);
   const uint4* ws = reinterpret_cast<const uint4*>(slot + L::kXBytes);
-  const uint32_t* ss = reinterpret_cast<const uint32_t*>(slot + L::kXBytes + L::kWBytes);
-#pragma unroll
-  for (int u = 0; u < L::kUnitsPerStage; ++u) {
+  // One unit at a time (not unrolled): the second unit's loads and expansions would not fit the
+  // 128 registers of a 2-CTA tile beside the first's.
+#pragma unroll 1
+  for (int u = 0; u < units; ++u) {
     uint4 v[2][2];
     uint32_t sw[2][2] = {{0u, 0u}, {0u, 0u}};
 #pragma unroll
@@ -158,7 +181,7 @@ __device__ __forceinline__ void ComputeStage(const uint8_t* slot, int live, floa
       for (int hh = 0; hh < 2; ++hh) {
         const int row = warp * 32 + f * 16 + hh * 8 + g;
         v[f][hh] = ws[L::WVec(row, u * 4 + c)];
-        if constexpr (W::kScaleWords) sw[f][hh] = ss[row];
+        if constexpr (W::kScaleWords) sw[f][hh] = sc[row * scale_stride + u];
       }
     }
 #pragma unroll
@@ -173,8 +196,8 @@ __device__ __forceinline__ void ComputeStage(const uint8_t* slot, int live, floa
       }
       const int chunk = (u * W::kSteps + q) * 4 + c;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (8 * j < live) {  // warp-uniform
+      for (int j = 0; j < kGroups; ++j) {
+        if (kFull || 8 * j < live) {  // warp-uniform
           const uint4 xv = xs[L::XChunk(8 * j + g, chunk)];
           const uint32_t x4[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
@@ -196,18 +219,19 @@ __device__ __forceinline__ void ComputeStage(const uint8_t* slot, int live, floa
 
 // Split tiles: leaves this CTA's sums in its slot; the CTA that arrives last gets the sum over
 // all parts in part order (true) and resets the ticket. Uniform over the CTA.
+template <int kGroups>
 __device__ __forceinline__ bool CombineParts(const QGemmArgs& a, const Item& it, int live,
-                                             float (&acc)[2][8][4], int* last) {
+                                             float (&acc)[2][kGroups][4], int* last) {
+  constexpr int kSlot = 2 * kGroups * kQGemmThreads;  // float4s per part
   const int tid = threadIdx.x;
-  float4* slots =
-      reinterpret_cast<float4*>(a.partials) + int64_t{it.tile} * a.plan.parts * 16 * kQGemmThreads;
-  float4* mine = slots + int64_t{it.part} * 16 * kQGemmThreads;
+  float4* slots = reinterpret_cast<float4*>(a.partials) + int64_t{it.tile} * a.plan.parts * kSlot;
+  float4* mine = slots + int64_t{it.part} * kSlot;
 #pragma unroll
   for (int f = 0; f < 2; ++f) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < kGroups; ++j) {
       if (8 * j < live) {
-        __stcg(mine + (f * 8 + j) * kQGemmThreads + tid,
+        __stcg(mine + (f * kGroups + j) * kQGemmThreads + tid,
                make_float4(acc[f][j][0], acc[f][j][1], acc[f][j][2], acc[f][j][3]));
       }
     }
@@ -225,11 +249,12 @@ __device__ __forceinline__ bool CombineParts(const QGemmArgs& a, const Item& it,
 #pragma unroll
   for (int f = 0; f < 2; ++f) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < kGroups; ++j) {
       if (8 * j < live) {
         float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
         for (int32_t q = 0; q < a.plan.parts; ++q) {
-          const float4 v = __ldcg(slots + (int64_t{q} * 16 + f * 8 + j) * kQGemmThreads + tid);
+          const float4 v =
+              __ldcg(slots + int64_t{q} * kSlot + (f * kGroups + j) * kQGemmThreads + tid);
           s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
         }
         acc[f][j][0] = s.x, acc[f][j][1] = s.y, acc[f][j][2] = s.z, acc[f][j][3] = s.w;
@@ -241,9 +266,9 @@ __device__ __forceinline__ bool CombineParts(const QGemmArgs& a, const Item& it,
 
 // y[t][row] for the lane's accumulators (C fragment: c0 (row g, token 2c), c1 (g, 2c + 1),
 // c2 (g + 8, 2c), c3 (g + 8, 2c + 1)), times the fp8 row scale.
-template <typename T, typename W>
+template <typename T, typename W, int kGroups>
 __device__ __forceinline__ void Store(const QGemmArgs& a, const Item& it,
-                                      const float (&acc)[2][8][4]) {
+                                      const float (&acc)[2][kGroups][4]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
   const QGemmPlan& p = a.plan;
 #pragma unroll
@@ -257,7 +282,7 @@ __device__ __forceinline__ void Store(const QGemmArgs& a, const Item& it,
         scale = __ldg(static_cast<const float*>(a.w_scales) + (a.w_scale_count == 1 ? 0 : row));
       }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int t = 8 * j + 2 * c + e;
@@ -275,57 +300,70 @@ __device__ __forceinline__ void Store(const QGemmArgs& a, const Item& it,
   }
 }
 
-template <typename T, typename W>
-__global__ void __launch_bounds__(kQGemmThreads, QGemmCtasPerSm(W::kFormat))
+template <typename T, typename W, int kGroups>
+__global__ void __launch_bounds__(kQGemmThreads, QGemmCtasPerSm(W::kFormat, 8 * kGroups))
     QGemmKernel(const QGemmArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int last;
-  using L = Layout<W>;
+  using L = Layout<W, kGroups>;
   const QGemmPlan& p = a.plan;
   const Item it = MakeItem(p, a.stagger);
   const int stages = p.stages;
   const int32_t len = it.s_end - it.s_begin;
   auto slot = [&](int32_t i) { return smem + (i % stages) * L::kStageBytes; };
-  // Weights never depend on earlier kernels: the first stages' are in flight before the wait.
+  uint32_t* table = reinterpret_cast<uint32_t*>(smem + stages * L::kStageBytes);
+  // Weights never depend on earlier kernels: the scales and the first stages' weights are in
+  // flight before the wait (the table in the first commit group).
+  if constexpr (W::kScaleWords) LoadScaleTable(a, it, table);
   for (int i = 0; i < stages - 1; ++i) {
-    if (i < len) LoadWeights<W>(a, it, it.Stage(i), slot(i));
+    if (i < len) LoadWeights<W, kGroups>(a, it, it.Stage(i), slot(i));
   }
   for (int i = stages - 1; i < stages - 1 + a.prefetch_stages; ++i) {
-    if (i < len) PrefetchWeights<W>(a, it, it.Stage(i));
+    if (i < len) PrefetchWeights<W, kGroups>(a, it, it.Stage(i));
   }
   PdlWait();
   PdlTrigger();
   for (int i = 0; i < stages - 1; ++i) {
-    if (i < len) LoadX<T, W>(a, it, it.Stage(i), slot(i));
+    if (i < len) LoadX<T, W, kGroups>(a, it, it.Stage(i), slot(i));
     dv::CpAsyncCommit();
   }
-  float acc[2][8][4];
+  float acc[2][kGroups][4];
 #pragma unroll
   for (int f = 0; f < 2; ++f) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[f][j][0] = acc[f][j][1] = acc[f][j][2] = acc[f][j][3] = 0.f;
+    for (int j = 0; j < kGroups; ++j) {
+      acc[f][j][0] = acc[f][j][1] = acc[f][j][2] = acc[f][j][3] = 0.f;
+    }
   }
+  const int32_t full_stages = p.k_groups / 2;  // 4-bit stages with both groups
   for (int32_t i = 0; i < len; ++i) {
-    dv::CpAsyncWaitDynamic(stages -
-                           2);  // iteration i's stage has landed (groups complete in order)
-    __syncthreads();            // ... for every thread; the slot refilled below is free
+    // Iteration i's stage has landed (groups complete in order) ...
+    dv::CpAsyncWaitDynamic(stages - 2);
+    __syncthreads();  // ... for every thread; the slot refilled below is free
     const int32_t next = i + stages - 1;
     if (next < len) {
-      LoadWeights<W>(a, it, it.Stage(next), slot(next));
-      LoadX<T, W>(a, it, it.Stage(next), slot(next));
+      LoadWeights<W, kGroups>(a, it, it.Stage(next), slot(next));
+      LoadX<T, W, kGroups>(a, it, it.Stage(next), slot(next));
       if (next + a.prefetch_stages < len)
-        PrefetchWeights<W>(a, it, it.Stage(next + a.prefetch_stages));
+        PrefetchWeights<W, kGroups>(a, it, it.Stage(next + a.prefetch_stages));
     }
     dv::CpAsyncCommit();
-    ComputeStage<T, W>(slot(i), it.live, acc);
+    const int32_t s = it.Stage(i);
+    const int units = W::kScaleWords && s >= full_stages ? 1 : 2;
+    const uint32_t* sc = table + (s - it.s_begin) * 2;
+    if (it.live == L::kTokens) {
+      ComputeStage<T, W, kGroups, true>(slot(i), sc, p.scale_stride, units, it.live, acc);
+    } else {
+      ComputeStage<T, W, kGroups, false>(slot(i), sc, p.scale_stride, units, it.live, acc);
+    }
   }
-  if (p.parts > 1 && !CombineParts(a, it, it.live, acc, &last)) return;
-  Store<T, W>(a, it, acc);
+  if (p.parts > 1 && !CombineParts<kGroups>(a, it, it.live, acc, &last)) return;
+  Store<T, W, kGroups>(a, it, acc);
 }
 
-template <typename T, typename W>
-absl::Status LaunchQGemmTyped(const QGemmArgs& a, cudaStream_t stream) {
-  auto kernel = QGemmKernel<T, W>;
+template <typename T, typename W, int kGroups>
+absl::Status LaunchQGemmTile(const QGemmArgs& a, cudaStream_t stream) {
+  auto kernel = QGemmKernel<T, W, kGroups>;
   // Above the default 48 KB the kernel must opt in (per device, so every launch asks; a host-side
   // attribute, allowed during stream capture).
   if (a.plan.smem_bytes > (48 << 10)) {
@@ -335,6 +373,19 @@ absl::Status LaunchQGemmTyped(const QGemmArgs& a, cudaStream_t stream) {
   return CudaStatus(LaunchMaybePdl(kernel, dim3(a.plan.items), dim3(kQGemmThreads),
                                    a.plan.smem_bytes, stream, a.pdl, a),
                     "QGemmKernel");
+}
+
+// The tile_tokens dispatch (CheckPlan has rejected other values).
+template <typename T, typename W>
+absl::Status LaunchQGemmTyped(const QGemmArgs& a, cudaStream_t stream) {
+  switch (a.plan.tile_tokens) {
+    case 16:
+      return LaunchQGemmTile<T, W, 2>(a, stream);
+    case 32:
+      return LaunchQGemmTile<T, W, 4>(a, stream);
+    default:
+      return LaunchQGemmTile<T, W, 8>(a, stream);
+  }
 }
 
 }  // namespace pkv::gpu::qgemm

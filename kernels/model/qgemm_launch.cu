@@ -31,12 +31,19 @@ absl::Status Invalid(absl::string_view what) {
 }
 
 absl::Status CheckPlan(const QGemmPlan& p) {
-  const bool ok = QGemmSupports(p.format, p.n, p.k) && p.m >= 1 &&
+  const bool tile_ok = p.tile_tokens == 16 || p.tile_tokens == 32 || p.tile_tokens == 64;
+  const bool ok = QGemmSupports(p.format, p.n, p.k) && p.m >= 1 && tile_ok &&
                   p.row_tiles == (p.n + kQGemmTileRows - 1) / kQGemmTileRows &&
-                  p.token_tiles == (p.m + kQGemmTileTokens - 1) / kQGemmTileTokens &&
-                  p.k_stages == p.k / kQGemmStageK && p.parts >= 1 && p.parts <= p.k_stages &&
-                  p.items == p.tiles() * p.parts && p.stages >= 2 && p.stages <= kQGemmMaxStages &&
-                  p.smem_bytes == p.stages * QGemmStageBytes(p.format);
+                  p.token_tiles == (p.m + p.tile_tokens - 1) / p.tile_tokens &&
+                  p.k_groups == p.k / 128 &&
+                  p.k_stages == (p.k + QGemmStageK(p.format) - 1) / QGemmStageK(p.format) &&
+                  p.parts >= 1 && p.parts <= p.k_stages && p.items == p.tiles() * p.parts &&
+                  p.stages >= 2 && p.stages <= kQGemmMaxStages &&
+                  // 4-bit: the table holds the longest part's groups (its last stage may have one).
+                  (p.format == GemvWeightFormat::kInt4
+                       ? p.scale_stride >= 2 * ((p.k_stages + p.parts - 1) / p.parts) - 1
+                       : p.scale_stride == 0) &&
+                  p.smem_bytes == p.stages * p.stage_bytes() + p.table_bytes();
   return ok ? absl::OkStatus() : Invalid("the plan does not come from PlanQGemm");
 }
 

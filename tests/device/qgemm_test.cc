@@ -2,11 +2,11 @@
 // the GEMV tests (gemv_test_util.h: the canonical weights dequantized in float32, rounded to the
 // activation dtype as the kernel feeds the MMA; bound 4e-3 * sum |x w| plus the output rounding).
 //   AwkwardShapes: 4-bit (zero points, groups of 128 and 256) and fp8 (per-row and per-tensor
-//     scales), bf16 and fp16, tokens 9, 17, 63, 64, 100, 256 (partial token tiles, several
-//     tiles), n not a multiple of the 256-row tile, forced split factors 1..3 and the planner's
-//     choice, float32 and 16-bit outputs, the memory-pipeline options off (default) and on;
-//     every element checked, outputs poisoned, overrun guarded; the split launches run twice
-//     (the tickets reset) and give the same bits.
+//     scales), bf16 and fp16, tokens 9, 16, 17, 32, 63, 64, 100, 256 (full and partial 16-, 32-
+//     and 64-token tiles, several tiles), n not a multiple of the 256-row tile, forced split
+//     factors 1..3 and the planner's choice, float32 and 16-bit outputs, the memory-pipeline
+//     options off (default) and on; every element checked, outputs poisoned, overrun guarded; the
+//     split launches run twice (the tickets reset) and give the same bits.
 //   ModelShapes: every 8B and 1B Llama projection (fp16: 1B only, as the GEMV test), tokens
 //     cycling through the awkward counts, the planner's split; rows sampled (8 per 256-row tile,
 //     one in each warp's 32 rows at varying lane positions, and the last row), every token.
@@ -29,7 +29,9 @@ namespace {
 
 using gpu::GemvWeightFormat;
 
-constexpr int32_t kAwkwardTokens[] = {9, 17, 63, 64, 100, 256};
+// 16, 32, 64 and 256 fill their token tiles (no live-token tests); the others end in a part tile.
+constexpr int32_t kAwkwardTokens[] = {9, 16, 17, 32, 63, 64, 100, 256};
+constexpr int32_t kNumAwkward = sizeof(kAwkwardTokens) / sizeof(kAwkwardTokens[0]);
 
 std::vector<GemvCase> QuantCases() {
   std::vector<GemvCase> all;
@@ -121,7 +123,8 @@ TEST_P(QGemmTest, AwkwardShapes) {
     int32_t n, k;
   };
   // n = 300: a partial second row tile; 3 divides 300 (fp8 per-tensor scale, 4-bit groups of
-  // 256 with k = 512); n = 520 with k = 640 (5 stages): groups of 128, per-row fp8 scales.
+  // 256 with k = 512); n = 520 with k = 640 (5 groups: a 4-bit stage of one group at the end):
+  // groups of 128, per-row fp8 scales.
   int i = 0;
   for (const Shape sh : {Shape{300, 512}, Shape{520, 640}}) {
     for (int32_t m : kAwkwardTokens) {
@@ -168,7 +171,7 @@ TEST_P(QGemmTest, ModelShapes) {
   const gpu::QGemmDevice dev = Device();
   int i = 0;
   for (const Shape& sh : shapes) {
-    const int32_t m = kAwkwardTokens[i % 6];
+    const int32_t m = kAwkwardTokens[i % kNumAwkward];
     const bool f32 = (i++ % 2) == 1;
     const Problem p = MakeProblem(GetParam(), sh.n, sh.k, m, /*rmsnorm=*/false, &rng_);
     absl::StatusOr<gpu::QGemmPlan> plan = gpu::PlanQGemm(m, sh.n, sh.k, GetParam().format, dev);

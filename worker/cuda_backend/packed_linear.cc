@@ -25,7 +25,8 @@ absl::Status PackedLinear::Enqueue(const DeviceWeights& weights, const void* x, 
   // per-row arithmetic does not depend on the step's token count (the route choice does).
   if (tickets_.get() != nullptr && gemm.fixed_rows() == 0 &&
       gpu::ChoosePackedRoute(tokens, w.format, w.n, w.k) == gpu::PackedRoute::kQGemm) {
-    return EnqueueQGemm(weights, x, tokens, w, y, y_f32, pdl, stream);
+    absl::StatusOr<gpu::QGemmPlan> plan = PlanFitting(weights, tokens, w);
+    if (plan.ok()) return EnqueueQGemm(weights, *plan, x, w, y, y_f32, pdl, stream);
   }
   gpu::GemvDequantArgs d;
   d.dtype = weights.dtype;
@@ -40,16 +41,25 @@ absl::Status PackedLinear::Enqueue(const DeviceWeights& weights, const void* x, 
   return gemm.Linear(weights.dtype, x, tokens, w.k, d.out, w.n, y, y_f32, stream);
 }
 
-absl::Status PackedLinear::EnqueueQGemm(const DeviceWeights& weights, const void* x, int64_t tokens,
-                                        const ProjectionWeights& w, void* y, bool y_f32, bool pdl,
-                                        cudaStream_t stream) const {
+absl::StatusOr<gpu::QGemmPlan> PackedLinear::PlanFitting(const DeviceWeights& weights,
+                                                         int64_t tokens,
+                                                         const ProjectionWeights& w) const {
   const int32_t m = static_cast<int32_t>(tokens), n = static_cast<int32_t>(w.n),
                 k = static_cast<int32_t>(w.k);
+  auto fits = [&](const gpu::QGemmPlan& p) {
+    return p.partial_floats() * 4 <= weights.dequant_scratch_bytes &&
+           p.num_tickets() <= kMaxTickets;
+  };
   PKV_ASSIGN_OR_RETURN(gpu::QGemmPlan plan, gpu::PlanQGemm(m, n, k, w.format, device_));
-  if (plan.partial_floats() * 4 > weights.dequant_scratch_bytes ||
-      plan.num_tickets() > kMaxTickets) {
-    PKV_ASSIGN_OR_RETURN(plan, gpu::PlanQGemm(m, n, k, w.format, device_, /*parts=*/1));
-  }
+  if (fits(plan)) return plan;
+  PKV_ASSIGN_OR_RETURN(plan, gpu::PlanQGemm(m, n, k, w.format, device_, /*parts=*/1));
+  if (fits(plan)) return plan;
+  return absl::ResourceExhaustedError("qgemm: the split workspace does not fit");
+}
+
+absl::Status PackedLinear::EnqueueQGemm(const DeviceWeights& weights, const gpu::QGemmPlan& plan,
+                                        const void* x, const ProjectionWeights& w, void* y,
+                                        bool y_f32, bool pdl, cudaStream_t stream) const {
   gpu::QGemmArgs a;
   a.dtype = weights.dtype;
   a.plan = plan;

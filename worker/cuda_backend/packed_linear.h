@@ -7,7 +7,7 @@
 // Workspace: the QGemm's split partials live in the dequantize scratch (one projection at a time
 // on the backend's stream, so the two uses never overlap); its split tickets in a small buffer
 // owned here, zeroed at set-up and left at zero by every launch. A plan whose workspace does not
-// fit runs unsplit.
+// fit runs unsplit, and one that still does not fit dequantizes.
 // Thread-safety: immutable after SetUp (the workspace is written only by the kernels).
 #pragma once
 
@@ -43,7 +43,12 @@ class PackedLinear {
   static constexpr int32_t kMaxTickets = 4096;
 
  private:
-  absl::Status EnqueueQGemm(const DeviceWeights& weights, const void* x, int64_t tokens,
+  // The planner's QGemm plan, or one part where its split workspace does not fit the scratch
+  // (the planner may still split a 4-bit projection for its scale table); RESOURCE_EXHAUSTED
+  // when neither fits (the projection then dequantizes).
+  absl::StatusOr<gpu::QGemmPlan> PlanFitting(const DeviceWeights& weights, int64_t tokens,
+                                             const ProjectionWeights& w) const;
+  absl::Status EnqueueQGemm(const DeviceWeights& weights, const gpu::QGemmPlan& plan, const void* x,
                             const ProjectionWeights& w, void* y, bool y_f32, bool pdl,
                             cudaStream_t stream) const;
 
