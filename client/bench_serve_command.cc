@@ -75,6 +75,12 @@ absl::StatusOr<BenchOptions> OptionsFromFlags() {
   o.load.duration = absl::GetFlag(FLAGS_duration);
   o.load.request_timeout = absl::GetFlag(FLAGS_request_timeout);
   o.load.seed = seed;
+  if (const std::optional<double> t = absl::GetFlag(FLAGS_temperature)) {
+    o.load.temperature = static_cast<float>(*t);
+  }
+  if (const std::optional<double> p = absl::GetFlag(FLAGS_top_p)) {
+    o.load.top_p = static_cast<float>(*p);
+  }
   const std::string key = ApiKey();
   if (!key.empty()) o.load.metadata.emplace_back("authorization", "Bearer " + key);
   o.slo = {absl::GetFlag(FLAGS_slo_ttft), absl::GetFlag(FLAGS_slo_tpot)};

@@ -11,10 +11,10 @@ ABSL_FLAG(std::string, prompt, "", "generate: prompt text (tokenized by the work
 ABSL_FLAG(std::string, token_ids, "", "generate: prompt as comma-separated token ids");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate");
 ABSL_FLAG(std::optional<double>, temperature, std::nullopt,
-          "generate: 0 = greedy; unset = server default (1.0)");
+          "generate, bench serve: 0 = greedy; unset = server default (1.0)");
 ABSL_FLAG(int, top_k, 0, "generate: keep the k most likely tokens (0 = off)");
 ABSL_FLAG(std::optional<double>, top_p, std::nullopt,
-          "generate: nucleus mass in (0, 1]; unset = 1.0");
+          "generate, bench serve: nucleus mass in (0, 1]; unset = 1.0");
 ABSL_FLAG(double, min_p, 0.0, "generate: min_p in [0, 1] (0 = off)");
 ABSL_FLAG(
     std::optional<uint64_t>, seed, std::nullopt,

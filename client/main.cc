@@ -33,7 +33,7 @@ constexpr char kUsage[] =
     "            --router host:port | --target worker --worker host:port | --target both\n"
     "            --workload sharegpt|multi_turn|long_doc [--input_len 128 --output_len 64\n"
     "             --len_sigma 0.5 --system_prompt_tokens N --turns 4 --conversations N\n"
-    "             --num_docs 4 --doc_tokens 512 --seed S]\n"
+    "             --num_docs 4 --doc_tokens 512 --seed S --temperature T --top_p P]\n"
     "            load: --request_rate R [--arrival poisson|constant] | --concurrency N |\n"
     "                  --rate_sweep 1,2,4,8; bound: --num_requests 200 | --duration 30s\n"
     "            [--slo_ttft 200ms --slo_tpot 50ms --metrics_url router:metrics_port\n"

@@ -107,7 +107,7 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream) {
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       float temperature) {
+                                       float temperature, float top_p) {
   DecodeResult r;
   r.trace = trace;
   r.batch = static_cast<int32_t>(lengths.size());
@@ -127,6 +127,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
   }
   SamplingParams sampling;
   sampling.temperature = temperature;
+  sampling.top_p = top_p;
   sampling.seed = seed;
   std::vector<double> step_ms, host_us, floor_ms, fracs;
   std::vector<int64_t> kv_bytes;

@@ -60,11 +60,11 @@ struct PrefillResult {
 absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream);
 
 // temperature 0 samples greedily; above 0 every row draws (seeded) from the whole vocabulary, the
-// OpenAI API's default sampling.
+// OpenAI API's default sampling, or from its top_p nucleus when top_p < 1.
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       float temperature = 0.f);
+                                       float temperature = 0.f, float top_p = 1.f);
 
 absl::StatusOr<PrefillResult> RunPrefill(CudaModelBackend* backend, int32_t tokens, int32_t reps,
                                          double gemm_tflops, uint32_t seed);

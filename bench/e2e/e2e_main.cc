@@ -1,6 +1,7 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
 //   [--warmup 3] [--quant awq,gptq,fp8] [--kv_cache_dtype auto,fp8_e4m3] [--out FILE]
+//   [--temperature 0 --top_p 1]
 //   [--drift_prompts 4 --drift_prompt_len 1024 --drift_tokens 32]
 // See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
 // packed in each listed format (model "llama3-8b+awq"; awq and gptq pack alike), after the dense
@@ -44,6 +45,7 @@ ABSL_FLAG(int32_t, warmup, 3, "e2e: untimed decode steps first");
 ABSL_FLAG(double, temperature, 0,
           "e2e: decode sampling temperature (0: greedy; 1: the OpenAI default, every row drawn "
           "from the whole vocabulary on the GPU)");
+ABSL_FLAG(double, top_p, 1, "e2e: with --temperature > 0, the nucleus mass in (0, 1] (1: off)");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
 ABSL_FLAG(double, gpu_memory_limit_gib, 0,
           "e2e: GiB each backend may allocate after its CUDA context (0: the whole GPU), e.g. 11.5 "
@@ -277,7 +279,8 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
       if (r.skipped.empty()) {
         PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
                                           absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps,
-                                          5, static_cast<float>(absl::GetFlag(FLAGS_temperature))));
+                                          5, static_cast<float>(absl::GetFlag(FLAGS_temperature)),
+                                          static_cast<float>(absl::GetFlag(FLAGS_top_p))));
         r.skinny = v.skinny;
         r.variant = v.name;
       }

@@ -115,6 +115,8 @@ class Dispatcher final : public CallSink {
     s->set_max_tokens(spec.max_tokens);
     s->set_ignore_eos(true);
     s->set_seed(options_.seed + static_cast<uint64_t>(sent_));
+    if (options_.temperature) s->set_temperature(*options_.temperature);
+    if (options_.top_p) s->set_top_p(*options_.top_p);
     FinishedCall call;
     call.record.index = sent_;
     call.record.prompt_len = static_cast<int64_t>(spec.prompt.size());

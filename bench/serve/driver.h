@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,9 @@ struct LoadOptions {
   int64_t num_requests = 0;
   absl::Duration duration = absl::ZeroDuration();
   uint64_t seed = 0;  // arrivals, and each request's sampling seed (seed + index)
+  // Every request's sampling; unset: the server's defaults (temperature 1, top_p 1).
+  std::optional<float> temperature;
+  std::optional<float> top_p;
   std::string request_id_prefix = "sb";
   // Called on the dispatcher thread about every progress_interval, and once at the end.
   std::function<void(const LoadProgress&)> progress;

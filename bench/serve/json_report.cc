@@ -105,6 +105,8 @@ Json OptionsJson(const BenchOptions& o) {
   j["warmup_requests"] = o.warmup_requests;
   j["duration_s"] = absl::ToDoubleSeconds(o.load.duration);
   j["request_timeout_s"] = absl::ToDoubleSeconds(o.load.request_timeout);
+  j["temperature"] = o.load.temperature ? Json(*o.load.temperature) : Json(nullptr);
+  j["top_p"] = o.load.top_p ? Json(*o.load.top_p) : Json(nullptr);
   j["slo_ttft_ms"] = absl::ToDoubleMilliseconds(o.slo.ttft);
   j["slo_tpot_ms"] = absl::ToDoubleMilliseconds(o.slo.tpot);
   j["metrics_address"] = o.metrics_address;

@@ -35,10 +35,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
         at_least("max_queued_tokens", o.max_queued_tokens, 1), at_least("kv_pages", o.kv_pages, 0),
         at_least("tp", o.tp, 1), at_least("max_model_len", o.max_model_len, 0),
         at_least("fused_max_hidden", o.fused_max_hidden, 0),
-        at_least("fused_wide_max_tokens", o.fused_wide_max_tokens, 0),
         at_least("max_message_bytes", o.max_message_bytes, 1024),
         at_least("max_metadata_bytes", o.max_metadata_bytes, 1024)}) {
     if (!s.ok()) return s;
+  }
+  if (o.fused_wide_max_tokens < 0 || o.fused_wide_max_tokens > 8) {  // the fused path's limit
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fused_wide_max_tokens must be in [0, 8], got ", o.fused_wide_max_tokens));
   }
   if (absl::StatusOr<KvCacheDtype> d = ParseKvCacheDtype(o.kv_cache_dtype); !d.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype: ", d.status().message()));

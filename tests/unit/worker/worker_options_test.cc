@@ -52,6 +52,8 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--tp", [](WorkerOptions& o) { o.tp = 0; }},
       {"--max_model_len", [](WorkerOptions& o) { o.max_model_len = -1; }},
       {"--max_message_bytes", [](WorkerOptions& o) { o.max_message_bytes = 10; }},
+      {"--fused_wide_max_tokens", [](WorkerOptions& o) { o.fused_wide_max_tokens = -1; }},
+      {"--fused_wide_max_tokens", [](WorkerOptions& o) { o.fused_wide_max_tokens = 9; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 1.5; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 0; }},
       {"--gpu_memory_limit_gib", [](WorkerOptions& o) { o.gpu_memory_limit_gib = -1; }},
