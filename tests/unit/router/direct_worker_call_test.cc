@@ -124,21 +124,25 @@ class ScriptedDirectWorker final : public DirectWorker {
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
-// A router whose only worker is in-process: `channel_worker` answers health, load and model info
-// over its channel, `direct` takes the Generate streams.
-void AddDirectWorker(RouterHarness& h, FakeWorker& channel_worker,
-                     std::shared_ptr<ScriptedDirectWorker> direct) {
-  h.router().AddInProcessWorker(
-      {"direct:w-local", channel_worker.InProcessChannel(), std::move(direct)});
-}
+// A started router with one in-process worker: `local` answers health, load and model info over
+// its channel, `direct` takes the Generate streams; `tcp_workers` (started) are its other workers.
+struct DirectRouter {
+  explicit DirectRouter(ScriptedDirectWorker::Script script,
+                        const std::vector<FakeWorker*>& tcp_workers = {})
+      : direct(std::make_shared<ScriptedDirectWorker>(std::move(script))),
+        h(FastOptions(tcp_workers)) {
+    local.Start();
+    h.router().AddInProcessWorker({"direct:w-local", local.InProcessChannel(), direct});
+    h.Start(1 + static_cast<int>(tcp_workers.size()));
+  }
+  FakeWorker local{"w-local"};
+  std::shared_ptr<ScriptedDirectWorker> direct;
+  RouterHarness h;
+};
 
 TEST(DirectWorkerCallTest, StreamsThroughTheDirectCallNotTheChannel) {
-  FakeWorker local("w-local");
-  local.Start();
-  auto direct = std::make_shared<ScriptedDirectWorker>(ScriptedDirectWorker::Script{});
-  RouterHarness h(FastOptions({}));
-  AddDirectWorker(h, local, direct);
-  h.Start(1);
+  DirectRouter c(ScriptedDirectWorker::Script{});
+  auto& [local, direct, h] = c;
   const StreamResult r = h.Run(TokenRequest({1, 2, 3}, 3));
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   ASSERT_TRUE(r.complete.has_value());
@@ -151,13 +155,8 @@ TEST(DirectWorkerCallTest, StreamsThroughTheDirectCallNotTheChannel) {
 }
 
 TEST(DirectWorkerCallTest, ClientCancelEndsAHangingCallAndCancelsTheWorker) {
-  FakeWorker local("w-local");
-  local.Start();
-  auto direct = std::make_shared<ScriptedDirectWorker>(
-      ScriptedDirectWorker::Script{absl::OkStatus(), /*chunks=*/1, /*hang=*/true});
-  RouterHarness h(FastOptions({}));
-  AddDirectWorker(h, local, direct);
-  h.Start(1);
+  DirectRouter c(ScriptedDirectWorker::Script{absl::OkStatus(), /*chunks=*/1, /*hang=*/true});
+  auto& [local, direct, h] = c;
   grpc::ClientContext ctx;
   auto reader = h.stub().Generate(&ctx, TokenRequest({1}, 10));
   pkv::v1::GenerateResponse response;
@@ -173,13 +172,8 @@ TEST(DirectWorkerCallTest, ClientCancelEndsAHangingCallAndCancelsTheWorker) {
 }
 
 TEST(DirectWorkerCallTest, DeadlineReachesTheWorkerAndEndsAHangingCall) {
-  FakeWorker local("w-local");
-  local.Start();
-  auto direct = std::make_shared<ScriptedDirectWorker>(
-      ScriptedDirectWorker::Script{absl::OkStatus(), /*chunks=*/1, /*hang=*/true});
-  RouterHarness h(FastOptions({}));
-  AddDirectWorker(h, local, direct);
-  h.Start(1);
+  DirectRouter c(ScriptedDirectWorker::Script{absl::OkStatus(), /*chunks=*/1, /*hang=*/true});
+  auto& [local, direct, h] = c;
   const absl::Time before = absl::Now();
   const StreamResult r = h.Run(TokenRequest({1}, 10), absl::Milliseconds(300));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -190,14 +184,12 @@ TEST(DirectWorkerCallTest, DeadlineReachesTheWorkerAndEndsAHangingCall) {
 }
 
 TEST(DirectWorkerCallTest, RefusedDirectCallIsPlacedOnAnotherWorker) {
-  FakeWorker tcp("w-tcp"), local("w-local");
+  FakeWorker tcp("w-tcp");
   tcp.Start();
-  local.Start();
-  auto direct = std::make_shared<ScriptedDirectWorker>(ScriptedDirectWorker::Script{
-      absl::UnavailableError("worker is draining; retry on another worker")});
-  RouterHarness h(FastOptions({&tcp}));
-  AddDirectWorker(h, local, direct);
-  h.Start(2);
+  DirectRouter c(ScriptedDirectWorker::Script{absl::UnavailableError(
+                     "worker is draining; retry on another worker")},
+                 {&tcp});
+  auto& [local, direct, h] = c;
   for (int i = 0; i < 64 && direct->calls() == 0; ++i) {
     const StreamResult r = h.Run(TokenRequest({1, 2, static_cast<uint32_t>(i)}, 3));
     ASSERT_TRUE(r.status.ok()) << r.status.error_message();
