@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/decode/decode_params.h"
 #include "kernels/decode/decode_tile_fp8.cuh"
 #include "kernels/decode/device_util.cuh"
@@ -199,6 +200,12 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   CpAsyncCommit();
   const WorkItem it = p.items[item_index];
   const int live = live_count != nullptr ? *live_count : 0;
+  // Programmatic dependent launch (pdl.cuh): everything above is the step's plan and block table,
+  // copied before the step's first kernel; Q and this step's K/V rows come from the previous
+  // kernel, and the outputs may still be read by it. Once waited, the next kernel may launch and
+  // load its weights while this one runs. Both are no-ops after a CTA's first item.
+  gpu::PdlWait();
+  gpu::PdlTrigger();
   if (live_count != nullptr && item_index - p.first >= live) {
     CpAsyncWait<0>();  // nothing may still write shared memory when the CTA moves on
     return false;
@@ -418,6 +425,7 @@ __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
       break;
     }
   }
+  gpu::PdlWait();  // a CTA that ran no item still completes only after the previous kernel
 }
 
 }  // namespace pkv::decode::dev

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
+#include "kernels/common/pdl.cuh"
 #include "kernels/decode/decode_launch.h"
 #include "kernels/decode/kernel_table.h"
 #include "kernels/decode/merge.cuh"
@@ -158,7 +159,7 @@ absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, boo
 
 absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
                           const DecodeTensors& t, void* workspace, const KernelConfig& config,
-                          float scale, cudaStream_t stream) {
+                          float scale, cudaStream_t stream, bool pdl) {
   PKV_RETURN_IF_ERROR(ValidateShape(plan.shape));
   PKV_RETURN_IF_ERROR(ValidateConfig(config));
   if (t.q == nullptr || t.k_cache == nullptr || t.v_cache == nullptr || t.page_ids == nullptr ||
@@ -214,12 +215,12 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
     if (l.kind == LaunchSpec::Kind::kAttention) {
       p.cta_item_indptr =
           l.persistent ? reinterpret_cast<const int32_t*>(ws + layout.cta_indptr) : nullptr;
-      PKV_CUDA_RETURN_IF_ERROR(
-          cudaLaunchKernel(k.attention, dim3(l.grid), dim3(config.warps * 32), args, smem, stream));
+      PKV_CUDA_RETURN_IF_ERROR(gpu::LaunchMaybePdl(
+          k.attention, dim3(l.grid), dim3(config.warps * 32), smem, stream, pdl, args));
     } else {
       p.cta_item_indptr = nullptr;
-      PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(k.merge, dim3(l.grid), dim3(kMergeThreads), args,
-                                                dev::kMergeSmemBytes, stream));
+      PKV_CUDA_RETURN_IF_ERROR(gpu::LaunchMaybePdl(k.merge, dim3(l.grid), dim3(kMergeThreads),
+                                                   dev::kMergeSmemBytes, stream, pdl, args));
     }
   }
   return absl::OkStatus();

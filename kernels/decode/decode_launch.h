@@ -99,8 +99,11 @@ absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, boo
 // Enqueues the plan's launches on `stream`. `scale` is the softmax scale (1/sqrt(head_dim)
 // usually). REQUIRES: the workspace holds this plan (UploadPlan earlier on the same stream) and
 // was laid out by `layout`; its counters region was zeroed once when it was allocated.
+// pdl: launch as a programmatic dependent of the stream's previous kernel (pdl.cuh; sm_90 code
+// only, see gpu::PdlUsable): the kernels read their plan and block table before waiting for it,
+// so neither may be written by a kernel of the same step.
 absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
                           const DecodeTensors& tensors, void* workspace, const KernelConfig& config,
-                          float scale, cudaStream_t stream);
+                          float scale, cudaStream_t stream, bool pdl = false);
 
 }  // namespace pkv::decode

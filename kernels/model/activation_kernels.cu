@@ -1,9 +1,9 @@
 // SiLU * mul over the fused gate/up projection: a grid-stride elementwise kernel.
 #include <algorithm>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
-#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu {
 namespace {

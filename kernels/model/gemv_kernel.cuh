@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/decode/device_util.cuh"
 #include "kernels/model/gemv.h"
 #include "kernels/model/gemv_epilogue.cuh"
@@ -30,7 +31,6 @@
 #include "kernels/model/gemv_weights.cuh"
 #include "kernels/model/gemv_x.cuh"
 #include "kernels/model/model_device.cuh"
-#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu::gemv {
 

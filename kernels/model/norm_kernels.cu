@@ -3,9 +3,9 @@
 // is read from memory once.
 #include <algorithm>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
-#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu {
 namespace {

@@ -20,11 +20,11 @@
 
 #include <cstdint>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/decode/device_util.cuh"
 #include "kernels/model/gemv_plan.h"
 #include "kernels/model/gemv_weights.cuh"
 #include "kernels/model/model_device.cuh"
-#include "kernels/model/pdl.cuh"
 #include "kernels/model/qgemm.h"
 
 namespace pkv::gpu::qgemm {

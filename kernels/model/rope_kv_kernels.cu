@@ -5,10 +5,10 @@
 // layer one after another, each a dependent round trip to memory (18 us at B = 64 on an H200).
 #include <cmath>
 
+#include "kernels/common/pdl.cuh"
 #include "kernels/model/fp8_kv_device.cuh"
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/model_kernels.h"
-#include "kernels/model/pdl.cuh"
 
 namespace pkv::gpu {
 namespace {

@@ -182,7 +182,8 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
 
 absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const void* v_cache,
                                      const int32_t* page_ids, void* out, float scale,
-                                     const Fp8KvScales& kv_scales, cudaStream_t stream) const {
+                                     const Fp8KvScales& kv_scales, cudaStream_t stream,
+                                     bool pdl) const {
   if (current_ == nullptr) return absl::InternalError("decode attention: no prepared plan");
   decode::DecodeTensors t;
   t.dtype = dtype_;
@@ -195,7 +196,7 @@ absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const v
   t.out = out;
   t.lse = nullptr;
   return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), configs_[chosen_],
-                              scale, stream);
+                              scale, stream, pdl);
 }
 
 uint64_t DecodeAttention::LaunchSignature() const {

@@ -59,10 +59,11 @@ class DecodeAttention {
                        int32_t bucket, cudaStream_t stream, const int32_t* page_ids = nullptr);
 
   // One layer's attention for the prepared plan. q/out [rows][H_q][D]; page_ids on the device;
-  // kv_scales: the layer's FP8 dequantization scales (ignored for 16-bit pages).
+  // kv_scales: the layer's FP8 dequantization scales (ignored for 16-bit pages); pdl: a
+  // programmatic dependent launch (decode::LaunchDecode).
   absl::Status Launch(const void* q, const void* k_cache, const void* v_cache,
                       const int32_t* page_ids, void* out, float scale, const Fp8KvScales& kv_scales,
-                      cudaStream_t stream) const;
+                      cudaStream_t stream, bool pdl) const;
 
   const decode::DecodePlan& plan() const { return plan_; }
   // The policy's last choice (route, split parameters, predicted GPU time).

@@ -153,14 +153,14 @@ absl::Status KvAttention::EnqueueGeneric(int layer, const DeviceStep& s, int32_t
 }
 
 absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const void* q, void* out,
-                                           cudaStream_t stream) const {
+                                           cudaStream_t stream, bool pdl) const {
   if (uniform_) {  // one kernel for every row: the step's tiles cover every token
     if (!prefill_tensor_cores_) return EnqueueGeneric(layer, s, 0, s.tokens, q, out, stream);
     return EnqueuePrefill(layer, s, q, out, stream);
   }
   if (decode_ != nullptr && s.decode_tokens > 0) {
     PKV_RETURN_IF_ERROR(decode_->Launch(q, k_cache_[layer], v_cache_[layer], s.page_ids, out,
-                                        softmax_scale_, kv_scales_[layer], stream));
+                                        softmax_scale_, kv_scales_[layer], stream, pdl));
   } else {
     PKV_RETURN_IF_ERROR(EnqueueGeneric(layer, s, 0, s.decode_tokens, q, out, stream));
   }

@@ -107,9 +107,10 @@ class KvAttention {
   // What the prepared decode launches bake into a captured graph (0 without the engine).
   uint64_t LaunchSignature() const { return decode_ ? decode_->LaunchSignature() : 0; }
   // Layer `layer`'s attention of every row of `s`: q [tokens][H_q][D] rotated queries (dtype) ->
-  // out [tokens][H_q][D].
+  // out [tokens][H_q][D]. pdl: the decode launches are programmatic dependents of the previous
+  // kernel (the other attention kernels launch plainly).
   absl::Status EnqueueAttention(int layer, const DeviceStep& s, const void* q, void* out,
-                                cudaStream_t stream) const;
+                                cudaStream_t stream, bool pdl) const;
   // The decode route, launches and split occupancy of the last prepared step.
   void FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const;
 

@@ -1,4 +1,4 @@
-// Programmatic dependent launch (PDL, sm_90+) for the model kernels.
+// Programmatic dependent launch (PDL, sm_90+) for the model kernels and decode attention.
 //
 // A kernel launched with LaunchMaybePdl(pdl = true) may start while the previous kernel on the
 // stream is still running (once all of that kernel's CTAs have called PdlTrigger or exited).
@@ -32,21 +32,37 @@ __device__ __forceinline__ void PdlTrigger() {
 #endif
 }
 
-// Launches `kernel` on `stream`, with programmatic stream serialization when `pdl`.
-template <typename... KernelArgs, typename... Args>
-cudaError_t LaunchMaybePdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
-                           cudaStream_t stream, bool pdl, Args&&... args) {
+// The launch configuration of LaunchMaybePdl; `attr` must outlive the launch call.
+inline cudaLaunchConfig_t PdlLaunchConfig(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                          bool pdl, cudaLaunchAttribute* attr) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr->val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attr;
   config.numAttrs = pdl ? 1 : 0;
+  return config;
+}
+
+// Launches `kernel` on `stream`, with programmatic stream serialization when `pdl`.
+template <typename... KernelArgs, typename... Args>
+cudaError_t LaunchMaybePdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
+                           cudaStream_t stream, bool pdl, Args&&... args) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = PdlLaunchConfig(grid, block, smem, stream, pdl, &attr);
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// The same for a kernel known only by its address (a run-time kernel table), with
+// cudaLaunchKernel's argument array.
+inline cudaError_t LaunchMaybePdl(const void* kernel, dim3 grid, dim3 block, size_t smem,
+                                  cudaStream_t stream, bool pdl, void** args) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = PdlLaunchConfig(grid, block, smem, stream, pdl, &attr);
+  return cudaLaunchKernelExC(&config, kernel, args);
 }
 
 }  // namespace pkv::gpu
