@@ -202,10 +202,11 @@ __device__ bool ProcessItem(const DecodeParams& p, int item_index, uint8_t* smem
   const int live = live_count != nullptr ? *live_count : 0;
   // Programmatic dependent launch (pdl.cuh): everything above is the step's plan and block table,
   // copied before the step's first kernel; Q and this step's K/V rows come from the previous
-  // kernel, and the outputs may still be read by it. Once waited, the next kernel may launch and
-  // load its weights while this one runs. Both are no-ops after a CTA's first item.
+  // kernel, and the outputs may still be read by it. A no-op after a CTA's first item. No early
+  // PdlTrigger: the next kernel (a GEMV of fewer CTAs than SM slots) launched while attention
+  // holds the SMs is placed greedily, up to its occupancy, on the SMs that free first, and runs
+  // on too few of them (H200: 8B fused steps 36% slower, results/2026-12-03-h200-attnpdl).
   gpu::PdlWait();
-  gpu::PdlTrigger();
   if (live_count != nullptr && item_index - p.first >= live) {
     CpAsyncWait<0>();  // nothing may still write shared memory when the CTA moves on
     return false;

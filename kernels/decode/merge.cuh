@@ -143,8 +143,8 @@ template <int kD, typename T>
 __global__ void __launch_bounds__(128) DecodeMergeKernel(const __grid_constant__ DecodeParams p) {
   extern __shared__ __align__(16) uint8_t merge_smem[];
   const int count = p.count_from_header ? p.header[2] : p.count;  // the plan: no wait needed
-  gpu::PdlWait();  // the partials come from the attention launch before
-  gpu::PdlTrigger();
+  gpu::PdlWait();  // the partials come from the attention launch before (no early trigger: see
+                   // ProcessItem)
   for (int i = blockIdx.x; i < count; i += gridDim.x) {
     const MergeEntry e = p.merges[p.first + i];
     MergePair<kD, T>(p, e.row, e.kv_head, e.first_partial, e.num_splits, merge_smem,

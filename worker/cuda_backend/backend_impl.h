@@ -131,6 +131,7 @@ class CudaModelBackend::Impl {
   cuda_backend::ForwardPass Pass(const DeviceStep& s);
   bool UseFused(const DeviceStep& s) const;
   bool UsePdl() const { return options_.pdl && fused_.pdl_usable(); }
+  bool UsePdlAttention(const DeviceStep& s) const;
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
 

@@ -41,10 +41,17 @@ struct ForwardParts {
   cudaStream_t stream;
 };
 
+// Steps of at most this many tokens launch decode attention as a programmatic dependent of the
+// kernel before it (with pdl). Measured on the H200 (results/2026-12-03-h200-attnpdl): 8B B=1
+// fused 1.3% faster, B=8 on cuBLAS 1.2%; bimodal B=64 1.4% (8B) to 6% (1B) slower, so larger
+// steps launch it plainly.
+inline constexpr int32_t kPdlAttentionMaxTokens = 8;
+
 // The per-step choices the backend made (CudaBackendOptions, the device, the step's size).
 struct ForwardFlags {
   bool fused = false;          // the fused small-batch path (REQUIRES: parts.fused.available())
   bool pdl = false;            // programmatic dependent launch
+  bool pdl_attention = false;  // pdl for decode attention too (kPdlAttentionMaxTokens)
   int32_t prefetch_steps = 0;  // fused GEMVs' L2 prefetch with pdl
 };
 

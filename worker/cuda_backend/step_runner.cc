@@ -93,8 +93,13 @@ cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
   cuda_backend::ForwardFlags flags;
   flags.fused = UseFused(s);
   flags.pdl = UsePdl();
+  flags.pdl_attention = UsePdlAttention(s);
   flags.prefetch_steps = options_.fused_prefetch_steps;
   return cuda_backend::ForwardPass(parts, flags);
+}
+
+bool CudaModelBackend::Impl::UsePdlAttention(const DeviceStep& s) const {
+  return UsePdl() && s.tokens <= cuda_backend::kPdlAttentionMaxTokens;
 }
 
 bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
@@ -106,6 +111,7 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   uint64_t sig = 0;
   if (UseFused(s)) sig ^= 0xC2B2AE3D27D4EB4Full;
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
+  if (UsePdlAttention(s)) sig ^= 0x9E3779B97F4A7C15ull;
   if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
   // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row.
   if (options_.deterministic) sig ^= 0x85EBCA77C2B2AE63ull;
