@@ -276,7 +276,11 @@ __global__ void __launch_bounds__(kSampleThreads) ChunkMassKernel(const SampleAr
   }
   __syncthreads();
   const double min_p = p.min_p;
-  int num_min_p = 0;
+  // The bin below the binned range is counted in registers: with a bound (min-p, or top-p on a
+  // peaked row) most of the row lands there, and atomics on one shared address serialise.
+  constexpr int kBelow = kSampleBins - 1;
+  int num_min_p = 0, num_below = 0;
+  double w_below = 0.0;
   for (int i = first + threadIdx.x; i < last; i += kSampleThreads) {
     const float x = r.Val(i);
     if (x == -INFINITY) continue;
@@ -284,12 +288,24 @@ __global__ void __launch_bounds__(kSampleThreads) ChunkMassKernel(const SampleAr
     s += px;
     num_min_p += min_p > 0.0 && px >= min_p;
     const int b = bins.Of(x);
+    if (b == kBelow) {
+      ++num_below;
+      w_below += px;
+      continue;
+    }
     atomicAdd(&sm.hist_cnt[b], 1);
     atomicAdd(&sm.hist_wf[b], static_cast<float>(px));
   }
   s = BlockSumD(s, sm);
-  num_min_p = BlockReduce(
-      num_min_p, [](int x, int y) { return x + y; }, sm.ired);
+  w_below = BlockSumD(w_below, sm);
+  const auto add = [](int x, int y) { return x + y; };
+  num_min_p = BlockReduce(num_min_p, add, sm.ired);
+  num_below = BlockReduce(num_below, add, sm.ired);
+  if (threadIdx.x == 0) {
+    sm.hist_cnt[kBelow] = num_below;
+    sm.hist_wf[kBelow] = static_cast<float>(w_below);
+  }
+  __syncthreads();
   SampleHistBin* h = ws.hist + (int64_t{row} * kSampleChunks + blockIdx.x) * kSampleBins;
   for (int b = threadIdx.x; b < kSampleBins; b += kSampleThreads) {
     h[b] = SampleHistBin{sm.hist_cnt[b], sm.hist_wf[b]};
