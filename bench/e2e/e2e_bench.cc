@@ -107,7 +107,7 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream) {
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       float temperature, float top_p) {
+                                       const SamplingParams& sampling_in) {
   DecodeResult r;
   r.trace = trace;
   r.batch = static_cast<int32_t>(lengths.size());
@@ -125,9 +125,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
     r.skipped = std::string(seqs.status().message());
     return r;
   }
-  SamplingParams sampling;
-  sampling.temperature = temperature;
-  sampling.top_p = top_p;
+  SamplingParams sampling = sampling_in;
   sampling.seed = seed;
   std::vector<double> step_ms, host_us, floor_ms, fracs;
   std::vector<int64_t> kv_bytes;

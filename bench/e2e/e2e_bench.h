@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/cuda_backend/cuda_backend.h"
+#include "worker/model/sampling_params.h"
 
 namespace pkv::bench {
 
@@ -59,12 +60,13 @@ struct PrefillResult {
 
 absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream);
 
-// temperature 0 samples greedily; above 0 every row draws (seeded) from the whole vocabulary, the
-// OpenAI API's default sampling, or from its top_p nucleus when top_p < 1.
+// Every row samples with `sampling` (its seed replaced by `seed`): temperature 0 greedily; above 0
+// each row draws from the whole vocabulary (the OpenAI API's default), or from what its top_k /
+// top_p / min_p keep.
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       float temperature = 0.f, float top_p = 1.f);
+                                       const SamplingParams& sampling);
 
 absl::StatusOr<PrefillResult> RunPrefill(CudaModelBackend* backend, int32_t tokens, int32_t reps,
                                          double gemm_tflops, uint32_t seed);

@@ -1,7 +1,7 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
 //   [--warmup 3] [--quant awq,gptq,fp8] [--kv_cache_dtype auto,fp8_e4m3] [--out FILE]
-//   [--temperature 0 --top_p 1]
+//   [--temperature 0 --top_p 1 --top_k 0 --min_p 0]
 //   [--drift_prompts 4 --drift_prompt_len 1024 --drift_tokens 32]
 // See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
 // packed in each listed format (model "llama3-8b+awq"; awq and gptq pack alike), after the dense
@@ -46,6 +46,9 @@ ABSL_FLAG(double, temperature, 0,
           "e2e: decode sampling temperature (0: greedy; 1: the OpenAI default, every row drawn "
           "from the whole vocabulary on the GPU)");
 ABSL_FLAG(double, top_p, 1, "e2e: with --temperature > 0, the nucleus mass in (0, 1] (1: off)");
+ABSL_FLAG(int32_t, top_k, 0, "e2e: with --temperature > 0, keep the k most likely tokens (0: off)");
+ABSL_FLAG(double, min_p, 0,
+          "e2e: with --temperature > 0, drop tokens below min_p times the top one's p (0: off)");
 ABSL_FLAG(double, kv_memory_fraction, 0.9, "e2e: share of free GPU memory for KV pages");
 ABSL_FLAG(double, gpu_memory_limit_gib, 0,
           "e2e: GiB each backend may allocate after its CUDA context (0: the whole GPU), e.g. 11.5 "
@@ -207,6 +210,16 @@ struct DriftReference {
   std::optional<GreedyTrace> trace;
 };
 
+// The decode lines' sampling, from --temperature, --top_p, --top_k and --min_p.
+SamplingParams DecodeSampling() {
+  SamplingParams s;
+  s.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  s.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
+  s.top_k = absl::GetFlag(FLAGS_top_k);
+  s.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
+  return s;
+}
+
 absl::Status MeasureDrift(CudaModelBackend* b, const std::string& model, DriftReference* ref,
                           Report* report) {
   DriftOptions d;
@@ -279,8 +292,7 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
       if (r.skipped.empty()) {
         PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
                                           absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps,
-                                          5, static_cast<float>(absl::GetFlag(FLAGS_temperature)),
-                                          static_cast<float>(absl::GetFlag(FLAGS_top_p))));
+                                          5, DecodeSampling()));
         r.skinny = v.skinny;
         r.variant = v.name;
       }

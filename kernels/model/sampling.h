@@ -15,11 +15,17 @@
 // Work layout: two pre-pass kernels of kSampleChunks CTAs a row (arg max per chunk, then each
 // chunk's probability mass once the row's max is known) and the row's CTA, which takes the arg
 // max and the total mass from those partials. Without top-k / top-p / min-p (the OpenAI default)
-// the draw finds its chunk from the chunk masses and walks only that chunk in id order; the
-// filters' searches still walk the whole row in the row's CTA. A row's one CTA used to do every
-// pass over all 128256 logits itself (three of them with a double exp per logit): ~0.25 ms of a
-// temperature-1 decode step on the H200 (bench/NOTES.md, "Sampling off the critical path").
-//
+// the draw finds its chunk from the chunk masses and walks only that chunk in id order.
+// Filtered rows (top-k / top-p / min-p) also build, in the mass pre-pass, a per-chunk histogram of
+// kSampleBins value bins (count and float mass) below the row's max; a plan kernel (one CTA a row)
+// sums the chunks' histograms in a fixed order and picks the bins [lo, hi] in which the kept
+// prefix must end (counts are exact; the float masses get a 1e-3 relative margin); a compaction
+// kernel (kSampleChunks CTAs a row) copies those bins' tokens in id order and sums, in double, the
+// mass of every token ranked above them. The row's CTA then finds the cut among <=
+// kMaxSampleCandidates candidates with the same searches as before, checks with the exact sums
+// that the cut does lie among them, takes each chunk's kept mass (above + kept candidates) to pick
+// the draw's chunk and walks that chunk only. When the candidates would not fit, or the check
+// fails, it searches the whole row as it used to (same rule, slower).
 // Log-probabilities: of the temperature-scaled logits (raw when greedy), before filtering, natural
 // log; top_logprobs (<= kMaxTopLogprobs) most likely first, ties to the lower id.
 // A row whose logits are all -inf/NaN (or has a +inf) gets status kSampleBadLogits and token -1.
@@ -44,7 +50,7 @@ struct SampleArgs {
   int32_t max_rows = 0;                     // grid size (CTAs beyond *num_rows exit)
   SampleRowResult* results = nullptr;       // [max_rows]
   TopLogprob* top = nullptr;                // [max_rows][kMaxTopLogprobs]
-  SampleChunkPartial* partials = nullptr;   // [max_rows][kSampleChunks] scratch
+  void* workspace = nullptr;                // [SampleWorkspaceBytes(max_rows)] scratch, 16-aligned
 };
 
 absl::Status LaunchSample(const SampleArgs& args, cudaStream_t stream);

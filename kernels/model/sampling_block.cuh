@@ -3,6 +3,7 @@
 // row view with the CPU sampler's NaN and probability rules, and the counter-based uniform.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "kernels/model/sampling.h"
@@ -14,17 +15,27 @@ constexpr int kSampleWarps = kSampleThreads / 32;
 constexpr int kBins = 256;
 constexpr unsigned kFull = 0xffffffffu;
 
+static_assert(kBins == kSampleBins, "the row search and the pre-pass histogram share the bins");
+
 struct SampleSmem {
   double dred[kSampleWarps];
   float fred[kSampleWarps];
   int ired[kSampleWarps];
   int hist_cnt[kBins];
   double hist_w[kBins];
+  float hist_wf[kBins];              // the pre-pass histogram's masses (float, see SampleHistBin)
+  double chunk_kept[kSampleChunks];  // the filtered draw: each chunk's kept mass
   double bcast_d;
   int bcast_i;
   int top_n;
   int top_ids[kMaxTopLogprobs];
   float top_vals[kMaxTopLogprobs];
+};
+
+// The filtered draw's candidates, staged by the row's CTA (sampling_types.h).
+struct CandSmem {
+  float vals[kMaxSampleCandidates];
+  int ids[kMaxSampleCandidates];
 };
 
 // One row of logits as the CPU sampler sees it: NaN counts as -inf; p(x) = exp(x * inv_t - zmax)
@@ -34,6 +45,8 @@ struct RowView {
   int vocab;
   double inv_t;
   double zmax;
+  __device__ int Size() const { return vocab; }
+  __device__ int Id(int i) const { return i; }
   __device__ float Val(int i) const {
     const float x = logits[i];
     return isnan(x) ? -INFINITY : x;
@@ -45,6 +58,19 @@ struct RowView {
   __device__ double Prob(float x) const {
     return x == -INFINITY ? 0.0 : exp(__dsub_rn(Z(x), zmax));
   }
+};
+
+// The filtered draw's candidates (sampling_types.h) as a view like RowView's: element j is token
+// ids[j] with value vals[j], ascending ids, so index order is id order.
+struct CandView {
+  const float* vals;  // [n]
+  const int* ids;     // [n]
+  int n;
+  RowView row;  // for the probabilities
+  __device__ int Size() const { return n; }
+  __device__ int Id(int j) const { return ids[j]; }
+  __device__ float Val(int j) const { return vals[j]; }
+  __device__ double Prob(float x) const { return row.Prob(x); }
 };
 
 // A prefix of the ranking (larger value first, lower id on ties): token i with value x is in it
@@ -146,6 +172,55 @@ __device__ __forceinline__ void SampleChunkOf(int vocab, int c, int* begin, int*
   const int chunk = (vocab + kSampleChunks - 1) / kSampleChunks;
   *begin = min(vocab, c * chunk);
   *end = min(vocab, *begin + chunk);
+}
+
+// The workspace's parts (sampling_types.h).
+struct SampleScratch {
+  SampleChunkPartial* partials;  // [max_rows][kSampleChunks]
+  SampleHistBin* hist;           // [max_rows][kSampleChunks][kSampleBins]
+  SamplePlan* plans;             // [max_rows]
+  SampleCandidate* candidates;   // [max_rows][kMaxSampleCandidates]
+};
+__device__ __forceinline__ SampleScratch ScratchOf(const SampleArgs& a) {
+  const SampleWorkspaceLayout l = SampleWorkspaceLayoutFor(a.max_rows);
+  char* b = static_cast<char*>(a.workspace);
+  return SampleScratch{reinterpret_cast<SampleChunkPartial*>(b + l.partials),
+                       reinterpret_cast<SampleHistBin*>(b + l.hist),
+                       reinterpret_cast<SamplePlan*>(b + l.plans),
+                       reinterpret_cast<SampleCandidate*>(b + l.candidates)};
+}
+
+__device__ __forceinline__ RowView RowOf(const SampleArgs& a, int row, const SampleRowParams& p) {
+  const bool greedy = p.temperature <= 0.f;
+  return RowView{a.logits + static_cast<int64_t>(row) * a.vocab, a.vocab,
+                 greedy ? 1.0 : 1.0 / static_cast<double>(p.temperature), 0.0};
+}
+
+__device__ __forceinline__ bool NeedsMass(const SampleRowParams& p) {
+  return p.temperature > 0.f || p.logprobs;
+}
+
+// A sampled row with top-k, top-p or min-p (greedy rows ignore them).
+__device__ __forceinline__ bool Filtered(const SampleRowParams& p, int vocab) {
+  return p.temperature > 0.f &&
+         ((p.top_k > 0 && p.top_k < vocab) || p.top_p < 1.f || p.min_p > 0.f);
+}
+
+// The row's arg max from its chunks' (ties: lower id), the same fixed order in every reader.
+__device__ __forceinline__ void RowArgMax(const SampleChunkPartial* part, float* best,
+                                          int* best_id) {
+  float bv = -INFINITY;
+  int bi = INT_MAX;
+  for (int c = 0; c < kSampleChunks; ++c) {
+    const float v = part[c].best;
+    const int i = part[c].best_id;
+    if (v > bv || (v == bv && i < bi)) {
+      bv = v;
+      bi = i;
+    }
+  }
+  *best = bv;
+  *best_id = bi;
 }
 
 // SplitMix64 finaliser and the counter-based uniform of worker/model/sampler.h, bit for bit.

@@ -6,145 +6,11 @@
 #include "kernels/model/model_device.cuh"
 #include "kernels/model/sampling.h"
 #include "kernels/model/sampling_block.cuh"
+#include "kernels/model/sampling_filter.cuh"
+#include "kernels/model/sampling_select.cuh"
 
 namespace pkv::gpu::sampling {
 namespace {
-
-template <bool kMass>
-__device__ __forceinline__ double Weight(const RowView& r, float x) {
-  return kMass ? r.Prob(x) : 1.0;
-}
-
-// Among the tokens whose value is exactly v, in ascending id order, the first id at which the
-// running weight reaches `needed`; the last such id when rounding leaves it short.
-template <bool kMass>
-__device__ int TieCut(const RowView& r, float v, double needed, SampleSmem& sm) {
-  int b, e;
-  ChunkRange(r.vocab, &b, &e);
-  double s = 0.0;
-  for (int i = b; i < e; ++i) {
-    const float x = r.Val(i);
-    if (x == v) s += Weight<kMass>(r, x);
-  }
-  const double excl = BlockExclusiveScan(s, sm);
-  if (threadIdx.x == 0) sm.bcast_i = INT_MAX;
-  __syncthreads();
-  if (excl < needed && excl + s >= needed) {
-    double cum = excl;
-    for (int i = b; i < e; ++i) {
-      const float x = r.Val(i);
-      if (x != v) continue;
-      cum += Weight<kMass>(r, x);
-      if (cum >= needed) {
-        atomicMin(&sm.bcast_i, i);  // rounding could let two chunks claim the cut: lowest wins
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  const int c = sm.bcast_i;
-  if (c != INT_MAX) return c;
-  int last = -1;
-  for (int i = b; i < e; ++i) last = r.Val(i) == v ? i : last;
-  return BlockMaxI(last, sm);
-}
-
-__device__ __forceinline__ int Bin(float x, double hi, double scale) {
-  return min(kBins - 1, static_cast<int>((hi - static_cast<double>(x)) * scale));
-}
-
-// The shortest prefix of the ranking whose weight (count, or probability mass when kMass) reaches
-// `want`: a refining histogram search over the finite values, then TieCut at the cut's value. In
-// mass mode a `want` above the total mass keeps everything (the CPU never cuts then either).
-template <bool kMass>
-__device__ Cut SelectCut(const RowView& r, double want, SampleSmem& sm) {
-  float lo = INFINITY, hi = -INFINITY;
-  double w_finite = 0.0;
-  for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) {
-    const float x = r.Val(i);
-    if (x == -INFINITY) continue;
-    lo = fminf(lo, x);
-    hi = fmaxf(hi, x);
-    w_finite += Weight<kMass>(r, x);
-  }
-  lo = BlockMinF(lo, sm);
-  hi = BlockMaxF(hi, sm);
-  w_finite = BlockSumD(w_finite, sm);
-  if (w_finite < want) {
-    if (kMass) return Cut{-INFINITY, r.vocab - 1};
-    return Cut{-INFINITY, TieCut<false>(r, -INFINITY, want - w_finite, sm)};
-  }
-  double above = 0.0;  // weight of the tokens ranked above the candidate range [lo, hi]
-  // Each pass keeps one bin; hi and lo always fall in different bins, so the candidate range
-  // shrinks to one value within a few passes (64 is a safety bound, never reached for floats).
-  for (int iter = 0; iter < 64 && hi != lo; ++iter) {
-    const double dhi = hi, scale = kBins / (dhi - static_cast<double>(lo));
-    for (int b = threadIdx.x; b < kBins; b += kSampleThreads) {
-      sm.hist_cnt[b] = 0;
-      sm.hist_w[b] = 0.0;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) {
-      const float x = r.Val(i);
-      if (!(x >= lo && x <= hi)) continue;
-      const int b = Bin(x, dhi, scale);
-      atomicAdd(&sm.hist_cnt[b], 1);
-      if (kMass) atomicAdd(&sm.hist_w[b], r.Prob(x));
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double cum = above, last_cum = above;
-      int chosen = -1, last = -1;
-      for (int b = 0; b < kBins; ++b) {
-        if (sm.hist_cnt[b] == 0) continue;
-        const double w = kMass ? sm.hist_w[b] : static_cast<double>(sm.hist_cnt[b]);
-        last = b;
-        last_cum = cum;
-        if (cum + w >= want) {
-          chosen = b;
-          break;
-        }
-        cum += w;
-      }
-      if (chosen < 0) {  // rounding: the histogram's total fell short of w_finite
-        chosen = last;
-        cum = last_cum;
-      }
-      sm.bcast_i = chosen;
-      sm.bcast_d = cum;
-    }
-    __syncthreads();
-    const int chosen = sm.bcast_i;
-    above = sm.bcast_d;
-    float nlo = INFINITY, nhi = -INFINITY;
-    for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) {
-      const float x = r.Val(i);
-      if (x >= lo && x <= hi && Bin(x, dhi, scale) == chosen) {
-        nlo = fminf(nlo, x);
-        nhi = fmaxf(nhi, x);
-      }
-    }
-    lo = BlockMinF(nlo, sm);
-    hi = BlockMaxF(nhi, sm);
-  }
-  return Cut{hi, TieCut<kMass>(r, hi, want - above, sm)};
-}
-
-__device__ double MassKept(const RowView& r, Cut cut, SampleSmem& sm) {
-  double s = 0.0;
-  for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) {
-    const float x = r.Val(i);
-    if (cut.Keeps(x, i)) s += r.Prob(x);
-  }
-  return BlockSumD(s, sm);
-}
-
-template <typename Pred>
-__device__ double CountIf(const RowView& r, Pred pred, SampleSmem& sm) {
-  double n = 0.0;
-  for (int i = threadIdx.x; i < r.vocab; i += kSampleThreads) n += pred(r.Val(i), i) ? 1.0 : 0.0;
-  return BlockSumD(n, sm);
-}
 
 // Step 5's walk over ids [first, last) of the row: the first kept id at which the running mass
 // exceeds `target` (mass before `first` already subtracted); when rounding leaves the target at
@@ -186,38 +52,29 @@ __device__ int WalkIds(const RowView& r, Cut cut, int first, int last, double ta
   return BlockMaxI(top, sm);
 }
 
-// The unfiltered draw (every token kept): the chunk whose mass holds u * total, from the
-// pre-pass's chunk masses in id order, then the walk inside that chunk only.
-__device__ int DrawUnfiltered(const RowView& r, const SampleRowParams& p,
-                              const SampleChunkPartial* part, double total, SampleSmem& sm) {
+// Step 5 from per-chunk kept masses (chunk_mass(c), id order; `total` their sum): the chunk whose
+// mass holds u * total, then the walk inside that chunk only.
+template <typename ChunkMass>
+__device__ int DrawInChunk(const RowView& r, const SampleRowParams& p, Cut cut,
+                           ChunkMass chunk_mass, double total, SampleSmem& sm) {
   const double target = CounterUniform(p.seed, static_cast<uint64_t>(p.sample_index)) * total;
   if (threadIdx.x == 0) {
-    double cum = 0.0, last_cum = 0.0;
-    int chosen = -1, last = -1;
-    for (int c = 0; c < kSampleChunks; ++c) {
-      const double m = part[c].mass;
-      if (!(m > 0.0)) continue;
-      last = c;
-      last_cum = cum;
-      if (cum + m > target) {
-        chosen = c;
-        break;
-      }
-      cum += m;
-    }
-    if (chosen < 0) {  // rounding: the chunks' total fell short of the target
-      chosen = last;
-      cum = last_cum;
-    }
-    sm.bcast_i = chosen;
-    sm.bcast_d = cum;
+    double before = 0.0;
+    sm.bcast_i = FirstReaching</*kStrict=*/true>(
+        kSampleChunks,
+        [&](int c, double* m) {
+          *m = chunk_mass(c);
+          return *m > 0.0;
+        },
+        0.0, target, &before);  // short of the target (rounding): the last chunk with mass
+    sm.bcast_d = before;
   }
   __syncthreads();
-  const int c = sm.bcast_i;  // >= 0: the max's chunk has mass 1
+  const int c = sm.bcast_i;  // >= 0: the max's chunk has mass 1 and the max is always kept
   const double before = sm.bcast_d;
   int first, last;
   SampleChunkOf(r.vocab, c, &first, &last);
-  return WalkIds(r, Cut{-INFINITY, r.vocab - 1}, first, last, target - before, sm);
+  return WalkIds(r, cut, first, last, target - before, sm);
 }
 
 // Steps 2-5 of sampler.h: the kept prefix, then the id-ordered draw.
@@ -247,6 +104,78 @@ __device__ int Draw(const RowView& r, const SampleRowParams& p, double total_mas
   const double target =
       CounterUniform(p.seed, static_cast<uint64_t>(p.sample_index)) * MassKept(r, cut, sm);
   return WalkIds(r, cut, 0, r.vocab, target, sm);
+}
+
+// Steps 2-5 among the plan's candidates (sampling.h): the same searches as Draw's over <=
+// kMaxSampleCandidates tokens. Every token ranked above them is kept, so each search's target is
+// shifted by their exact count or mass; a cut that would not fall among the candidates (the
+// plan's float masses were off by more than its margin) returns -1 and the caller searches the
+// whole row.
+__device__ int DrawCandidates(const RowView& r, const SampleRowParams& p, const SamplePlan& plan,
+                              const SampleCandidate* cands, const SampleChunkPartial* part,
+                              double total, CandSmem& cs, SampleSmem& sm) {
+  const int n_c = plan.cand_indptr[kSampleChunks];
+  for (int j = threadIdx.x; j < n_c; j += kSampleThreads) {
+    const SampleCandidate c = cands[j];
+    cs.vals[j] = c.value;
+    cs.ids[j] = c.id;
+  }
+  __syncthreads();
+  const CandView cv{cs.vals, cs.ids, n_c, r};
+  double above = 0.0;  // exact: the compaction's fixed-order sums, in chunk order
+  for (int c = 0; c < kSampleChunks; ++c) above += part[c].above;
+  const int n_above = plan.num_above;
+  Cut cut{-INFINITY, INT_MAX};
+  bool inside = false;  // the cut so far lies among the candidates
+  double n = r.vocab, mass = total;
+  if (plan.filters & kSampleFilterTopK) {
+    const int j = p.top_k - n_above;
+    if (j < 1) return -1;
+    n = p.top_k;
+    if (j <= n_c) {
+      cut = SelectCut<false>(cv, j, sm);
+      mass = above + MassKept(cv, cut, sm);
+      inside = true;
+    } else if (plan.filters & kSampleFilterTopP) {
+      return -1;  // top-p needs the top-k mass
+    }  // else the k-th token lies below the candidates: min-p cuts first (the plan's bins)
+  }
+  if (plan.filters & kSampleFilterTopP) {
+    const double want = static_cast<double>(p.top_p) * mass - above;
+    if (!(want > 0.0)) return -1;
+    // When the candidates do not reach `want`, the top-p prefix ends below them: min-p cuts first.
+    if (want <= MassKept(cv, cut, sm)) {
+      const Cut cp = SelectCut<true>(cv, want, sm);
+      const double np = n_above + CountIf(
+                                      cv, [&](float x, int id) { return cp.Keeps(x, id); }, sm);
+      if (np < n) {
+        n = np;
+        cut = cp;
+        inside = true;
+      }
+    }
+  }
+  if ((plan.filters & kSampleFilterMinP) && plan.num_min_p < n) {
+    const int j = plan.num_min_p - n_above;
+    if (j < 1 || j > n_c) return -1;
+    cut = SelectCut<false>(cv, j, sm);
+    inside = true;
+  }
+  if (!inside) return -1;
+  // Each chunk's kept mass: warp w sums chunks w, w + 16 (fixed lanes, fixed shuffle order).
+  for (int c = Warp(); c < kSampleChunks; c += kSampleWarps) {
+    double s = 0.0;
+    for (int j = plan.cand_indptr[c] + Lane(); j < plan.cand_indptr[c + 1]; j += 32) {
+      if (cut.Keeps(cv.Val(j), cv.Id(j))) s += cv.Prob(cv.Val(j));
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
+    if (Lane() == 0) sm.chunk_kept[c] = part[c].above + s;
+  }
+  __syncthreads();
+  double kept = 0.0;
+  for (int c = 0; c < kSampleChunks; ++c) kept += sm.chunk_kept[c];
+  return DrawInChunk(
+      r, p, cut, [&](int c) { return sm.chunk_kept[c]; }, kept, sm);
 }
 
 // The n most likely tokens, most likely first (ties: lower id), as log-probabilities.
@@ -287,33 +216,6 @@ __device__ int TopLogprobs(const RowView& r, int n, double log_z, SampleSmem& sm
   return count;
 }
 
-__device__ __forceinline__ RowView RowOf(const SampleArgs& a, int row, const SampleRowParams& p) {
-  const bool greedy = p.temperature <= 0.f;
-  return RowView{a.logits + static_cast<int64_t>(row) * a.vocab, a.vocab,
-                 greedy ? 1.0 : 1.0 / static_cast<double>(p.temperature), 0.0};
-}
-
-__device__ __forceinline__ bool NeedsMass(const SampleRowParams& p) {
-  return p.temperature > 0.f || p.logprobs;
-}
-
-// The row's arg max from its chunks' (ties: lower id), the same fixed order in every reader.
-__device__ __forceinline__ void RowArgMax(const SampleChunkPartial* part, float* best,
-                                          int* best_id) {
-  float bv = -INFINITY;
-  int bi = INT_MAX;
-  for (int c = 0; c < kSampleChunks; ++c) {
-    const float v = part[c].best;
-    const int i = part[c].best_id;
-    if (v > bv || (v == bv && i < bi)) {
-      bv = v;
-      bi = i;
-    }
-  }
-  *best = bv;
-  *best_id = bi;
-}
-
 // Pre-pass 1, grid (kSampleChunks, max_rows): each chunk's arg max.
 __global__ void __launch_bounds__(kSampleThreads) ChunkArgMaxKernel(const SampleArgs a) {
   __shared__ SampleSmem sm;
@@ -322,7 +224,7 @@ __global__ void __launch_bounds__(kSampleThreads) ChunkArgMaxKernel(const Sample
   const RowView r = RowOf(a, row, a.params[row]);
   int first, last;
   SampleChunkOf(r.vocab, blockIdx.x, &first, &last);
-  float best = -INFINITY;
+  float best = -INFINITY, lo = INFINITY;
   int best_id = INT_MAX;
   for (int i = first + threadIdx.x; i < last; i += kSampleThreads) {
     const float x = r.Val(i);
@@ -330,18 +232,20 @@ __global__ void __launch_bounds__(kSampleThreads) ChunkArgMaxKernel(const Sample
       best = x;
       best_id = i;
     }
+    if (x != -INFINITY) lo = fminf(lo, x);
   }
   BlockArgMax(&best, &best_id, sm);
+  lo = BlockMinF(lo, sm);
   if (threadIdx.x == 0) {
-    SampleChunkPartial& out = a.partials[int64_t{row} * kSampleChunks + blockIdx.x];
-    out.best = best;
-    out.best_id = best_id;
-    out.mass = 0.0;
+    SampleChunkPartial& out = ScratchOf(a).partials[int64_t{row} * kSampleChunks + blockIdx.x];
+    out = SampleChunkPartial{best, best_id, 0.0, lo, 0, 0.0};
   }
 }
 
 // Pre-pass 2, grid (kSampleChunks, max_rows): each chunk's probability mass under the row's max
-// (rows that need no probabilities, greedy without logprobs, skip it).
+// (rows that need no probabilities, greedy without logprobs, skip it); for filtered rows also the
+// chunk's histogram (Binning; counts and float masses by shared-memory atomics, native for int
+// and float) and its count of tokens with p >= min_p.
 __global__ void __launch_bounds__(kSampleThreads) ChunkMassKernel(const SampleArgs a) {
   __shared__ SampleSmem sm;
   const int row = blockIdx.y;
@@ -349,7 +253,8 @@ __global__ void __launch_bounds__(kSampleThreads) ChunkMassKernel(const SampleAr
   const SampleRowParams p = a.params[row];
   if (!NeedsMass(p)) return;
   RowView r = RowOf(a, row, p);
-  SampleChunkPartial* part = a.partials + int64_t{row} * kSampleChunks;
+  const SampleScratch ws = ScratchOf(a);
+  SampleChunkPartial* part = ws.partials + int64_t{row} * kSampleChunks;
   float best;
   int best_id;
   RowArgMax(part, &best, &best_id);
@@ -358,19 +263,69 @@ __global__ void __launch_bounds__(kSampleThreads) ChunkMassKernel(const SampleAr
   int first, last;
   SampleChunkOf(r.vocab, blockIdx.x, &first, &last);
   double s = 0.0;
-  for (int i = first + threadIdx.x; i < last; i += kSampleThreads) s += r.Prob(r.Val(i));
+  if (!Filtered(p, r.vocab)) {
+    for (int i = first + threadIdx.x; i < last; i += kSampleThreads) s += r.Prob(r.Val(i));
+    s = BlockSumD(s, sm);
+    if (threadIdx.x == 0) part[blockIdx.x].mass = s;
+    return;
+  }
+  const Binning bins = BinningOf(r, p, part, best);
+  for (int b = threadIdx.x; b < kSampleBins; b += kSampleThreads) {
+    sm.hist_cnt[b] = 0;
+    sm.hist_wf[b] = 0.f;
+  }
+  __syncthreads();
+  const double min_p = p.min_p;
+  // The bin below the binned range is counted in registers: with a bound (min-p, or top-p on a
+  // peaked row) most of the row lands there, and atomics on one shared address serialise.
+  constexpr int kBelow = kSampleBins - 1;
+  int num_min_p = 0, num_below = 0;
+  double w_below = 0.0;
+  for (int i = first + threadIdx.x; i < last; i += kSampleThreads) {
+    const float x = r.Val(i);
+    if (x == -INFINITY) continue;
+    const double px = r.Prob(x);
+    s += px;
+    num_min_p += min_p > 0.0 && px >= min_p;
+    const int b = bins.Of(x);
+    if (b == kBelow) {
+      ++num_below;
+      w_below += px;
+      continue;
+    }
+    atomicAdd(&sm.hist_cnt[b], 1);
+    atomicAdd(&sm.hist_wf[b], static_cast<float>(px));
+  }
   s = BlockSumD(s, sm);
-  if (threadIdx.x == 0) part[blockIdx.x].mass = s;
+  w_below = BlockSumD(w_below, sm);
+  const auto add = [](int x, int y) { return x + y; };
+  num_min_p = BlockReduce(num_min_p, add, sm.ired);
+  num_below = BlockReduce(num_below, add, sm.ired);
+  if (threadIdx.x == 0) {
+    sm.hist_cnt[kBelow] = num_below;
+    sm.hist_wf[kBelow] = static_cast<float>(w_below);
+  }
+  __syncthreads();
+  SampleHistBin* h = ws.hist + (int64_t{row} * kSampleChunks + blockIdx.x) * kSampleBins;
+  for (int b = threadIdx.x; b < kSampleBins; b += kSampleThreads) {
+    h[b] = SampleHistBin{sm.hist_cnt[b], sm.hist_wf[b]};
+  }
+  if (threadIdx.x == 0) {
+    part[blockIdx.x].mass = s;
+    part[blockIdx.x].num_min_p = num_min_p;
+  }
 }
 
 __global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs a) {
   __shared__ SampleSmem sm;
+  __shared__ CandSmem cs;
   const int row = blockIdx.x;
   if (row >= *a.num_rows) return;
   const SampleRowParams p = a.params[row];
   const bool greedy = p.temperature <= 0.f;
   RowView r = RowOf(a, row, p);
-  const SampleChunkPartial* part = a.partials + int64_t{row} * kSampleChunks;
+  const SampleScratch ws = ScratchOf(a);
+  const SampleChunkPartial* part = ws.partials + int64_t{row} * kSampleChunks;
   float best;
   int best_id;
   RowArgMax(part, &best, &best_id);
@@ -385,10 +340,20 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(const SampleArgs 
     for (int c = 0; c < kSampleChunks; ++c) total += part[c].mass;
     log_z = r.zmax + log(total);
   }
-  const bool filtered = (p.top_k > 0 && p.top_k < r.vocab) || p.top_p < 1.f || p.min_p > 0.f;
-  const int chosen = greedy     ? best_id
-                     : filtered ? Draw(r, p, total, sm)
-                                : DrawUnfiltered(r, p, part, total, sm);
+  int chosen = best_id;
+  if (!greedy) {
+    const SamplePlan& plan = ws.plans[row];
+    const int mode = Filtered(p, r.vocab) ? plan.mode : kSamplePlanNone;
+    chosen = -1;
+    if (mode == kSamplePlanNone) {
+      chosen = DrawInChunk(
+          r, p, Cut{-INFINITY, INT_MAX}, [&](int c) { return part[c].mass; }, total, sm);
+    } else if (mode == kSamplePlanCandidates && !plan.mismatch) {
+      const SampleCandidate* cands = ws.candidates + int64_t{row} * kMaxSampleCandidates;
+      chosen = DrawCandidates(r, p, plan, cands, part, total, cs, sm);
+    }
+    if (chosen < 0) chosen = Draw(r, p, total, sm);  // the whole-row search
+  }
   int num_top = 0;
   if (p.logprobs && p.top_logprobs > 0) {
     const int n = min(min(p.top_logprobs, kMaxTopLogprobs), r.vocab);
@@ -407,7 +372,7 @@ namespace pkv::gpu {
 
 absl::Status LaunchSample(const SampleArgs& a, cudaStream_t stream) {
   if (a.vocab <= 0 || a.logits == nullptr || a.params == nullptr || a.num_rows == nullptr ||
-      a.results == nullptr || a.top == nullptr || a.partials == nullptr) {
+      a.results == nullptr || a.top == nullptr || a.workspace == nullptr) {
     return absl::InvalidArgumentError("sampling: empty vocabulary or null buffer");
   }
   if (a.max_rows <= 0) return absl::OkStatus();
@@ -416,6 +381,10 @@ absl::Status LaunchSample(const SampleArgs& a, cudaStream_t stream) {
   PKV_RETURN_IF_ERROR(CheckLaunch("ChunkArgMaxKernel"));
   sampling::ChunkMassKernel<<<chunks, sampling::kSampleThreads, 0, stream>>>(a);
   PKV_RETURN_IF_ERROR(CheckLaunch("ChunkMassKernel"));
+  sampling::SamplePlanKernel<<<a.max_rows, sampling::kSampleThreads, 0, stream>>>(a);
+  PKV_RETURN_IF_ERROR(CheckLaunch("SamplePlanKernel"));
+  sampling::SampleCompactKernel<<<chunks, sampling::kSampleThreads, 0, stream>>>(a);
+  PKV_RETURN_IF_ERROR(CheckLaunch("SampleCompactKernel"));
   sampling::SampleKernel<<<a.max_rows, sampling::kSampleThreads, 0, stream>>>(a);
   return CheckLaunch("SampleKernel");
 }

@@ -90,7 +90,7 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng, bool unfiltered = 
   DeviceBuffer dl = dev(int64_t{grid} * vocab * 4), dp = dev(grid * sizeof(gpu::SampleRowParams)),
                dn = dev(4), dres = dev(grid * sizeof(gpu::SampleRowResult)),
                dtop = dev(int64_t{grid} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob)),
-               dpart = dev(int64_t{grid} * gpu::kSampleChunks * sizeof(gpu::SampleChunkPartial));
+               dws = dev(gpu::SampleWorkspaceBytes(grid));
   cudaMemcpy(dl.get(), logits.data(), logits.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), dev_params.data(), rows * sizeof(gpu::SampleRowParams),
              cudaMemcpyHostToDevice);
@@ -104,7 +104,7 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng, bool unfiltered = 
   a.max_rows = grid;
   a.results = static_cast<gpu::SampleRowResult*>(dres.get());
   a.top = static_cast<gpu::TopLogprob*>(dtop.get());
-  a.partials = static_cast<gpu::SampleChunkPartial*>(dpart.get());
+  a.workspace = dws.get();
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<gpu::SampleRowResult> res(grid);
@@ -190,7 +190,7 @@ TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
   DeviceBuffer dl = dev(logits.size() * 4), dp = dev(rows * sizeof(gpu::SampleRowParams)),
                dn = dev(4), dres = dev(rows * sizeof(gpu::SampleRowResult)),
                dtop = dev(rows * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob)),
-               dpart = dev(rows * gpu::kSampleChunks * sizeof(gpu::SampleChunkPartial));
+               dws = dev(gpu::SampleWorkspaceBytes(rows));
   cudaMemcpy(dl.get(), logits.data(), logits.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), dev_params.data(), rows * sizeof(gpu::SampleRowParams),
              cudaMemcpyHostToDevice);
@@ -202,7 +202,7 @@ TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
                     rows,
                     static_cast<gpu::SampleRowResult*>(dres.get()),
                     static_cast<gpu::TopLogprob*>(dtop.get()),
-                    static_cast<gpu::SampleChunkPartial*>(dpart.get())};
+                    dws.get()};
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
   std::vector<gpu::SampleRowResult> res(rows);
   ASSERT_EQ(cudaMemcpy(res.data(), dres.get(), rows * sizeof(res[0]), cudaMemcpyDeviceToHost),
@@ -226,7 +226,7 @@ TEST(SamplingKernelTest, AllInfiniteRowIsReported) {
   DeviceBuffer dl = dev(vocab * 4), dp = dev(sizeof(p)), dn = dev(4),
                dres = dev(sizeof(gpu::SampleRowResult)),
                dtop = dev(gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob)),
-               dpart = dev(gpu::kSampleChunks * sizeof(gpu::SampleChunkPartial));
+               dws = dev(gpu::SampleWorkspaceBytes(1));
   cudaMemcpy(dl.get(), logits.data(), vocab * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dp.get(), &p, sizeof(p), cudaMemcpyHostToDevice);
   cudaMemcpy(dn.get(), &one, 4, cudaMemcpyHostToDevice);
@@ -237,7 +237,7 @@ TEST(SamplingKernelTest, AllInfiniteRowIsReported) {
                     1,
                     static_cast<gpu::SampleRowResult*>(dres.get()),
                     static_cast<gpu::TopLogprob*>(dtop.get()),
-                    static_cast<gpu::SampleChunkPartial*>(dpart.get())};
+                    dws.get()};
   ASSERT_TRUE(gpu::LaunchSample(a, nullptr).ok());
   gpu::SampleRowResult r;
   ASSERT_EQ(cudaMemcpy(&r, dres.get(), sizeof(r), cudaMemcpyDeviceToHost), cudaSuccess);

@@ -138,7 +138,7 @@ absl::Status ForwardPass::EnqueueSample(const DeviceStep& s) const {
   a.max_rows = s.logit_rows;
   a.results = p_.buffers.results();
   a.top = p_.buffers.top();
-  a.partials = p_.buffers.sample_partials();
+  a.workspace = p_.buffers.sample_workspace();
   return gpu::LaunchSample(a, p_.stream);
 }
 

@@ -26,8 +26,8 @@ absl::StatusOr<StepBuffers> StepBuffers::Allocate(const ModelConfig& c, int32_t 
   PKV_ASSIGN_OR_RETURN(b.results_, DeviceBuffer::AllocateZeroed(results_bytes, s));
   const int64_t top_bytes = r * gpu::kMaxTopLogprobs * int64_t{sizeof(gpu::TopLogprob)};
   PKV_ASSIGN_OR_RETURN(b.top_, DeviceBuffer::AllocateZeroed(top_bytes, s));
-  const int64_t partial_bytes = r * gpu::kSampleChunks * int64_t{sizeof(gpu::SampleChunkPartial)};
-  PKV_ASSIGN_OR_RETURN(b.sample_partials_, DeviceBuffer::AllocateZeroed(partial_bytes, s));
+  const int64_t sample_bytes = gpu::SampleWorkspaceBytes(max_rows);
+  PKV_ASSIGN_OR_RETURN(b.sample_workspace_, DeviceBuffer::AllocateZeroed(sample_bytes, s));
   PKV_ASSIGN_OR_RETURN(b.results_host_, PinnedBuffer::Allocate(results_bytes));
   PKV_ASSIGN_OR_RETURN(b.top_host_, PinnedBuffer::Allocate(top_bytes));
   return b;

@@ -47,9 +47,7 @@ class StepBuffers {
   gpu::TopLogprob* top() const {  // [R][kMaxTopLogprobs]
     return static_cast<gpu::TopLogprob*>(top_.get());
   }
-  gpu::SampleChunkPartial* sample_partials() const {  // [R][kSampleChunks] sampler scratch
-    return static_cast<gpu::SampleChunkPartial*>(sample_partials_.get());
-  }
+  void* sample_workspace() const { return sample_workspace_.get(); }  // [SampleWorkspaceBytes(R)]
   // Pinned host copies of results() and top(), same shapes.
   gpu::SampleRowResult* results_host() const {
     return static_cast<gpu::SampleRowResult*>(results_host_.get());
@@ -58,7 +56,7 @@ class StepBuffers {
 
  private:
   DeviceBuffer x_, xn_, qkv_, q_, attn_, delta_, gate_up_, act_, final_xn_, logits_, results_, top_,
-      sample_partials_;
+      sample_workspace_;
   PinnedBuffer results_host_, top_host_;
 };
 
