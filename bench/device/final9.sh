@@ -6,7 +6,8 @@
 #   .device/next9.tar.xz   base 9804647 (pkv-bench)
 #   .device/final9.tar.xz  device-bundle .device/final9 pkv-bench pkv-worker pkv-router pkv
 #     pkv-make-model cuda_backend_device_test decode_attention_device_test decode_fp8_device_test
-#     fp8_kv_device_test sampling_kernel_device_test quantized_backend_device_test; REVISION
+#     fp8_kv_device_test sampling_kernel_device_test quantized_backend_device_test; REVISION;
+#     bin/pkv-bench-b4cedef = helper topp's base (main's sampler + e2e --top_k/--min_p)
 # Call: carry [".device/next9.tar.xz", ".device/final9.tar.xz"], `bash bench/device/final9.sh`
 #   (~7 min warm). Phases re-pack results after each.
 set -u
@@ -45,7 +46,12 @@ for i in 1 2; do e2e "$BASE" base$i "${L[@]}"; e2e "$R" new$i "${L[@]}"; done
 e2e "$BASE" base_p09 "${L[@]}" --top_p 0.9
 e2e "$R" new_p09 "${L[@]}" --top_p 0.9
 C=(--top_k 40 --top_p 0.95 --min_p 0.05)
-e2e "$BASE" base_combo "${L[@]}" "${C[@]}"
+e2e_b4() { timeout 150 "$R" pkv-bench-b4cedef e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
+    --drift_prompts 0 --out "$RD/e2e_$1.tsv" "${@:2}" > "$RD/e2e_$1.log" 2>&1
+  echo "rc=$? e2e $1" >> "$S"
+  grep -E " step " "$RD/e2e_$1.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$1 /" >> "$S"; }
+# The base binary predates --top_k/--min_p: b4cedef is 9804647's sampler with those flags.
+e2e_b4 base_combo "${L[@]}" "${C[@]}"
 e2e "$R" new_combo "${L[@]}" "${C[@]}"
 pack
 
