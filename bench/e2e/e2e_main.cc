@@ -1,6 +1,7 @@
 // pkv-bench e2e [--shapes llama3-8b,llama3-1b] [--model_dir DIR] [--trace FILE]
 //   [--decode_lines a,b,...] [--variants cublas,fused,...] [--prompts 512,2048,8192] [--steps 16]
 //   [--warmup 3] [--quant awq,gptq,fp8] [--kv_cache_dtype auto,fp8_e4m3] [--out FILE]
+//   [--decode_policy learned|threshold|fixed:<route>[:<min_split_tokens>]]
 //   [--temperature 0 --top_p 1 --top_k 0 --min_p 0]
 //   [--drift_prompts 4 --drift_prompt_len 1024 --drift_tokens 32]
 // See e2e_bench.h and e2e_variants.h. --quant runs each random shape again with its projections
@@ -57,6 +58,9 @@ ABSL_FLAG(
     std::string, kv_cache_dtype, "auto",
     "e2e: KV cache dtypes, comma-separated (auto,fp8_e4m3,fp8_e5m2): each shape runs once per "
     "dtype, side by side (FP8: half the bytes a page, twice the pages for the same memory)");
+ABSL_FLAG(std::string, decode_policy, "",
+          "e2e: the decode route policy, as pkv-worker's --decode_policy (learned | threshold | "
+          "fixed:<route>[:<min_split_tokens>]; empty: the policy file's)");
 ABSL_FLAG(std::string, quant, "",
           "e2e: after each random shape's dense run, its quantized twins (awq,gptq,fp8)");
 ABSL_FLAG(int32_t, drift_prompts, 4,
@@ -248,6 +252,7 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
   o.gpu_memory_limit_bytes =
       static_cast<int64_t>(absl::GetFlag(FLAGS_gpu_memory_limit_gib) * 1073741824.0);
   o.kv_cache_dtype = kv;
+  o.decode_policy = absl::GetFlag(FLAGS_decode_policy);
   std::unique_ptr<CudaModelBackend> b;
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
   if (!model_dir.empty()) {

@@ -2,10 +2,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 
@@ -88,15 +92,32 @@ absl::StatusOr<std::optional<LoadedPolicy>> LoadStoredPolicy(const PolicySource&
   return std::nullopt;
 }
 
+namespace {
+
+// "fixed:<route>[:<min_split_tokens>]": one route always, optionally with the planner's
+// shortest split (to measure a route and split size in place, e.g. in pkv-bench e2e).
+absl::StatusOr<LoadedPolicy> ParseFixedPolicy(absl::string_view kind) {
+  const std::vector<std::string> parts = absl::StrSplit(kind.substr(6), ':');
+  PKV_ASSIGN_OR_RETURN(decode::Route r, decode::ParseRoute(parts[0]));
+  SplitParams params;
+  if (parts.size() > 2 ||
+      (parts.size() == 2 &&
+       (!absl::SimpleAtoi(parts[1], &params.min_split_tokens) || params.min_split_tokens < 1))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "decode policy '", kind, "': expected fixed:<route> or fixed:<route>:<min_split_tokens> ",
+        "with min_split_tokens >= 1"));
+  }
+  return LoadedPolicy{std::make_unique<FixedPolicy>(r, params),
+                      absl::StrCat("fixed route ", kind.substr(6))};
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedPolicy> LoadPolicyForGpu(const PolicySource& source,
                                               const std::string& gpu_name,
                                               const decode::DeviceLimits& limits,
                                               const KvShape& shape, const CalibrateFn& calibrate) {
-  if (absl::StartsWith(source.kind, "fixed:")) {
-    PKV_ASSIGN_OR_RETURN(decode::Route r, decode::ParseRoute(source.kind.substr(6)));
-    return LoadedPolicy{std::make_unique<FixedPolicy>(r),
-                        absl::StrCat("fixed route ", source.kind.substr(6))};
-  }
+  if (absl::StartsWith(source.kind, "fixed:")) return ParseFixedPolicy(source.kind);
   if (!source.kind.empty() && source.kind != "learned" && source.kind != "threshold") {
     return absl::InvalidArgumentError(absl::StrCat(
         "decode policy kind '", source.kind, "' is not one of learned, threshold, fixed:<route>"));

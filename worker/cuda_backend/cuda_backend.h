@@ -98,7 +98,8 @@ struct CudaBackendOptions {
   std::string attention = "auto";
   // Decode-route policy (kernels/policy/policy_loader.h): this file if given, else
   // <policy_dir>/<gpu name>-<sms>sm.json, else an on-start calibration (<= 30 s) cached there;
-  // decode_policy picks learned | threshold | fixed:<route> (empty: the file's own kind).
+  // decode_policy picks learned | threshold | fixed:<route>[:<min_split_tokens>] (empty: the
+  // file's own kind).
   std::string policy_file;
   std::string policy_dir = "policies";
   std::string decode_policy;

@@ -54,7 +54,7 @@ ABSL_FLAG(bool, deterministic, kDefaults.deterministic,
 ABSL_FLAG(bool, gemm_autotune, kDefaults.gemm_autotune,
           "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
-          "CUDA: learned | threshold | fixed:<route> (empty: the "
+          "CUDA: learned | threshold | fixed:<route>[:<min_split_tokens>] (empty: the "
           "policy file's kind, learned by default)");
 ABSL_FLAG(int32_t, tp, kDefaults.tp,
           "Tensor-parallel ranks the model is split over (CPU backend: in-process "

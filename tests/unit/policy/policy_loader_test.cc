@@ -183,7 +183,17 @@ TEST(PolicyLoaderTest, KindsAreValidated) {
   ASSERT_TRUE(p.ok());
   std::mt19937 rng(2);
   EXPECT_EQ(p->policy->Choose(testing::RandomBatch(rng)).route, Route::kPersistent);
+  EXPECT_EQ(p->policy->Choose(testing::RandomBatch(rng)).min_split_tokens, 128);
+  p = LoadPolicyForGpu({"", dir, "fixed:split:512"}, "Test GPU", kLimits, kShape, none);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->policy->Choose(testing::RandomBatch(rng)).route, Route::kSplit);
+  EXPECT_EQ(p->policy->Choose(testing::RandomBatch(rng)).min_split_tokens, 512);
   EXPECT_FALSE(LoadPolicyForGpu({"", dir, "fixed:turbo"}, "G", kLimits, kShape, none).ok());
+  for (const char* bad : {"fixed:split:0", "fixed:split:x", "fixed:split:64:1"}) {
+    EXPECT_EQ(LoadPolicyForGpu({"", dir, bad}, "G", kLimits, kShape, none).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
   EXPECT_EQ(LoadPolicyForGpu({"", dir, "bogus"}, "G", kLimits, kShape, none).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
