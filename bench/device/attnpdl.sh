@@ -17,21 +17,10 @@ RD=$OUT/r; mkdir -p "$RD/attnpdl"; A=$RD/attnpdl
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "A. attnpdl $(cat $B/REVISION) vs base $(cat /tmp/pkv/next9/REVISION)"
 el "A1. device tests"
-t() {  # TEST SECONDS
-  timeout "$2" "$R" "$1" --gtest_brief=1 > "$A/$1.txt" 2>&1
-  echo "rc=$? $1 $(grep -hE '^\[  (PASSED|FAILED) ' "$A/$1.txt" | tr '\n' ' ')" >> "$S"
-}
-t cuda_backend_device_test 300 &
-t decode_attention_device_test 300 &
-t decode_fp8_device_test 300 &
-wait; pack
-e2e() {  # RUN TAG ARGS...
-  local run=$1 tag=$2; shift 2
-  timeout 150 "$run" pkv-bench e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
-    --drift_prompts 0 --out "$A/e2e_$tag.tsv" "$@" > "$A/e2e_$tag.log" 2>&1
-  echo "rc=$? e2e $tag" >> "$S"
-  grep -E " step " "$A/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-110 | sed "s/^/$tag /" >> "$S"
-}
+parallel_tests "$A" cuda_backend_device_test:300 decode_attention_device_test:300 \
+  decode_fp8_device_test:300
+pack
+e2e() { local run=$1 tag=$2; shift 2; e2e_line "$run" pkv-bench "$tag" "$A" "$@"; }  # RUN TAG ARGS...
 el "A2. e2e base vs new, alternating (temperature 1, as served)"
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B64
    --variants fused+pdl,fused+pdl+pf2,pdl,cublas --temperature 1)

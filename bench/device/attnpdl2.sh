@@ -13,21 +13,13 @@ unpack attnpdl2
 A=$OUT/r; mkdir -p "$A"
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "attnpdl2 ($(cat $B/REVISION)) vs base $(cat /tmp/pkv/next9/REVISION)"
-t() {  # TEST SECONDS
-  timeout "$2" "$R" "$1" --gtest_brief=1 > "$A/$1.txt" 2>&1
-  echo "rc=$? $1 $(grep -hE '^\[  (PASSED|FAILED) ' "$A/$1.txt" | tr '\n' ' ')" >> "$S"
-}
-t cuda_backend_device_test 300 &
-t decode_attention_device_test 300 &
-t decode_fp8_device_test 300 &
-wait; pack
-e2e() {  # BIN TAG ARGS...
+parallel_tests "$A" cuda_backend_device_test:300 decode_attention_device_test:300 \
+  decode_fp8_device_test:300
+pack
+e2e() {  # BIN TAG ARGS... (BIN base: the base bundle's pkv-bench)
   local bin=$1 tag=$2; shift 2
-  local run=$R; [ "$bin" = base ] && { run=$BASE; bin=pkv-bench; }
-  timeout 150 "$run" "$bin" e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
-    --drift_prompts 0 --out "$A/e2e_$tag.tsv" "$@" > "$A/e2e_$tag.log" 2>&1
-  echo "rc=$? e2e $tag" >> "$S"
-  grep -E " step " "$A/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$tag /" >> "$S"
+  if [ "$bin" = base ]; then e2e_line "$BASE" pkv-bench "$tag" "$A" "$@"
+  else e2e_line "$R" "$bin" "$tag" "$A" "$@"; fi
 }
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B64
    --variants fused+pdl,pdl,cublas --temperature 1)

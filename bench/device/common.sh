@@ -7,6 +7,10 @@
 #   stop_all                        SIGTERM (drain) router and workers, wait for them
 #   run_device_tests NAME:SECONDS...  each gtest binary of the bundle under a timeout, into
 #                                     $OUT/device_tests.log; rc lines and gtest totals into $S
+#   parallel_tests DIR NAME:SECONDS[:FILTER]...  the same, all at once (DIR/NAME.txt each), one
+#                                     "rc=... NAME [ PASSED ] ..." line each into $S
+#   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
+#                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S=$OUT/summary.txt
 T0=$(date +%s)
@@ -47,4 +51,22 @@ run_device_tests() {
     echo "rc=$? $t" | tee -a "$T" >> "$S"
   done
   grep -E "PASSED|FAILED|tests ran" "$T" >> "$S"
+}
+parallel_tests() {
+  local dir=$1 tl t c f; shift
+  mkdir -p "$dir"
+  for tl in "$@"; do
+    IFS=: read -r t c f <<< "$tl"
+    ( timeout "$c" "$R" "$t" --gtest_brief=1 ${f:+--gtest_filter="$f"} > "$dir/$t.txt" 2>&1
+      echo "rc=$? $t $(grep -hE '^\[  (PASSED|FAILED) ' "$dir/$t.txt" | tr '\n' ' ')" > "$dir/$t.rc" ) &
+  done
+  wait
+  for tl in "$@"; do IFS=: read -r t c f <<< "$tl"; cat "$dir/$t.rc" >> "$S"; done
+}
+e2e_line() {
+  local run=$1 bin=$2 tag=$3 dir=$4; shift 4
+  timeout 150 "$run" "$bin" e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
+    --drift_prompts 0 --out "$dir/e2e_$tag.tsv" "$@" > "$dir/e2e_$tag.log" 2>&1
+  echo "rc=$? e2e $tag" >> "$S"
+  grep -E " step " "$dir/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$tag /" >> "$S"
 }

@@ -21,24 +21,12 @@ pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
   echo "revision $(cat $B/REVISION) vs base $(cat /tmp/pkv/next9/REVISION)"; } > "$S"
 
 el "1. device tests (parallel)"
-t() {  # TEST SECONDS
-  timeout "$2" "$R" "$1" --gtest_brief=1 > "$RD/tests/$1.txt" 2>&1
-  echo "rc=$? $1 $(grep -hE '^\[  (PASSED|FAILED) ' "$RD/tests/$1.txt" | tr '\n' ' ')" >> "$RD/tests/rc.txt"
-}
-for x in cuda_backend_device_test decode_attention_device_test decode_fp8_device_test \
-    fp8_kv_device_test sampling_kernel_device_test quantized_backend_device_test; do
-  t $x 200 &
-done
-wait
-cat "$RD/tests/rc.txt" >> "$S"; pack
+parallel_tests "$RD/tests" cuda_backend_device_test:200 decode_attention_device_test:200 \
+  decode_fp8_device_test:200 fp8_kv_device_test:200 sampling_kernel_device_test:200 \
+  quantized_backend_device_test:200
+pack
 
-e2e() {  # RUN TAG ARGS...
-  local run=$1 tag=$2; shift 2
-  timeout 150 "$run" pkv-bench e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
-    --drift_prompts 0 --out "$RD/e2e_$tag.tsv" "$@" > "$RD/e2e_$tag.log" 2>&1
-  echo "rc=$? e2e $tag" >> "$S"
-  grep -E " step " "$RD/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$tag /" >> "$S"
-}
+e2e() { local run=$1 tag=$2; shift 2; e2e_line "$run" pkv-bench "$tag" "$RD" "$@"; }  # RUN TAG ARGS...
 el "2. e2e base vs new (temperature 1; then top_p 0.9; then top_k 40 + top_p 0.95 + min_p 0.05)"
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B64
    --variants fused+pdl,pdl --temperature 1)
@@ -46,12 +34,8 @@ for i in 1 2; do e2e "$BASE" base$i "${L[@]}"; e2e "$R" new$i "${L[@]}"; done
 e2e "$BASE" base_p09 "${L[@]}" --top_p 0.9
 e2e "$R" new_p09 "${L[@]}" --top_p 0.9
 C=(--top_k 40 --top_p 0.95 --min_p 0.05)
-e2e_b4() { timeout 150 "$R" pkv-bench-b4cedef e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
-    --drift_prompts 0 --out "$RD/e2e_$1.tsv" "${@:2}" > "$RD/e2e_$1.log" 2>&1
-  echo "rc=$? e2e $1" >> "$S"
-  grep -E " step " "$RD/e2e_$1.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$1 /" >> "$S"; }
 # The base binary predates --top_k/--min_p: b4cedef is 9804647's sampler with those flags.
-e2e_b4 base_combo "${L[@]}" "${C[@]}"
+e2e_line "$R" pkv-bench-b4cedef base_combo "$RD" "${L[@]}" "${C[@]}"
 e2e "$R" new_combo "${L[@]}" "${C[@]}"
 pack
 

@@ -19,12 +19,9 @@ el "2. B=1 attention route and split in place ($(cat $B/REVISION))"
 for pol in learned fixed:split:128 fixed:split:256 fixed:split:512 fixed:split:1024 \
     fixed:workqueue:128 fixed:workqueue:256 fixed:workqueue:512 fixed:persistent:128 fixed:fused; do
   tag=${pol//:/_}
-  timeout 90 "$R" pkv-bench e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \
-    --drift_prompts 0 --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B1-N16384 \
-    --variants fused+pdl --temperature 1 --decode_policy "$pol" --out "$RD/e2e_$tag.tsv" \
-    > "$RD/e2e_$tag.log" 2>&1
-  echo "rc=$? $pol" >> "$S"
-  grep -E " step " "$RD/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-90 | sed "s/^/$tag /" >> "$S"
+  e2e_line "$R" pkv-bench "$tag" "$RD" --shapes llama3-8b,llama3-1b \
+    --decode_lines bucketed-B1-N4096,bucketed-B1-N16384 --variants fused+pdl --temperature 1 \
+    --decode_policy "$pol"
   tar -C "$OUT" -czf "$OUT/results.tgz" r parts 2>/dev/null
 done
 el done

@@ -8,24 +8,13 @@ source "$(dirname "$0")/common.sh"
 unpack parts
 RD=$OUT/r; mkdir -p "$RD"
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-t() {  # TEST SECONDS ARGS...
-  local x=$1 s=$2; shift 2
-  timeout "$s" "$R" "$x" --gtest_brief=1 "$@" > "$RD/$x.txt" 2>&1
-  echo "rc=$? $x $(grep -hE '^\[  (PASSED|FAILED) ' "$RD/$x.txt" | tr '\n' ' ')" >> "$S"
-}
-t cuda_backend_device_test 120 &
-t gemv_device_test 120 --gtest_filter='*Rope*:*Chained*:*Store*' &
-wait; pack
-L=(--trace bench/traces/heldout-20260623.tsv --prompts "" --drift_prompts 0
-   --shapes llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096
-   --variants fused+pdl --temperature 1 --quant awq)
+parallel_tests "$RD" cuda_backend_device_test:120 'gemv_device_test:120:*Rope*:*Chained*:*Store*'
+pack
+L=(--shapes llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096 --variants fused+pdl
+   --temperature 1 --quant awq)
 for i in 1 2; do
-  for v in base new; do
-    b=pkv-bench-base; [ $v = new ] && b=pkv-bench
-    timeout 60 "$R" $b e2e "${L[@]}" --out "$RD/e2e_${v}_$i.tsv" > "$RD/e2e_${v}_$i.log" 2>&1
-    echo "rc=$? $v $i" >> "$S"
-    grep -E " step " "$RD/e2e_${v}_$i.log" | sed -E 's/ +/ /g' | cut -c1-90 | sed "s/^/${v}_$i /" >> "$S"
-  done
+  e2e_line "$R" pkv-bench-base base_$i "$RD" "${L[@]}"
+  e2e_line "$R" pkv-bench new_$i "$RD" "${L[@]}"
   pack
 done
 el done

@@ -10,18 +10,12 @@ unpack trig
 RD=$OUT/r; mkdir -p "$RD"
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "trig"
-timeout 200 "$R" cuda_backend_device_test --gtest_brief=1 > "$RD/cuda_backend_device_test.txt" 2>&1
-echo "rc=$? cuda_backend_device_test $(grep -hE '^\[  (PASSED|FAILED) ' "$RD/cuda_backend_device_test.txt" | tr '\n' ' ')" >> "$S"
+parallel_tests "$RD" cuda_backend_device_test:200
 pack
-L=(--trace bench/traces/heldout-20260623.tsv --prompts "" --drift_prompts 0
-   --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096
+L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096
    --variants fused+pdl --temperature 1 --quant awq)
 for i in 1 2; do
-  for v in base rule none; do
-    timeout 120 "$R" pkv-bench-$v e2e "${L[@]}" --out "$RD/e2e_${v}_$i.tsv" > "$RD/e2e_${v}_$i.log" 2>&1
-    echo "rc=$? $v $i" >> "$S"
-    grep -E " step " "$RD/e2e_${v}_$i.log" | sed -E 's/ +/ /g' | cut -c1-90 | sed "s/^/${v}_$i /" >> "$S"
-  done
+  for v in base rule none; do e2e_line "$R" pkv-bench-$v ${v}_$i "$RD" "${L[@]}"; done
   pack
 done
 el done
