@@ -168,26 +168,30 @@ class CpuFp8KvTest : public ::testing::TestWithParam<std::tuple<std::string, KvC
 
 // Accuracy bound against float32 KV, relative to the largest logit: E4M3 keeps 3 mantissa bits
 // (relative rounding error <= 2^-4 per element), E5M2 2 bits (<= 2^-3); the tiny random models'
-// logits then move by a few percent of their range (measured over --gtest_random_seed 1..60 and the
-// four families: at most 3.0% for E4M3, 5.6% for E5M2), so the bound is 5% and 10%. The logits
-// must also differ at all: the FP8 path is taken.
+// logits then move by a few percent of their range (seeds 1..60 and the four families: at most
+// 3.0% for E4M3, 5.6% for E5M2), so the bound is 5% and 10%. The inputs are fixed seeds, not the
+// run's gtest seed (a clock seed by default): the deviation is a property of the input, and of
+// seeds 1..4000 five exceed the bound (at most 6.1% E4M3, 10.9% E5M2), which made the test fail
+// about once in 700 runs. The logits must also differ at all: the FP8 path is taken.
 TEST_P(CpuFp8KvTest, LogitsStayWithinTheFormatsBoundOfFloatKv) {
   const ModelConfig c = config();
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed();
-  std::mt19937 rng(seed);
-  const LlamaWeights w = RandomWeights(c, seed);
-  const Seq seq = RandomSeq(27, c.vocab_size, 3, &rng);
-  auto f32 = MakeBackend(w, KvCacheDtype::kAuto);
-  auto fp8 = MakeBackend(w, dtype());
-  const std::vector<float> want = FeedChunks(f32.get(), seq, 0, {19, 1, 1, 1, 5});
-  const std::vector<float> got = FeedChunks(fp8.get(), seq, 0, {19, 1, 1, 1, 5});
   const double bound = dtype() == KvCacheDtype::kFp8E4M3 ? 0.05 : 0.10;
-  const double diff = MaxAbsDiff(got, want), range = MaxAbs(want);
-  ASSERT_GT(range, 0.1);
-  EXPECT_LE(diff, bound * range) << "diff " << diff << " range " << range;
-  EXPECT_GT(diff, 0.0) << "FP8 KV gave float32 KV's logits exactly: not quantized?";
-  EXPECT_EQ(fp8->kv_cache_dtype(), dtype());
-  EXPECT_EQ(fp8->kv_bytes() * 4, f32->kv_bytes());
+  for (uint32_t seed = 1; seed <= 16; ++seed) {
+    std::mt19937 rng(seed);
+    const LlamaWeights w = RandomWeights(c, seed);
+    const Seq seq = RandomSeq(27, c.vocab_size, 3, &rng);
+    auto f32 = MakeBackend(w, KvCacheDtype::kAuto);
+    auto fp8 = MakeBackend(w, dtype());
+    const std::vector<float> want = FeedChunks(f32.get(), seq, 0, {19, 1, 1, 1, 5});
+    const std::vector<float> got = FeedChunks(fp8.get(), seq, 0, {19, 1, 1, 1, 5});
+    const double diff = MaxAbsDiff(got, want), range = MaxAbs(want);
+    ASSERT_GT(range, 0.1) << "seed " << seed;
+    EXPECT_LE(diff, bound * range) << "seed " << seed << " diff " << diff << " range " << range;
+    EXPECT_GT(diff, 0.0) << "seed " << seed
+                         << ": FP8 KV gave float32 KV's logits exactly: not quantized?";
+    EXPECT_EQ(fp8->kv_cache_dtype(), dtype());
+    EXPECT_EQ(fp8->kv_bytes() * 4, f32->kv_bytes());
+  }
 }
 
 // Quantization is per element, so how the prompt is chunked does not change a single code: one
