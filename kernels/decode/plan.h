@@ -59,6 +59,12 @@ struct PlanOptions {
   // Smallest split worth its fixed cost (pipeline fill, partial write, merge), in tokens; rounded
   // up to whole pages. 128 tokens of one KV head at D=128 fp16 is 64 KB of K+V.
   int32_t min_split_tokens = 128;
+  // The same floor in K+V elements of the split's KV head (tokens * head_dim * 2; 0: none); the
+  // larger of the two applies. Elements, not bytes: an FP8 element costs its conversion, and a
+  // byte floor (twice the tokens in FP8 pages) made FP8 steps 0.2-1.5% slower where it was tried
+  // (results/2026-12-03-h200-minsplit). The worker sets it for small steps, where a split's fixed
+  // cost sets the time, so splits at head dim 64 would otherwise be half the work of those at 128.
+  int64_t min_split_kv_elems = 0;
   // Upper bound on splits of one (row, kv head); the merge keeps one weight per split in shared
   // memory, so this must not exceed kMaxSplitsPerPair.
   int32_t max_splits = 128;

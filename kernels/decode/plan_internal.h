@@ -2,6 +2,7 @@
 // the emitters every route builds its items with. Not part of the engine's API.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/status_macros.h"
@@ -21,7 +22,10 @@ struct PlanContext {
   int32_t heads() const { return in.shape.num_kv_heads; }
   int32_t Pages(int32_t row) const { return pages[row]; }
   int32_t MinSplitPages() const {
-    return (options.min_split_tokens + page_size() - 1) / page_size();
+    const int64_t page_elems = int64_t{2} * page_size() * in.shape.head_dim;  // K and V
+    const int64_t by_elems = (options.min_split_kv_elems + page_elems - 1) / page_elems;
+    const int64_t by_tokens = (options.min_split_tokens + page_size() - 1) / page_size();
+    return static_cast<int32_t>(std::max(by_tokens, by_elems));
   }
   bool graph_sized() const { return options.capacity_rows > 0; }
 };

@@ -172,6 +172,7 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   decode::PlanOptions options;
   choice_.ApplyTo(&options);
   options.capacity_rows = bucket;
+  if (num_rows <= kSmallStepMaxRows) options.min_split_kv_elems = kSmallStepMinSplitKvElems;
   PKV_RETURN_IF_ERROR(decode::PlanDecode(in, config_limits_[chosen_], options, &plan_));
   PKV_RETURN_IF_ERROR(decode::CheckFits(plan_, current_->caps));
   layout_ = decode::LayoutWorkspace(current_->caps, shape_, &plan_, current_->image.bytes_ptr());

@@ -35,6 +35,15 @@ struct DecodePolicyOptions {
   double calibration_budget_s = 30.0;   // on-start calibration when no file fits this GPU
 };
 
+// Steps of at most this many decode rows plan no split of fewer than kSmallStepMinSplitKvElems
+// K+V elements (decode::PlanOptions::min_split_kv_elems): their attention runs inside the layer's
+// PDL chain (kPdlAttentionMaxTokens in forward.h), latency-bound, where a split's fixed cost
+// dominates. The floor is the policy's 128 tokens at head dim 128; at head dim 64 it doubles the
+// split. Measured on the H200 (results/2026-12-03-h200-splitmap, -minsplit): 1B B=1 at 4k 4.2%
+// faster a whole step; B = 2..8 and 1k / 16k rows unchanged (their splits were long enough).
+inline constexpr int32_t kSmallStepMaxRows = 8;
+inline constexpr int64_t kSmallStepMinSplitKvElems = 128 * 128 * 2;
+
 class DecodeAttention {
  public:
   // Whether the engine supports this shape (head dim 64/128/256, group 1..8, page size 1..128).

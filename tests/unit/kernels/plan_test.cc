@@ -352,6 +352,33 @@ TEST(DecodePlanTest, RowsShorterThanTwoMinSplitsStayWhole) {
   }
 }
 
+// min_split_kv_elems floors a split by its K+V elements: 32768 is 128 tokens at head dim 128 (no
+// change from the token floor), in FP8 pages too, and 256 tokens at head dim 64. One 4096-token
+// row, 8 KV heads, 132 x 4 slots: the split route takes 4096 / floor splits a head.
+TEST(DecodePlanTest, MinSplitKvElemsFloorsTheSplitByItsElements) {
+  const DeviceLimits limits{132, 4};
+  struct Cell {
+    int32_t head_dim, kv_elem_bytes;
+    int64_t min_split_kv_elems;
+    size_t splits;
+  };
+  for (const Cell& c : {Cell{128, 2, 0, 32}, Cell{128, 2, 32768, 32}, Cell{64, 2, 0, 32},
+                        Cell{64, 2, 32768, 16}, Cell{128, 1, 32768, 32}, Cell{64, 1, 32768, 16},
+                        Cell{64, 2, 1 << 19, 1}}) {
+    Batch b;
+    b.shape = KvShape{32, 8, c.head_dim, 16, c.kv_elem_bytes};
+    b.lengths = {4096};
+    b.page_indptr = {0, 256};
+    PlanOptions opt;
+    opt.route = Route::kSplit;
+    opt.min_split_kv_elems = c.min_split_kv_elems;
+    DecodePlan plan;
+    ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
+    EXPECT_EQ(plan.items.size(), 8 * c.splits)
+        << "D " << c.head_dim << " elem " << c.kv_elem_bytes << " floor " << c.min_split_kv_elems;
+  }
+}
+
 TEST(DecodePlanTest, RejectsBadInput) {
   Batch b;
   b.shape = KvShape{32, 8, 128, 16};
