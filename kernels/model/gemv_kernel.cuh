@@ -2,12 +2,13 @@
 // format) instantiation files (gemv_bf16.cu, gemv_int4_fp16.cu, ...). Decomposition and operand
 // layout: gemv_plan.h; the weight formats' load stage: gemv_weights.cuh.
 //
-// Per item a warp streams its run of K units kBatch units at a time: the 2 * kBatch 16-byte
-// weight loads of a batch (and, for 4-bit weights, their scale words) are issued before the
-// first MMA that needs them, so each lane keeps 128 bytes (a warp 4 KB, a CTA 32 KB) of packed
-// weights in flight in every format; with 3 CTAs per SM (2 for 4-bit: kGemvMinCtas) that is ~3x
-// (2x) what the H200's ~4.6 TB/s needs at ~1 us latency spread over 132 SMs (35 GB/s * 1 us =
-// 35 KB per SM).
+// Per item a warp streams its run of K units kB units at a time (kBatch = 4; deep plans 8,
+// gemv_plan.h): the 2 * kB 16-byte weight loads of a batch (and, for 4-bit weights, their scale
+// words) are issued before the first MMA that needs them, so each lane keeps 128 bytes (a warp
+// 4 KB, a CTA 32 KB) of packed weights in flight in every format (deep: twice that); with 3 CTAs
+// per SM (2 for 4-bit and deep: kGemvMinCtas) that is 96 KB (64, 128) per SM. The H200's ~4.6
+// TB/s over 132 SMs needs 35 KB per SM per us of load latency, and loaded latency is well above
+// 1 us: 2-CTA launches of 4-unit batches streamed at 2.8-3.6 TB/s (ncu, final9).
 // Weights are read with the streaming hint (evict first). Activations (kStage, when they fit:
 // gemv_plan.h, GemvStageSpan) are copied once per CTA into shared memory after the dependency
 // wait, so each step's x operand is a shared-memory read; without staging each step reads its
@@ -35,7 +36,7 @@
 namespace pkv::gpu::gemv {
 
 constexpr int kThreads = kGemvWarps * 32;
-constexpr int kBatch = 4;  // K units whose weight loads a warp keeps in flight together
+constexpr int kBatch = kGemvBatchUnits;  // K units whose weight loads a warp keeps in flight
 constexpr int kMinCtasPerSm = 3;
 // Resident CTAs per SM the kernels of format W are compiled for (__launch_bounds__; the planner
 // reads the resulting occupancy through QueryGemvDevice). Dense and fp8: 3 (80 registers; 96 KB
@@ -45,8 +46,10 @@ constexpr int kMinCtasPerSm = 3;
 // bench/NOTES.md "w4reg"): 8B down 19.1 -> 14.5 us, o 7.7 -> 6.6 (256 items: about 2 CTAs an SM
 // either way), gate/up 23.9 -> 23.7 (T=8: 31.6 -> 27.2), qkv 8.5 -> 9.1 (384 items on 264 CTAs);
 // e2e AWQ B=1 2.74 -> 2.63 ms, B=8 8.75 -> 7.54 ms.
-template <typename W>
-inline constexpr int kGemvMinCtas = W::kFormat == GemvWeightFormat::kInt4 ? 2 : kMinCtasPerSm;
+// Deep-batch kernels (kB = kGemvDeepBatchUnits, gemv_plan.h): 2, the 16 loads' 64 registers.
+template <typename W, int kB>
+inline constexpr int kGemvMinCtas =
+    W::kFormat == GemvWeightFormat::kInt4 || kB > kBatch ? 2 : kMinCtasPerSm;
 
 // One item as a lane sees it.
 struct Item {
@@ -59,10 +62,11 @@ struct Item {
   const uint32_t* sb = nullptr;
 };
 
-// A batch of loads in flight: units [s, s + kBatch) of rows g and g + 8.
+// A batch of loads in flight: units [s, s + kB) of rows g and g + 8.
+template <int kB>
 struct Batch {
-  uint4 va[kBatch], vb[kBatch];
-  uint32_t sa[kBatch], sb[kBatch];  // W::kScaleWords only
+  uint4 va[kB], vb[kB];
+  uint32_t sa[kB], sb[kB];  // W::kScaleWords only
 };
 
 template <typename W>
@@ -95,9 +99,9 @@ __device__ __forceinline__ Item MakeItem(const GemvArgs& a, int32_t item, int wa
 
 // Weight loads of units s + [u0, u1) ∩ the warp's run into slots [u0, u1): lane c reads 16 bytes
 // of each unit.
-template <typename W>
+template <typename W, int kB>
 __device__ __forceinline__ void LoadUnits(const Item& it, int32_t s, int u0, int u1, int c,
-                                          Batch& b) {
+                                          Batch<kB>& b) {
 #pragma unroll
   for (int u = u0; u < u1; ++u) {
     if (s + u < it.steps.end) {
@@ -110,9 +114,9 @@ __device__ __forceinline__ void LoadUnits(const Item& it, int32_t s, int u0, int
     }
   }
 }
-template <typename W>
-__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch& b) {
-  LoadUnits<W>(it, s, 0, kBatch, c, b);
+template <typename W, int kB>
+__device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batch<kB>& b) {
+  LoadUnits<W>(it, s, 0, kB, c, b);
 }
 
 // 4-bit weights refill a batch by halves (the K loop): a 4-bit unit is 4 steps of compute per
@@ -263,12 +267,13 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
   // here) sm.y: no barrier needed at the end.
 }
 
-template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage>
-__global__ void __launch_bounds__(kThreads, kGemvMinCtas<W>) GemvKernel(const GemvArgs a) {
+// kB: units a batch (kBatch, or kGemvDeepBatchUnits for a deep plan's kernels).
+template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage, int kB = kBatch>
+__global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(const GemvArgs a) {
   __shared__ Smem sm;
   extern __shared__ uint4 xs[];  // kStage: [a.tokens][GemvStageRowVecs(span.len)] (StageX)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  Batch b;
+  Batch<kB> b;
   int32_t item = blockIdx.x;  // < a.plan.items: the grid never exceeds the items
   // Before the dependency wait: weights never depend on earlier kernels, so the first batch of
   // the first item is in flight while the previous kernel drains.
@@ -279,7 +284,7 @@ __global__ void __launch_bounds__(kThreads, kGemvMinCtas<W>) GemvKernel(const Ge
       LoadBatch<W>(it, it.steps.begin, c, b);
       preloaded = true;
     }
-    if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kBatch, a.prefetch_steps, c);
+    if (a.prefetch_steps > 0) PrefetchL2(it, it.steps.begin + kB, a.prefetch_steps, c);
   }
   PdlWait();
   PdlTrigger();
@@ -302,34 +307,34 @@ __global__ void __launch_bounds__(kThreads, kGemvMinCtas<W>) GemvKernel(const Ge
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int32_t s = it.steps.begin; s < it.steps.end; s += kBatch) {
+    for (int32_t s = it.steps.begin; s < it.steps.end; s += kB) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
       preloaded = false;  // kRefillHalves: set again when the batch refilled its slots
-      if (s + kBatch <= it.steps.end) {
+      if (s + kB <= it.steps.end) {
         // A full batch without branches, so the units' loads of x and (kUnitScale) their
         // independent MMA chains interleave.
         if constexpr (kRefillHalves<W>) {
           // Each half's slots take the next batch's loads as soon as their units are computed,
           // so the warp's loads stay in flight through the compute of the other half.
-          const bool more = s + kBatch < it.steps.end;
+          const bool more = s + kB < it.steps.end;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
 #pragma unroll
-            for (int u = h * kBatch / 2; u < (h + 1) * kBatch / 2; ++u) {
+            for (int u = h * kB / 2; u < (h + 1) * kB / 2; ++u) {
               ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
             }
-            if (more) LoadUnits<W>(it, s + kBatch, h * kBatch / 2, (h + 1) * kBatch / 2, c, b);
+            if (more) LoadUnits<W>(it, s + kB, h * kB / 2, (h + 1) * kB / 2, c, b);
           }
           preloaded = more;
         } else {
 #pragma unroll
-          for (int u = 0; u < kBatch; ++u) {
+          for (int u = 0; u < kB; ++u) {
             ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
           }
         }
       } else {
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
+        for (int u = 0; u < kB; ++u) {
           if (s + u < it.steps.end) {
             ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
           }
@@ -381,7 +386,10 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
 }
 
 // Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
-// once per (dtype, weight format) by gemv_<format>_<dtype>.cu.
+// once per (dtype, weight format) by gemv_<format>_<dtype>.cu. Deep plans (GemvPlan::deep) of
+// plain, unstaged input take the deep-batch kernels: the fused path's o and down projections
+// (residual) and plain stores. The normalized-input projections (q/k/v, gate/up) keep one kernel
+// each: their deep plans occur only on small models, where the staged x they use matters more.
 template <typename T, typename W>
 absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
   const dim3 grid(a.plan.grid), block(kThreads);
@@ -391,6 +399,17 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
         LaunchMaybePdl(kernel, grid, block, static_cast<size_t>(stage_bytes), stream, a.pdl, a),
         "GemvKernel");
   };
+  if constexpr (W::kFormat != GemvWeightFormat::kInt4) {
+    if (a.plan.deep && stage_bytes == 0 && a.input == GemvInput::kPlain) {
+      constexpr int kDeep = kGemvDeepBatchUnits;
+      if (a.epilogue == GemvEpilogue::kResidual) {
+        return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kResidual, false, kDeep>);
+      }
+      if (a.epilogue == GemvEpilogue::kStore) {
+        return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kStore, false, kDeep>);
+      }
+    }
+  }
   if (stage_bytes > 0) return WithGemvKernel<T, W, true>(a.input, a.epilogue, launch);
   return WithGemvKernel<T, W, false>(a.input, a.epilogue, launch);
 }

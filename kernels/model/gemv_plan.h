@@ -146,6 +146,9 @@ struct GemvPlan {
   int32_t items = 0;              // tiles * parts
   int32_t grid = 0;               // CTAs: min(items, num_sms * ctas_per_sm)
   int32_t x_stage_max_bytes = 0;  // GemvDevice::x_stage_max_bytes
+  // Deep batches (ChooseGemvDeepBatch): a warp keeps kGemvDeepBatchUnits units of loads in
+  // flight instead of 4, in the kernels a launch of this plan can use them in (gemv_kernel.cuh).
+  bool deep = false;
   // group_rows / 16 (tiles per row group) as a multiply-shift divisor: the kernel maps an item's
   // tile to its rows (GemvRow) without an integer divide per item (~20 instructions each).
   decode::FastDivmod group_tiles;
@@ -218,6 +221,19 @@ PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool no
   if (tokens <= 2) return true;
   if (p.items <= p.grid) return false;
   return p.format == GemvWeightFormat::kInt4 || GemvStageBytes(p, tokens) <= kGemvStageMidBytes;
+}
+
+// Deep batches. A warp issues the loads of a batch of units together and computes them when they
+// have landed, so an SM keeps (CTAs on it) x 8 warps x batch x 1 KB in flight. With 3 CTAs an SM
+// (the dense / fp8 occupancy) a batch of 4 units keeps 96 KB in flight, but a plan of at most
+// 2 x num_sms items leaves at most 2 CTAs on an SM (8B o and down: 256 tiles on 132 SMs): 64 KB,
+// and ncu measured those at 2.8-3.6 TB/s where 3-CTA launches stream at 3.8 (final9). Such plans
+// run kernels with batches of kGemvDeepBatchUnits (2 CTAs an SM: 128 registers hold the 16
+// loads), 128 KB in flight an SM. 4-bit weights keep their own pipeline (kRefillHalves).
+inline constexpr int32_t kGemvBatchUnits = 4;
+inline constexpr int32_t kGemvDeepBatchUnits = 8;
+PKV_HOST_DEVICE bool ChooseGemvDeepBatch(GemvWeightFormat format, int32_t items, int32_t num_sms) {
+  return format != GemvWeightFormat::kInt4 && items <= 2 * num_sms;
 }
 
 // The split-K factor for `tiles` tiles of `units` K units (1 KB of packed weights each, so the

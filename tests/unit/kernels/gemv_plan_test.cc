@@ -143,6 +143,28 @@ TEST(PlanGemvTest, PlansAndRejections) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Deep batches where at most two CTAs an SM run: 8B o / down (256 tiles on 132 SMs) in 16-bit and
+// fp8 weights, not 4-bit (its own pipeline), not 8B q/k/v (384 tiles) or gate/up (1792), not the
+// 1B down (3 parts: 384 items).
+TEST(PlanGemvTest, DeepBatchesWhereAtMostTwoCtasAnSmRun) {
+  const GemvDevice h200{132, 3};
+  struct Cell {
+    int32_t n, k;
+    GemvWeightFormat format;
+    bool deep;
+  };
+  for (const Cell& c : {Cell{4096, 4096, GemvWeightFormat::kDense, true},
+                        Cell{4096, 14336, GemvWeightFormat::kFp8, true},
+                        Cell{4096, 14336, GemvWeightFormat::kInt4, false},
+                        Cell{6144, 4096, GemvWeightFormat::kDense, false},
+                        Cell{28672, 4096, GemvWeightFormat::kDense, false},
+                        Cell{2048, 8192, GemvWeightFormat::kDense, false}}) {
+    absl::StatusOr<GemvPlan> p = PlanGemv(c.n, c.k, 16, h200, c.format);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->deep, c.deep) << c.n << " x " << c.k << " format " << static_cast<int>(c.format);
+  }
+}
+
 // Quantized weights: the split rule sees the packed bytes (units of 1 KB per tile), and k must
 // hold whole units (and 128-k scale words for 4-bit).
 TEST(PlanGemvTest, QuantizedFormatsPlanOnTheirBytes) {
