@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Closing call of the 2026-12-03 tenth session: main's head (small steps' split floor in K+V
-# elements; deep GEMV batches for 8B o/down) beside the ninth session's head 3f456de, served
+# elements; deep GEMV batches for 8B o/down) beside the ninth session's head (e6a5190), served
 # figures. Bundles (build box, build-sm90 = sm_90a):
-#   .device/final9.tar.xz   base 3f456de (pkv-bench)
+#   .device/b1attn.tar.xz   base e6a5190 (pkv-bench; the ninth session's head code)
 #   .device/final10.tar.xz  device-bundle .device/final10 pkv-bench pkv-worker pkv-router pkv
 #     pkv-make-model decode_attention_device_test decode_fp8_device_test gemv_device_test
 #     cuda_backend_device_test quantized_backend_device_test fp8_kv_device_test; REVISION
-# Call: carry [".device/final9.tar.xz", ".device/final10.tar.xz"], `bash bench/device/final10.sh`
+# Call: carry [".device/b1attn.tar.xz", ".device/final10.tar.xz"], `bash bench/device/final10.sh`
 #   (~6 min warm). Phases re-pack results after each.
 set -u
 source "$(dirname "$0")/common.sh"
-mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/final9.tar.xz
-BASE=/tmp/pkv/final9/run
+mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/b1attn.tar.xz
+BASE=/tmp/pkv/b1attn/run
 unpack final10
 RD=$OUT/r; mkdir -p "$RD/tests"
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-  echo "revision $(cat $B/REVISION) vs base $(cat /tmp/pkv/final9/REVISION 2>/dev/null)"; } > "$S"
+  echo "revision $(cat $B/REVISION) vs base $(cat /tmp/pkv/b1attn/REVISION 2>/dev/null)"; } > "$S"
 el "1. device tests (parallel)"
 parallel_tests "$RD/tests" cuda_backend_device_test:240 decode_attention_device_test:240 \
   decode_fp8_device_test:240 gemv_device_test:240 quantized_backend_device_test:240 \
