@@ -11,6 +11,10 @@
 #                                     "rc=... NAME [ PASSED ] ..." line each into $S
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
+#   serve_model TAG MODEL DIR FLAG...  one worker (FLAG...) + router over MODEL, `pkv bench serve`
+#                                     of SERVE_REQUESTS (5) 4096-token prompts x 256 tokens at
+#                                     concurrency 1 into DIR/serve_TAG.{txt,json} and the worker's
+#                                     log DIR/worker_TAG.log; rc and TPOT/ITL/TTFT lines into $S
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S=$OUT/summary.txt
 T0=$(date +%s)
@@ -69,4 +73,17 @@ e2e_line() {
     --drift_prompts 0 --out "$dir/e2e_$tag.tsv" "$@" > "$dir/e2e_$tag.log" 2>&1
   echo "rc=$? e2e $tag" >> "$S"
   grep -E " step " "$dir/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$tag /" >> "$S"
+}
+serve_model() {
+  local tag=$1 model=$2 dir=$3; shift 3
+  start_workers "$model" 1 --max_model_len=8192 "$@"
+  start_router
+  timeout 120 "$R" pkv bench serve --router 127.0.0.1:50051 --workload sharegpt \
+    --input_len 4096 --output_len 256 --len_sigma 0 --concurrency 1 \
+    --num_requests "${SERVE_REQUESTS:-5}" --progress=false --json_out "$dir/serve_$tag.json" \
+    > "$dir/serve_$tag.txt" 2>&1
+  echo "rc=$? served $tag" >> "$S"
+  grep -E "TPOT|ITL|TTFT|errors" "$dir/serve_$tag.txt" | sed "s/^/$tag /" >> "$S"
+  stop_all
+  cp /tmp/w0.log "$dir/worker_$tag.log"
 }

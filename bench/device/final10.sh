@@ -37,15 +37,7 @@ for m in "1b llama3-1b" "8b llama3-8b"; do
   read -r tag shape <<< "$m"
   timeout 200 "$R" pkv-make-model --out /tmp/m-$tag --shape $shape > "$RD/make_$tag.log" 2>&1
   echo "rc=$? make $tag" >> "$S"
-  start_workers /tmp/m-$tag 1 --max_model_len=8192
-  start_router
-  timeout 120 "$R" pkv bench serve --router 127.0.0.1:50051 --workload sharegpt \
-    --input_len 4096 --output_len 256 --len_sigma 0 --concurrency 1 --num_requests 5 \
-    --progress=false --json_out "$RD/serve_$tag.json" > "$RD/serve_$tag.txt" 2>&1
-  echo "rc=$? served $tag" >> "$S"
-  grep -E "TPOT|ITL|TTFT|errors" "$RD/serve_$tag.txt" | sed "s/^/$tag /" >> "$S"
-  stop_all
-  cp /tmp/w0.log "$RD/worker_$tag.log"
+  serve_model "$tag" /tmp/m-$tag "$RD"
   rm -rf /tmp/m-$tag; pack
 done
 el done
