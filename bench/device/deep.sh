@@ -15,8 +15,7 @@ L8=(--shapes llama3-8b,llama3-1b --variants fused+pdl,pdl --temperature 1
     --decode_lines bucketed-B1-N4096,bucketed-B1-N16384,bucketed-B8-N4096)
 LQ=(--shapes llama3-8b --quant fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096)
 for i in 1 2 3; do
-  for bin in pkv-bench-base pkv-bench; do
-    [ $i = 2 ] && bin=$([ $bin = pkv-bench ] && echo pkv-bench-base || echo pkv-bench)
+  for bin in $(ab_bins $i); do
     e2e_line "$R" $bin "m_${bin}_$i" "$RD" "${L8[@]}"
     e2e_line "$R" $bin "q_${bin}_$i" "$RD" "${LQ[@]}"
   done

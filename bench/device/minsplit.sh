@@ -15,8 +15,7 @@ L1=(--shapes llama3-1b --variants fused+pdl --temperature 1 --kv_cache_dtype aut
 L8=(--shapes llama3-8b --variants fused+pdl,pdl --temperature 1 --kv_cache_dtype auto,fp8_e4m3
     --decode_lines bucketed-B1-N4096,bucketed-B1-N16384,bucketed-B8-N4096)
 for i in 1 2 3; do
-  for bin in pkv-bench-base pkv-bench; do
-    [ $i = 2 ] && bin=$([ $bin = pkv-bench ] && echo pkv-bench-base || echo pkv-bench)
+  for bin in $(ab_bins $i); do
     e2e_line "$R" $bin "1b_${bin}_$i" "$RD" "${L1[@]}"
     e2e_line "$R" $bin "8b_${bin}_$i" "$RD" "${L8[@]}"
   done
