@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/common/float16.h"
+#include "tests/harness/test_seed.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/cuda_backend/gemm.h"
 
@@ -26,7 +27,7 @@ uint16_t To16(float v, bool bf16) { return bf16 ? ToBFloat16(v).bits : ToHalf(v)
 float From16(uint16_t b, bool bf16) { return bf16 ? ToFloat(BFloat16{b}) : ToFloat(Half{b}); }
 
 TEST(GemmTuneTest, TunedLinearMatchesReference) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  std::mt19937 rng(::pkv::testing::TestSeed());
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(int64_t{32} << 20);
   ASSERT_TRUE(gemm.ok()) << gemm.status();

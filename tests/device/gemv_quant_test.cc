@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/device/gemv_test_util.h"
+#include "tests/harness/test_seed.h"
 
 namespace pkv::gemv_test {
 namespace {
@@ -25,7 +26,7 @@ using gpu::GemvWeightFormat;
 
 class GemvModelShapesTest : public ::testing::TestWithParam<GemvCase> {
  protected:
-  std::mt19937 rng_{static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed())};
+  std::mt19937 rng_{::pkv::testing::TestSeed()};
 };
 
 TEST_P(GemvModelShapesTest, ProjectionsMatchDequantizedReference) {
@@ -72,7 +73,7 @@ class GemvDequantizeTest : public ::testing::TestWithParam<bool> {
  protected:
   bool bf16() const { return GetParam(); }
   gpu::DType dtype() const { return bf16() ? gpu::DType::kBFloat16 : gpu::DType::kFloat16; }
-  std::mt19937 rng_{static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed())};
+  std::mt19937 rng_{::pkv::testing::TestSeed()};
 };
 
 // Runs the dequantize kernel on packed weights; returns the [n][k] 16-bit output.

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/device/gemv_test_util.h"
+#include "tests/harness/test_seed.h"
 
 namespace pkv::gemv_test {
 namespace {
@@ -28,7 +29,7 @@ class GemvTest : public ::testing::TestWithParam<GemvCase> {
  protected:
   bool bf16() const { return GetParam().bf16; }
   int32_t K(int32_t k) const { return KFor(GetParam(), k); }
-  std::mt19937 rng_{static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed())};
+  std::mt19937 rng_{::pkv::testing::TestSeed()};
 };
 
 TEST_P(GemvTest, StoreMatchesReference) {

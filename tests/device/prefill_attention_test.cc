@@ -17,6 +17,7 @@
 #include "kernels/common/float16.h"
 #include "kernels/model/model_kernels.h"
 #include "kernels/prefill/prefill_launch.h"
+#include "tests/harness/test_seed.h"
 #include "worker/cuda_backend/device_buffer.h"
 
 namespace pkv {
@@ -176,8 +177,7 @@ void RunCase(const PrefillCase& c, std::mt19937* rng) {
 class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {};
 
 TEST_P(PrefillAttentionTest, MatchesReference) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) +
-                   GetParam().head_dim * 131 + GetParam().page_size);
+  std::mt19937 rng(::pkv::testing::TestSeed() + GetParam().head_dim * 131 + GetParam().page_size);
   for (int rep = 0; rep < 2; ++rep) {  // fresh inputs each repetition
     if (GetParam().bf16) {
       RunCase<BFloat16>(GetParam(), &rng);

@@ -21,6 +21,7 @@
 #include "kernels/common/float16.h"
 #include "kernels/model/model_kernels.h"
 #include "kernels/prefill/prefill_launch.h"
+#include "tests/harness/test_seed.h"
 #include "worker/cuda_backend/device_buffer.h"
 
 namespace pkv {
@@ -221,8 +222,7 @@ void RunFp8Case(const Fp8PrefillCase& c, std::mt19937* rng) {
 class PrefillFp8Test : public ::testing::TestWithParam<Fp8PrefillCase> {};
 
 TEST_P(PrefillFp8Test, MatchesFp8ReferenceAndBoundsQuantizationError) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) +
-                   GetParam().head_dim * 7 + GetParam().page_size);
+  std::mt19937 rng(::pkv::testing::TestSeed() + GetParam().head_dim * 7 + GetParam().page_size);
   for (int rep = 0; rep < 2; ++rep) {
     if (GetParam().bf16) {
       RunFp8Case<BFloat16>(GetParam(), &rng);

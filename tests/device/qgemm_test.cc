@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/device/gemv_test_util.h"
+#include "tests/harness/test_seed.h"
 
 namespace pkv::gemv_test {
 namespace {
@@ -114,7 +115,7 @@ std::string What(const Problem& p, const gpu::QGemmPlan& plan, bool f32) {
 
 class QGemmTest : public ::testing::TestWithParam<GemvCase> {
  protected:
-  std::mt19937 rng_{static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed())};
+  std::mt19937 rng_{::pkv::testing::TestSeed()};
 };
 
 TEST_P(QGemmTest, AwkwardShapes) {

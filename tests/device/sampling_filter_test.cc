@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/model/sampling.h"
+#include "tests/harness/test_seed.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/model/sampler.h"
 
@@ -137,7 +138,7 @@ int RunAndCheck(int32_t vocab, const std::vector<float>& logits,
 }
 
 TEST(SamplingFilterTest, FilteredDrawMatchesCpuSampler) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) + 3);
+  std::mt19937 rng(::pkv::testing::TestSeed() + 3);
   const int32_t vocab = 128256, kDraws = 8;
   for (Shape shape : {Shape::kFlat, Shape::kPeaked, Shape::kBf16, Shape::kGrid}) {
     std::vector<float> logits;
@@ -164,7 +165,7 @@ TEST(SamplingFilterTest, FilteredDrawMatchesCpuSampler) {
 
 // Small vocabularies: empty and one-token chunks, and a few bins holding everything.
 TEST(SamplingFilterTest, SmallVocabulariesMatchCpuSampler) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) + 4);
+  std::mt19937 rng(::pkv::testing::TestSeed() + 4);
   for (int32_t vocab : {2, 31, 33, 4097}) {
     std::vector<float> logits;
     std::vector<SamplingParams> params;

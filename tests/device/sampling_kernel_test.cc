@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/model/sampling.h"
+#include "tests/harness/test_seed.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/model/sampler.h"
 
@@ -142,7 +143,7 @@ void RunBatch(int32_t vocab, int32_t rows, std::mt19937* rng, bool unfiltered = 
 }
 
 TEST(SamplingKernelTest, MatchesCpuSampler) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  std::mt19937 rng(::pkv::testing::TestSeed());
   for (int32_t vocab : {1, 2, 7, 512, 1000, 50257}) RunBatch(vocab, 24, &rng);
   RunBatch(128256, 12, &rng);
 }
@@ -151,7 +152,7 @@ TEST(SamplingKernelTest, MatchesCpuSampler) {
 // empty chunks (< kSampleChunks), one-token chunks, a ragged last chunk and Llama-3's; the rows'
 // random scales (0.5 to 8) move the target from the max's chunk to any chunk.
 TEST(SamplingKernelTest, UnfilteredDrawMatchesCpuSamplerInEveryChunk) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) + 2);
+  std::mt19937 rng(::pkv::testing::TestSeed() + 2);
   for (int32_t vocab : {1, 31, 32, 33, 4097, 128256}) {
     RunBatch(vocab, 48, &rng, /*unfiltered=*/true);
   }
@@ -160,7 +161,7 @@ TEST(SamplingKernelTest, UnfilteredDrawMatchesCpuSamplerInEveryChunk) {
 // Regression (H200, 2026-11-29): with temperature != 1 a fused multiply-add made p(max) differ
 // from exactly 1, so min_p = 1 kept nothing but the first of several tied maxima.
 TEST(SamplingKernelTest, MinPOneKeepsEveryTiedMaximum) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()) + 1);
+  std::mt19937 rng(::pkv::testing::TestSeed() + 1);
   const int32_t vocab = 512, rows = 16;
   std::vector<float> logits;
   std::vector<SamplingParams> params;

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/float16.h"
 #include "kernels/model/model_kernels.h"
+#include "tests/harness/test_seed.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/cuda_backend/gemm.h"
 
@@ -89,7 +90,7 @@ void Check(int32_t tokens, int32_t out, int32_t in, bool bf16, bool y_f32, std::
 }
 
 TEST(SkinnyGemmTest, MatchesReferenceAndCublas) {
-  std::mt19937 rng(static_cast<uint32_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  std::mt19937 rng(::pkv::testing::TestSeed());
   const std::vector<std::pair<int32_t, int32_t>> shapes = {{1, 8},      {7, 64},      {33, 136},
                                                            {4097, 256}, {6144, 4096}, {512, 14336}};
   for (auto [out, in] : shapes) {

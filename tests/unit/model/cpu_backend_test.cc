@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/harness/test_seed.h"
 #include "tests/unit/model/test_model.h"
 
 namespace pkv {
@@ -83,7 +84,7 @@ class CpuBackendFamilyTest : public ::testing::TestWithParam<std::string> {};
 // (a) The paged float32 backend equals a dense double-precision model at every position.
 TEST_P(CpuBackendFamilyTest, MatchesDenseReference) {
   const ModelConfig c = TinyConfig(GetParam());
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  const uint32_t seed = ::pkv::testing::TestSeed();
   std::mt19937 rng(seed);
   const LlamaWeights weights = RandomWeights(c, seed);
   auto backend = CpuModelBackend::Create(weights, kPageSize, kNumPages);
@@ -116,7 +117,7 @@ TEST_P(CpuBackendFamilyTest, MatchesDenseReference) {
 // (b) One chunk, uneven chunks and token-by-token decode give the same final logits.
 TEST_P(CpuBackendFamilyTest, ChunkingDoesNotChangeLogits) {
   const ModelConfig c = TinyConfig(GetParam());
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed() + 1;
+  const uint32_t seed = ::pkv::testing::TestSeed() + 1;
   std::mt19937 rng(seed);
   Seq seq{RandomTokens(31, c.vocab_size, &rng), ContiguousPages(8)};
   auto one = MakeBackend(c, seed);
@@ -132,7 +133,7 @@ TEST_P(CpuBackendFamilyTest, ChunkingDoesNotChangeLogits) {
 // (c) Which physical pages hold the sequence does not matter.
 TEST_P(CpuBackendFamilyTest, PageIdsDoNotChangeLogits) {
   const ModelConfig c = TinyConfig(GetParam());
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed() + 2;
+  const uint32_t seed = ::pkv::testing::TestSeed() + 2;
   std::mt19937 rng(seed);
   Seq ordered{RandomTokens(23, c.vocab_size, &rng), ContiguousPages(6)};
   Seq shuffled = ordered;
@@ -150,7 +151,7 @@ TEST_P(CpuBackendFamilyTest, PageIdsDoNotChangeLogits) {
 // row run alone.
 TEST_P(CpuBackendFamilyTest, BatchEqualsRowsAlone) {
   const ModelConfig c = TinyConfig(GetParam());
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed() + 3;
+  const uint32_t seed = ::pkv::testing::TestSeed() + 3;
   std::mt19937 rng(seed);
   struct Plan {
     int history;  // tokens already cached before the batched step

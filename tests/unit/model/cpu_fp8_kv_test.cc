@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/harness/test_seed.h"
 #include "tests/unit/model/test_model.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/cpu_backend.h"
@@ -198,7 +199,7 @@ TEST_P(CpuFp8KvTest, LogitsStayWithinTheFormatsBoundOfFloatKv) {
 // chunk, uneven chunks and token-by-token decode agree to float rounding, as with float KV.
 TEST_P(CpuFp8KvTest, ChunkedPrefillMatchesOneChunk) {
   const ModelConfig c = config();
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed() + 1;
+  const uint32_t seed = ::pkv::testing::TestSeed() + 1;
   std::mt19937 rng(seed);
   const LlamaWeights w = RandomWeights(c, seed);
   const Seq seq = RandomSeq(31, c.vocab_size, 0, &rng);
@@ -214,7 +215,7 @@ TEST_P(CpuFp8KvTest, ChunkedPrefillMatchesOneChunk) {
 // and must see what it would have computed from scratch on its own pages.
 TEST_P(CpuFp8KvTest, PagesWrittenByOneSequenceServeAnother) {
   const ModelConfig c = config();
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed() + 2;
+  const uint32_t seed = ::pkv::testing::TestSeed() + 2;
   std::mt19937 rng(seed);
   const LlamaWeights w = RandomWeights(c, seed);
   const Seq a = RandomSeq(13, c.vocab_size, 0, &rng);
@@ -235,7 +236,7 @@ TEST_P(CpuFp8KvTest, PagesWrittenByOneSequenceServeAnother) {
 TEST_P(CpuFp8KvTest, TensorParallelMatchesSingleRank) {
   const ModelConfig c = config();
   if (c.num_kv_heads % 2 != 0 || c.intermediate_size % 2 != 0) GTEST_SKIP() << "not split 2 ways";
-  const uint32_t seed = ::testing::UnitTest::GetInstance()->random_seed() + 3;
+  const uint32_t seed = ::pkv::testing::TestSeed() + 3;
   std::mt19937 rng(seed);
   const LlamaWeights w = RandomWeights(c, seed);
   const Seq seq = RandomSeq(22, c.vocab_size, 5, &rng);
@@ -270,7 +271,7 @@ class KvCacheScalesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("kv_scales_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+           ("kv_scales_" + std::to_string(::pkv::testing::TestSeed()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }

@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "gtest/gtest.h"
 #include "kernels/common/float16.h"
+#include "tests/harness/test_seed.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/llama_weights.h"
@@ -88,7 +89,7 @@ TEST(ModelShapesTest, ConfigJsonRoundTrips) {
 }
 
 TEST(RandomModelTest, GeneratorHasTheDocumentedScale) {
-  const uint64_t key = RandomTensorKey(::testing::UnitTest::GetInstance()->random_seed(), "w");
+  const uint64_t key = RandomTensorKey(::pkv::testing::TestSeed(), "w");
   double sum = 0, sum_sq = 0, norm_sum = 0;
   const int n = 200000;
   for (int i = 0; i < n; ++i) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/harness/test_seed.h"
 
 namespace pkv {
 namespace {
@@ -274,8 +275,8 @@ class ModelConfigDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           absl::StrCat("model_config_test_", ::testing::UnitTest::GetInstance()->random_seed(),
-                        "_", reinterpret_cast<uintptr_t>(this));
+           absl::StrCat("model_config_test_", ::pkv::testing::TestSeed(), "_",
+                        reinterpret_cast<uintptr_t>(this));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

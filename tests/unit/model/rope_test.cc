@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/harness/test_seed.h"
 #include "tests/unit/model/test_model.h"
 
 namespace pkv {
@@ -61,7 +62,7 @@ TEST(RopeTest, DefaultAndLinearFrequencies) {
 TEST(RopeTest, DotProductDependsOnlyOnRelativePosition) {
   const ModelConfig c = Llama31Rope();
   const std::vector<double> inv = RopeInvFrequencies(c);
-  std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
+  std::mt19937 rng(::pkv::testing::TestSeed());
   std::normal_distribution<float> normal;
   const int d = c.head_dim;
   std::vector<float> q(d), k(d), cs(d / 2), sn(d / 2);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/common/float16.h"
+#include "tests/harness/test_seed.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/llama_weights.h"
 
@@ -233,7 +234,7 @@ TEST(SafetensorsTest, EmptyTensorsAndNoTensorsAreValid) {
 TEST(SafetensorsTest, MutatedFilesNeverCrash) {
   RandomTensors t = MakeRandomTensors(11);
   const std::string valid = MakeFile(t.header, t.data);
-  std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
+  std::mt19937 rng(::pkv::testing::TestSeed());
   int ok_count = 0;
   for (int iter = 0; iter < 3000; ++iter) {
     std::string bytes = valid;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/harness/test_seed.h"
 
 namespace pkv {
 namespace {
@@ -42,7 +43,7 @@ std::vector<double> Softmax(const std::vector<float>& logits, double t) {
   return p;
 }
 
-uint32_t Seed() { return ::testing::UnitTest::GetInstance()->random_seed(); }
+uint32_t Seed() { return ::pkv::testing::TestSeed(); }
 
 TEST(SamplerTest, GreedyIsArgmaxWithLowestIdOnTies) {
   SamplingParams p;
