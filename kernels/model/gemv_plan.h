@@ -230,6 +230,8 @@ PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool no
 // and ncu measured those at 2.8-3.6 TB/s where 3-CTA launches stream at 3.8 (final9). Such plans
 // run kernels with batches of kGemvDeepBatchUnits (2 CTAs an SM: 128 registers hold the 16
 // loads), 128 KB in flight an SM. 4-bit weights keep their own pipeline (kRefillHalves).
+// Measured (results/2026-12-03-h200-deep): 8B fp8 weights B=1 -4.8%, fused B=8 -3.8%, bf16 B=1
+// only -0.8% (its o/down at one token are not bound by bytes in flight), nothing slower.
 inline constexpr int32_t kGemvBatchUnits = 4;
 inline constexpr int32_t kGemvDeepBatchUnits = 8;
 PKV_HOST_DEVICE bool ChooseGemvDeepBatch(GemvWeightFormat format, int32_t items, int32_t num_sms) {

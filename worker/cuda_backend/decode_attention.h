@@ -39,8 +39,10 @@ struct DecodePolicyOptions {
 // K+V elements (decode::PlanOptions::min_split_kv_elems): their attention runs inside the layer's
 // PDL chain (kPdlAttentionMaxTokens in forward.h), latency-bound, where a split's fixed cost
 // dominates. The floor is the policy's 128 tokens at head dim 128; at head dim 64 it doubles the
-// split. Measured on the H200 (results/2026-12-03-h200-splitmap, -minsplit): 1B B=1 at 4k 4.2%
-// faster a whole step; B = 2..8 and 1k / 16k rows unchanged (their splits were long enough).
+// split. Measured on the H200 (results/2026-12-03-h200-splitmap, -minsplit): 1B B=1 at 4096
+// tokens 4.2% faster a whole step; B = 2..8 and 1k / 16k rows unchanged. Not yet at lengths just
+// past a power of two (served 4097-4352: final10), where the planner's power-of-two length bucket
+// halves the split again (ChooseSplitCount).
 inline constexpr int32_t kSmallStepMaxRows = 8;
 inline constexpr int64_t kSmallStepMinSplitKvElems = 128 * 128 * 2;
 
