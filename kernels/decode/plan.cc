@@ -76,9 +76,9 @@ absl::Status ValidateInput(const PlanInput& in, const DeviceLimits& limits,
   if (options.max_splits < 1 || options.max_splits > kMaxSplitsPerPair ||
       options.min_split_tokens < 1 || options.min_split_kv_elems < 0 ||
       options.min_split_kv_elems > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "decode plan: max_splits must be in 1..", kMaxSplitsPerPair,
-        ", min_split_tokens >= 1 and min_split_kv_elems in 0..2^40"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("decode plan: max_splits must be in 1..", kMaxSplitsPerPair,
+                     ", min_split_tokens >= 1 and min_split_kv_elems in 0..2^40"));
   }
   if (options.capacity_rows > 0 && in.num_rows > options.capacity_rows) {
     return absl::InvalidArgumentError(absl::StrCat("decode plan: ", in.num_rows,

@@ -362,9 +362,9 @@ TEST(DecodePlanTest, MinSplitKvElemsFloorsTheSplitByItsElements) {
     int64_t min_split_kv_elems;
     size_t splits;
   };
-  for (const Cell& c : {Cell{128, 2, 0, 32}, Cell{128, 2, 32768, 32}, Cell{64, 2, 0, 32},
-                        Cell{64, 2, 32768, 16}, Cell{128, 1, 32768, 32}, Cell{64, 1, 32768, 16},
-                        Cell{64, 2, 1 << 19, 1}}) {
+  for (const Cell& c :
+       {Cell{128, 2, 0, 32}, Cell{128, 2, 32768, 32}, Cell{64, 2, 0, 32}, Cell{64, 2, 32768, 16},
+        Cell{128, 1, 32768, 32}, Cell{64, 1, 32768, 16}, Cell{64, 2, 1 << 19, 1}}) {
     Batch b;
     b.shape = KvShape{32, 8, c.head_dim, 16, c.kv_elem_bytes};
     b.lengths = {4096};
