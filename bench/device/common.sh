@@ -2,7 +2,8 @@
 # shared/tools/device-bundle, time-stamped summary lines, and a local cluster on the GPU.
 #   unpack NAME        .device/NAME.tar.xz -> /tmp/pkv/NAME; sets B (bundle) and R (its run)
 #   el TEXT            "[Ns] TEXT" into $S
-#   start_workers MODEL N FLAG...   N CUDA workers on 50061.. (metrics 9101..); WPIDS, WADDRS
+#   start_workers MODEL N FLAG...   N CUDA workers on 50061.. (metrics 9101..); WPIDS, WADDRS;
+#                                   the bundle's ${WORKER_BIN:-pkv-worker}
 #   start_router FLAG...            a router on 50051 (metrics 9100) over WADDRS; RPID
 #   stop_all                        SIGTERM (drain) router and workers, wait for them
 #   run_device_tests NAME:SECONDS...  each gtest binary of the bundle under a timeout, into
@@ -33,7 +34,7 @@ wait_healthy() {
 start_workers() {
   local model=$1 n=$2; shift 2; WPIDS=(); WADDRS=()
   for i in $(seq 0 $((n - 1))); do
-    "$R" pkv-worker --listen=127.0.0.1:$((50061 + i)) --metrics_listen=127.0.0.1:$((9101 + i)) \
+    "$R" "${WORKER_BIN:-pkv-worker}" --listen=127.0.0.1:$((50061 + i)) --metrics_listen=127.0.0.1:$((9101 + i)) \
       --worker_id=w$i --model="$model" --backend=cuda --insecure --max_model_len=16384 "$@" \
       > /tmp/w$i.log 2>&1 &
     WPIDS+=($!); WADDRS+=("127.0.0.1:$((50061 + i))")
