@@ -194,6 +194,7 @@ absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
     plan->row_pages[r] = (input.lengths[r] + input.shape.page_size - 1) / input.shape.page_size;
   }
   internal::PlanContext ctx{input, limits, options, plan, plan->row_pages.data()};
+  ctx.min_split_pages = internal::SplitFloorPages(input.shape, options);
   switch (options.route) {
     case Route::kFused:
       internal::PlanFused(ctx);

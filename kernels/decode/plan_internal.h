@@ -10,6 +10,15 @@
 
 namespace pkv::decode::internal {
 
+// The shortest split in pages: the larger of options.min_split_tokens and
+// options.min_split_kv_elems (K and V elements of one KV head), rounded up to whole pages.
+inline int32_t SplitFloorPages(const KvShape& shape, const PlanOptions& options) {
+  const int64_t page_elems = int64_t{2} * shape.page_size * shape.head_dim;  // K and V
+  const int64_t by_elems = (options.min_split_kv_elems + page_elems - 1) / page_elems;
+  const int64_t by_tokens = (options.min_split_tokens + shape.page_size - 1) / shape.page_size;
+  return static_cast<int32_t>(std::max(by_tokens, by_elems));
+}
+
 struct PlanContext {
   const PlanInput& in;
   const DeviceLimits& limits;
@@ -17,16 +26,14 @@ struct PlanContext {
   DecodePlan* plan;
   const int32_t* pages = nullptr;  // [num_rows] ceil(length / page_size), computed once
   int32_t num_partials = 0;
+  // The split floor in pages (SplitFloorPages), computed once: the routes ask for it per row and
+  // per candidate chunk.
+  int32_t min_split_pages = 1;
 
   int32_t page_size() const { return in.shape.page_size; }
   int32_t heads() const { return in.shape.num_kv_heads; }
   int32_t Pages(int32_t row) const { return pages[row]; }
-  int32_t MinSplitPages() const {
-    const int64_t page_elems = int64_t{2} * page_size() * in.shape.head_dim;  // K and V
-    const int64_t by_elems = (options.min_split_kv_elems + page_elems - 1) / page_elems;
-    const int64_t by_tokens = (options.min_split_tokens + page_size() - 1) / page_size();
-    return static_cast<int32_t>(std::max(by_tokens, by_elems));
-  }
+  int32_t MinSplitPages() const { return min_split_pages; }
   bool graph_sized() const { return options.capacity_rows > 0; }
 };
 
