@@ -14,7 +14,6 @@ BASE=/tmp/pkv/next9/run
 [ -x "$BASE" ] || { mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/next9.tar.xz; }
 unpack attnpdl
 RD=$OUT/r; mkdir -p "$RD/attnpdl"; A=$RD/attnpdl
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "A. attnpdl $(cat $B/REVISION) vs base $(cat /tmp/pkv/next9/REVISION)"
 el "A1. device tests"
 parallel_tests "$A" cuda_backend_device_test:300 decode_attention_device_test:300 \

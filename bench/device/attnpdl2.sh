@@ -11,7 +11,6 @@ mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/next9.tar.xz
 BASE=/tmp/pkv/next9/run
 unpack attnpdl2
 A=$OUT/r; mkdir -p "$A"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "attnpdl2 ($(cat $B/REVISION)) vs base $(cat /tmp/pkv/next9/REVISION)"
 parallel_tests "$A" cuda_backend_device_test:300 decode_attention_device_test:300 \
   decode_fp8_device_test:300

@@ -12,6 +12,7 @@
 #                                     "rc=... NAME [ PASSED ] ..." line each into $S
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
+#   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
 #   ab_bins ROUND                     "pkv-bench-base pkv-bench", reversed in even rounds (A/B
 #                                     comparisons alternate which binary runs first)
 #   serve_model TAG MODEL DIR FLAG...  one worker (FLAG...) + router over MODEL, `pkv bench serve`
@@ -91,3 +92,4 @@ serve_model() {
   cp /tmp/w0.log "$dir/worker_$tag.log"
 }
 ab_bins() { if [ $(($1 % 2)) = 0 ]; then echo pkv-bench pkv-bench-base; else echo pkv-bench-base pkv-bench; fi; }
+pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }

@@ -8,7 +8,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack deep
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 parallel_tests "$RD" gemv_device_test:200 cuda_backend_device_test:200 quantized_backend_device_test:200
 pack
 L8=(--shapes llama3-8b,llama3-1b --variants fused+pdl,pdl --temperature 1

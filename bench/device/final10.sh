@@ -14,7 +14,6 @@ mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/b1attn.tar.xz
 BASE=/tmp/pkv/b1attn/run
 unpack final10
 RD=$OUT/r; mkdir -p "$RD/tests"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   echo "revision $(cat $B/REVISION) vs base $(cat /tmp/pkv/b1attn/REVISION 2>/dev/null)"; } > "$S"
 el "1. device tests (parallel)"

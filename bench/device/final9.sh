@@ -16,7 +16,6 @@ mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf .device/next9.tar.xz
 BASE=/tmp/pkv/next9/run
 unpack final9
 RD=$OUT/r; mkdir -p "$RD/tests"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   echo "revision $(cat $B/REVISION) vs base $(cat /tmp/pkv/next9/REVISION)"; } > "$S"
 

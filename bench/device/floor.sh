@@ -13,7 +13,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack floor
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "floor $(cat $B/REVISION)"
 L=(--shapes llama3-8b,llama3-1b --variants fused+pdl,pdl --temperature 1
    --decode_lines bucketed-B1-N4096,uniform-B1,bimodal-B2,bucketed-B4-N4096,bucketed-B8-N4096)

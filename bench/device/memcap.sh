@@ -15,7 +15,6 @@ unpack mc
 # Few files come back from a call: everything but the summary goes into results.tgz, re-packed
 # after each phase so a timeout still returns what was measured.
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "revision $(cat $B/REVISION)"; date -u; } > "$S" 2>&1
 

@@ -7,7 +7,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack minsplit
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 parallel_tests "$RD" cuda_backend_device_test:200
 pack
 L1=(--shapes llama3-1b --variants fused+pdl --temperature 1 --kv_cache_dtype auto,fp8_e4m3

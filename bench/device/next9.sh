@@ -19,7 +19,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack next9
 RD=$OUT/r; mkdir -p "$RD/tests"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   echo "revision $(cat $B/REVISION)"; } > "$S"
 

@@ -7,7 +7,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack parts
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 parallel_tests "$RD" cuda_backend_device_test:120 'gemv_device_test:120:*Rope*:*Chained*:*Store*'
 pack
 L=(--shapes llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096 --variants fused+pdl

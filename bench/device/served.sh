@@ -15,7 +15,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack served
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
   echo "revision $(cat $B/REVISION)"; } > "$S"
 

@@ -8,7 +8,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack warm
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 P=(learned fixed:split:128 fixed:split:256 fixed:split:512 fixed:split:1024 fixed:split:2048
    fixed:workqueue:128 fixed:workqueue:256 fixed:workqueue:512 fixed:workqueue:1024)
 for round in 1 2 3; do

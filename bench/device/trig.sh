@@ -8,7 +8,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack trig
 RD=$OUT/r; mkdir -p "$RD"
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 el "trig"
 parallel_tests "$RD" cuda_backend_device_test:200
 pack
