@@ -33,7 +33,7 @@ wait_healthy() {
   echo "not healthy: $1" >> "$S"
 }
 start_workers() {
-  local model=$1 n=$2; shift 2; WPIDS=(); WADDRS=()
+  local model=$1 n=$2 i; shift 2; WPIDS=(); WADDRS=()
   for i in $(seq 0 $((n - 1))); do
     "$R" "${WORKER_BIN:-pkv-worker}" --listen=127.0.0.1:$((50061 + i)) --metrics_listen=127.0.0.1:$((9101 + i)) \
       --worker_id=w$i --model="$model" --backend=cuda --insecure --max_model_len=16384 "$@" \
