@@ -36,9 +36,8 @@ void SinkRelay::Loop() {
     absl::AnyInvocable<void() &&> call;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queue_.empty();
-      };
+      auto ready = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) {  // stopping, and everything posted has run
         stopped_ = true;

@@ -36,7 +36,10 @@ TEST(SinkRelayTest, PostBlocksAtCapacityUntilTheRelayCatchesUp) {
   SinkRelay relay(/*capacity=*/2);
   absl::Notification release;
   std::atomic<int> ran{0};
-  relay.Post([&]() { release.WaitForNotification(); ++ran; });  // holds the relay thread
+  relay.Post([&]() {
+    release.WaitForNotification();
+    ++ran;
+  });  // holds the relay thread
   // Up to two calls wait in the queue; the third post blocks until one of them runs.
   relay.Post([&]() { ++ran; });
   relay.Post([&]() { ++ran; });
@@ -110,7 +113,7 @@ TEST(RelayedSinkTest, ForwardsEveryCallInOrderAndHealthDirectly) {
   EXPECT_EQ(sink.BrokenReason(), AbortReason::kSlowClient);
   relay.Shutdown();
   EXPECT_EQ(inner->events(), (std::vector<std::string>{"accepted 7,8,", "chunk a", "chunk b",
-                                                      "complete", "error CANCELLED: late"}));
+                                                       "complete", "error CANCELLED: late"}));
 }
 
 }  // namespace
