@@ -11,20 +11,6 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack l2kv
 RD=$OUT/r; mkdir -p "$RD"
-scrape() {
-  python3 - "$1" <<'PY' >> "$S"
-import sys, urllib.request, re, collections
-tag = sys.argv[1]
-text = urllib.request.urlopen("http://127.0.0.1:9101/metrics", timeout=5).read().decode()
-acc = collections.defaultdict(float)
-for line in text.splitlines():
-    m = re.match(r'^(pkv_decode_step_seconds|pkv_inter_token_latency_seconds|pkv_time_per_output_token_seconds)_(sum|count)(\{[^}]*\})? ([0-9.eE+-]+)$', line)
-    if m: acc[(m.group(1), m.group(2))] += float(m.group(4))
-for name in sorted({k[0] for k in acc}):
-    c = acc[(name, 'count')]
-    if c: print(f"{tag} worker {name} mean {1e3 * acc[(name, 'sum')] / c:.4f} ms n={int(c)}")
-PY
-}
 for m in "8b llama3-8b" "1b llama3-1b"; do
   read -r tag shape <<< "$m"
   timeout 200 "$R" pkv-make-model --out /tmp/m-$tag --shape $shape > "$RD/make_$tag.log" 2>&1
@@ -35,7 +21,7 @@ for m in "8b llama3-8b" "1b llama3-1b"; do
     --progress=false > "$RD/serve_$tag.txt" 2>&1
   echo "rc=$? served $tag" >> "$S"
   grep -E "TPOT|ITL" "$RD/serve_$tag.txt" | sed "s/^/$tag /" >> "$S"
-  scrape "$tag"
+  scrape_worker "$tag"
   curl -s 127.0.0.1:9101/metrics > "$RD/metrics_$tag.txt" 2>/dev/null || true
   stop_all; cp /tmp/w0.log "$RD/worker_$tag.log"; rm -rf /tmp/m-$tag
 done

@@ -12,20 +12,6 @@ source "$(dirname "$0")/common.sh"
 unpack relay
 RD=$OUT/r; mkdir -p "$RD"
 el "relay $(cat $B/REVISION)"
-scrape() {
-  python3 - "$1" <<'PY' >> "$S"
-import sys, urllib.request, re, collections
-tag = sys.argv[1]
-text = urllib.request.urlopen("http://127.0.0.1:9101/metrics", timeout=5).read().decode()
-acc = collections.defaultdict(float)
-for line in text.splitlines():
-    m = re.match(r'^(pkv_decode_step_seconds|pkv_inter_token_latency_seconds)_(sum|count)(\{[^}]*\})? ([0-9.eE+-]+)$', line)
-    if m: acc[(m.group(1), m.group(2))] += float(m.group(4))
-for name in sorted({k[0] for k in acc}):
-    c = acc[(name, 'count')]
-    if c: print(f"{tag} worker {name} mean {1e3 * acc[(name, 'sum')] / c:.4f} ms n={int(c)}")
-PY
-}
 serve() {  # serve TAG MODEL CONCURRENCY REQUESTS INPUT OUTPUT
   local tag=$1 model=$2 c=$3 n=$4 in=$5 out=$6
   start_workers "$model" 1 --max_model_len=8192
@@ -35,7 +21,7 @@ serve() {  # serve TAG MODEL CONCURRENCY REQUESTS INPUT OUTPUT
     --progress=false > "$RD/serve_$tag.txt" 2>&1
   echo "rc=$? served $tag" >> "$S"
   grep -E "TPOT|ITL|tok/s|throughput|errors" "$RD/serve_$tag.txt" | sed "s/^/$tag /" >> "$S"
-  scrape "$tag"
+  scrape_worker "$tag"
   stop_all; cp /tmp/w0.log "$RD/worker_$tag.log"
 }
 for m in "1b llama3-1b" "8b llama3-8b"; do
