@@ -15,6 +15,8 @@
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
 #   ab_bins ROUND                     "pkv-bench-base pkv-bench", reversed in even rounds (A/B
 #                                     comparisons alternate which binary runs first)
+#   scrape_worker TAG                 the mean of worker 0's pkv_decode_step_seconds and
+#                                     pkv_inter_token_latency_seconds (its /metrics) into $S
 #   serve_model TAG MODEL DIR FLAG...  one worker (FLAG...) + router over MODEL, `pkv bench serve`
 #                                     of SERVE_REQUESTS (5) 4096-token prompts x 256 tokens at
 #                                     concurrency 1 into DIR/serve_TAG.{txt,json} and the worker's
@@ -33,7 +35,7 @@ wait_healthy() {
   echo "not healthy: $1" >> "$S"
 }
 start_workers() {
-  local model=$1 n=$2; shift 2; WPIDS=(); WADDRS=()
+  local model=$1 n=$2 i; shift 2; WPIDS=(); WADDRS=()
   for i in $(seq 0 $((n - 1))); do
     "$R" "${WORKER_BIN:-pkv-worker}" --listen=127.0.0.1:$((50061 + i)) --metrics_listen=127.0.0.1:$((9101 + i)) \
       --worker_id=w$i --model="$model" --backend=cuda --insecure --max_model_len=16384 "$@" \
@@ -90,6 +92,20 @@ serve_model() {
   grep -E "TPOT|ITL|TTFT|errors" "$dir/serve_$tag.txt" | sed "s/^/$tag /" >> "$S"
   stop_all
   cp /tmp/w0.log "$dir/worker_$tag.log"
+}
+scrape_worker() {
+  python3 - "$1" <<'PY' >> "$S"
+import sys, urllib.request, re, collections
+tag = sys.argv[1]
+text = urllib.request.urlopen("http://127.0.0.1:9101/metrics", timeout=5).read().decode()
+acc = collections.defaultdict(float)
+for line in text.splitlines():
+    m = re.match(r'^(pkv_decode_step_seconds|pkv_inter_token_latency_seconds)_(sum|count)(\{[^}]*\})? ([0-9.eE+-]+)$', line)
+    if m: acc[(m.group(1), m.group(2))] += float(m.group(4))
+for name in sorted({k[0] for k in acc}):
+    c = acc[(name, 'count')]
+    if c: print(f"{tag} worker {name} mean {1e3 * acc[(name, 'sum')] / c:.4f} ms n={int(c)}")
+PY
 }
 ab_bins() { if [ $(($1 % 2)) = 0 ]; then echo pkv-bench pkv-bench-base; else echo pkv-bench-base pkv-bench; fi; }
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }

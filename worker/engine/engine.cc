@@ -67,6 +67,7 @@ void Engine::Stop(const absl::Status& status) {
     wake_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
+  relay_.Shutdown();  // the loop's last terminal calls reach their transports
 }
 
 absl::StatusOr<std::vector<int32_t>> Engine::ResolvePrompt(
@@ -106,7 +107,7 @@ absl::StatusOr<uint64_t> Engine::Submit(const pkv::v1::WorkerGenerateRequest& wr
   seq->deadline = deadline;
 
   auto active = std::make_unique<ActiveRequest>();
-  active->sink = std::move(sink);
+  active->sink = std::make_shared<RelayedSink>(std::move(sink), &relay_);
   active->request_id = req.request_id();
   active->arrival = seq->arrival_time;
   active->migrations = wreq.migrations();
@@ -284,6 +285,10 @@ void Engine::PublishLoad() {
   load.in_flight = in_flight_;
   load.last_progress = absl::Now();
   load_ = load;
+}
+
+void Engine::MarkTerminalAfterDelivery(const std::string& request_id, uint64_t id) {
+  relay_.Post([this, request_id, id]() { MarkTerminal(request_id, id); });
 }
 
 void Engine::MarkTerminal(const std::string& request_id, uint64_t id) {

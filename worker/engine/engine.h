@@ -40,6 +40,7 @@
 #include "pkv/v1/worker.pb.h"
 #include "worker/engine/chat_prompt.h"
 #include "worker/engine/request_sink.h"
+#include "worker/engine/sink_relay.h"
 #include "worker/engine/worker_metrics.h"
 #include "worker/model/model_backend.h"
 #include "worker/scheduler/scheduler.h"
@@ -154,6 +155,9 @@ class Engine {
   void PublishLoad();
   // Bookkeeping once a request's sink got its terminal call (any thread holding no lock).
   void MarkTerminal(const std::string& request_id, uint64_t id);
+  // MarkTerminal on the relay thread, after the terminal call posted before it: WaitIdle (the
+  // drain) then returns only once every terminal message is with the transport.
+  void MarkTerminalAfterDelivery(const std::string& request_id, uint64_t id);
   absl::StatusOr<std::vector<int32_t>> ResolvePrompt(const pkv::v1::GenerateRequest& request) const;
 
   const EngineOptions options_;
@@ -187,6 +191,9 @@ class Engine {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 
   std::thread thread_;
+  // Runs the sinks' output calls off the scheduler thread (sink_relay.h); Submit wraps every
+  // sink in a RelayedSink. Stop drains it after the scheduler thread ends.
+  SinkRelay relay_;
 };
 
 }  // namespace pkv

@@ -111,7 +111,7 @@ void Engine::FinishRequest(Sequence* seq, pkv::v1::FinishReason reason, std::str
   if (metrics_ != nullptr) metrics_->RecordRequestDuration(Seconds(now - a->arrival));
   std::unique_ptr<Sequence> done = scheduler_.Finish(id);
   a->sink->OnComplete(std::move(c));
-  MarkTerminal(a->request_id, id);
+  MarkTerminalAfterDelivery(a->request_id, id);
 }
 
 pkv::v1::Complete Engine::CompleteMessage(const Sequence& seq, const ActiveRequest& a,
@@ -146,7 +146,7 @@ void Engine::FailRequest(uint64_t id, const absl::Status& status, AbortReason re
     metrics_->RecordRequestError(StatusCodeName(status.code()));
   }
   a->sink->OnError(status);
-  MarkTerminal(a->request_id, id);
+  MarkTerminalAfterDelivery(a->request_id, id);
 }
 
 void Engine::RejectRequest(uint64_t id, const absl::Status& status) {
@@ -156,7 +156,7 @@ void Engine::RejectRequest(uint64_t id, const absl::Status& status) {
   active_.erase(it);
   if (metrics_ != nullptr) metrics_->RecordRequestError(StatusCodeName(status.code()));
   a->sink->OnError(status);
-  MarkTerminal(a->request_id, id);
+  MarkTerminalAfterDelivery(a->request_id, id);
 }
 
 void Engine::Fatal(const absl::Status& cause) {
