@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/common/pdl.cuh"
@@ -150,6 +151,37 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
   }
 }
 
+// The MMA operand type for weights W under activations T. FP8 weights of a bf16 model run fp16
+// MMAs: an e4m3 pair becomes fp16 in one cvt.rn.f16x2.e4m3x2 (E4m3Pair<__half>) where bf16 takes
+// five instructions (E4m3Pair<__nv_bfloat16>), and the step's x words are converted instead
+// (XAs: 8 values a step against 16 weights). The products are the same: every e4m3 value and
+// every bf16 value inside fp16's range is exact in fp16, and fp16 and bf16 products are exact in
+// the fp32 accumulators. Outside the range a bf16 x above 65504 in magnitude becomes inf.
+#ifndef PKV_GEMV_FP8_HALF_MMA
+#define PKV_GEMV_FP8_HALF_MMA 1
+#endif
+template <typename T, typename W>
+using GemvMmaT =
+    std::conditional_t<PKV_GEMV_FP8_HALF_MMA && W::kFormat == GemvWeightFormat::kFp8 &&
+                           std::is_same_v<T, __nv_bfloat16>,
+                       __half, T>;
+
+// x words of type From as words of type To (the same values; fp16 from bf16 by way of fp32).
+template <typename From, typename To>
+__device__ __forceinline__ uint4 XAs(const uint4& v) {
+  if constexpr (std::is_same_v<From, To>) {
+    return v;
+  } else {
+    static_assert(std::is_same_v<From, __nv_bfloat16> && std::is_same_v<To, __half>);
+    auto conv = [](uint32_t w) {
+      const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+      const __half2 h = __float22half2_rn(f);
+      return *reinterpret_cast<const uint32_t*>(&h);
+    };
+    return make_uint4(conv(v.x), conv(v.y), conv(v.z), conv(v.w));
+  }
+}
+
 // The kSteps steps of unit `unit` into acc. W::kUnitScale: the unit's MMAs sum into their own
 // accumulators, which one fp32 multiply-add per output scales into acc (C fragment: c0, c1 are
 // row g, c2, c3 row g + 8, so sa scales the first two and sb the last two).
@@ -171,11 +203,12 @@ __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint
     acc[2] = fmaf(fb, ua[2], acc[2]);
     acc[3] = fmaf(fb, ua[3], acc[3]);
   } else {
+    using M = GemvMmaT<T, W>;
 #pragma unroll
     for (int q = 0; q < W::kSteps; ++q) {
       const int32_t step = unit * W::kSteps + q;
-      MmaStep<T>(acc, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
-                 x.AtStep(step));
+      MmaStep<M>(acc, W::template Operand<M>(va, sa, q), W::template Operand<M>(vb, sb, q),
+                 XAs<T, M>(x.AtStep(step)));
     }
   }
 }
