@@ -21,7 +21,8 @@
 //              and up row I + j (group_rows = 2 I), as LaunchSiluMul computes it.
 // Weights (plan.format, gemv_plan.h): dense fp16/bf16, 4-bit groups or fp8 e4m3, packed on the
 // host by gemv_quant.h and dequantized in registers to the activation dtype `dtype` before the
-// same MMAs, so every input mode, epilogue, split-K, PDL and prefetch work for all of them. The
+// same MMAs (FP8 weights of a bf16 model: to fp16, with x converted to fp16, the same products;
+// gemv_kernel.cuh GemvMmaT), so every input mode, epilogue, split-K, PDL and prefetch work for all of them. The
 // MMA operands are exact: 4-bit weights enter as q - z and the fp32 sum of each 128-k group is
 // multiplied by its scale; fp8 weights as e4m3 values and the row's fp32 sum by its scale. So
 // the GEMV differs from LaunchDequantizeGemvWeights' rounded weights (round(w * scale) per
