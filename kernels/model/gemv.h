@@ -22,10 +22,10 @@
 // Weights (plan.format, gemv_plan.h): dense fp16/bf16, 4-bit groups or fp8 e4m3, packed on the
 // host by gemv_quant.h and dequantized in registers to the activation dtype `dtype` before the
 // same MMAs (FP8 weights of a bf16 model: to fp16, with x converted to fp16, the same products;
-// gemv_kernel.cuh GemvMmaT), so every input mode, epilogue, split-K, PDL and prefetch work for all of them. The
-// MMA operands are exact: 4-bit weights enter as q - z and the fp32 sum of each 128-k group is
-// multiplied by its scale; fp8 weights as e4m3 values and the row's fp32 sum by its scale. So
-// the GEMV differs from LaunchDequantizeGemvWeights' rounded weights (round(w * scale) per
+// gemv_kernel.cuh GemvMmaT), so every input mode, epilogue, split-K, PDL and prefetch work for all
+// of them. The MMA operands are exact: 4-bit weights enter as q - z and the fp32 sum of each 128-k
+// group is multiplied by its scale; fp8 weights as e4m3 values and the row's fp32 sum by its scale.
+// So the GEMV differs from LaunchDequantizeGemvWeights' rounded weights (round(w * scale) per
 // weight) by that rounding, a relative 2^-9 (fp16) or 2^-8 (bf16) per weight at most.
 // Numerics: fp32 accumulation over k in a fixed order (warp split, then parts in order), so a
 // step gives the same bits on every run; sums differ from cuBLAS's order by fp32 rounding only.

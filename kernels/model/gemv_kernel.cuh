@@ -161,10 +161,9 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
 #define PKV_GEMV_FP8_HALF_MMA 1
 #endif
 template <typename T, typename W>
-using GemvMmaT =
-    std::conditional_t<PKV_GEMV_FP8_HALF_MMA && W::kFormat == GemvWeightFormat::kFp8 &&
-                           std::is_same_v<T, __nv_bfloat16>,
-                       __half, T>;
+using GemvMmaT = std::conditional_t<PKV_GEMV_FP8_HALF_MMA && W::kFormat == GemvWeightFormat::kFp8 &&
+                                        std::is_same_v<T, __nv_bfloat16>,
+                                    __half, T>;
 
 // x words of type From as words of type To (the same values; fp16 from bf16 by way of fp32).
 template <typename From, typename To>
