@@ -13,6 +13,8 @@
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
+#   ncu_env                           the bundle's and CUDA's libraries on LD_LIBRARY_PATH (ncu
+#                                     starts the binary itself) and NCU = the ncu on the machine
 #   ab_bins ROUND                     "pkv-bench-base pkv-bench", reversed in even rounds (A/B
 #                                     comparisons alternate which binary runs first)
 #   scrape_worker TAG                 the mean of worker 0's pkv_decode_step_seconds and
@@ -108,4 +110,11 @@ for name in sorted({k[0] for k in acc}):
 PY
 }
 ab_bins() { if [ $(($1 % 2)) = 0 ]; then echo pkv-bench pkv-bench-base; else echo pkv-bench-base pkv-bench; fi; }
+ncu_env() {
+  local cuda
+  cuda=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | tr '\n' ':')
+  export LD_LIBRARY_PATH="$B/lib:$cuda${LD_LIBRARY_PATH:-}"
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+  el "ncu: $NCU"
+}
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }

@@ -8,10 +8,7 @@ set -u
 source "$(dirname "$0")/common.sh"
 unpack l2kv
 RD=$OUT/r; mkdir -p "$RD"
-cuda=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | tr '\n' ':')
-export LD_LIBRARY_PATH="$B/lib:$cuda${LD_LIBRARY_PATH:-}"
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-el "ncu: $NCU"
+ncu_env
 for quant in fp8 awq; do
   timeout 250 "$NCU" --clock-control none --cache-control none --csv --page raw \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
