@@ -156,7 +156,8 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
 // five instructions (E4m3Pair<__nv_bfloat16>), and the step's x words are converted instead
 // (XAs: 8 values a step against 16 weights). The products are the same: every e4m3 value and
 // every bf16 value inside fp16's range is exact in fp16, and fp16 and bf16 products are exact in
-// the fp32 accumulators. Outside the range a bf16 x above 65504 in magnitude becomes inf.
+// the fp32 accumulators. Outside the range a bf16 x above 65504 in magnitude becomes inf. Staged
+// x is converted once per CTA (StageX), x read per step at each step (XAs).
 #ifndef PKV_GEMV_FP8_HALF_MMA
 #define PKV_GEMV_FP8_HALF_MMA 1
 #endif
@@ -164,22 +165,6 @@ template <typename T, typename W>
 using GemvMmaT = std::conditional_t<PKV_GEMV_FP8_HALF_MMA && W::kFormat == GemvWeightFormat::kFp8 &&
                                         std::is_same_v<T, __nv_bfloat16>,
                                     __half, T>;
-
-// x words of type From as words of type To (the same values; fp16 from bf16 by way of fp32).
-template <typename From, typename To>
-__device__ __forceinline__ uint4 XAs(const uint4& v) {
-  if constexpr (std::is_same_v<From, To>) {
-    return v;
-  } else {
-    static_assert(std::is_same_v<From, __nv_bfloat16> && std::is_same_v<To, __half>);
-    auto conv = [](uint32_t w) {
-      const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
-      const __half2 h = __float22half2_rn(f);
-      return *reinterpret_cast<const uint32_t*>(&h);
-    };
-    return make_uint4(conv(v.x), conv(v.y), conv(v.z), conv(v.w));
-  }
-}
 
 // The kSteps steps of unit `unit` into acc. W::kUnitScale: the unit's MMAs sum into their own
 // accumulators, which one fp32 multiply-add per output scales into acc (C fragment: c0, c1 are
@@ -193,6 +178,7 @@ __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint
 #pragma unroll
     for (int q = 0; q < W::kSteps; ++q) {
       const int32_t step = unit * W::kSteps + q;
+      static_assert(std::is_same_v<typename X::Word, T>);
       MmaStep<T>(ua, W::template Operand<T>(va, sa, q), W::template Operand<T>(vb, sb, q),
                  x.AtStep(step));
     }
@@ -207,7 +193,7 @@ __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint
     for (int q = 0; q < W::kSteps; ++q) {
       const int32_t step = unit * W::kSteps + q;
       MmaStep<M>(acc, W::template Operand<M>(va, sa, q), W::template Operand<M>(vb, sb, q),
-                 XAs<T, M>(x.AtStep(step)));
+                 XAs<typename X::Word, M>(x.AtStep(step)));
     }
   }
 }
@@ -332,10 +318,10 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
   const GemvKSpan span = GemvStageSpan(a.plan, blockIdx.x);
   const int32_t row_vecs = GemvStageRowVecs(span.len);
   if constexpr (kStage) {
-    StageX<T, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
+    StageX<T, GemvMmaT<T, W>, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
     __syncthreads();
   }
-  const XSource<T, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
+  const XSource<T, GemvMmaT<T, W>, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -417,6 +403,11 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
       "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
 }
 
+// Deep-batch kernels with staged x exist where staging converts x (ChooseGemvStageX's
+// converts_x: FP8 weights under bf16, whose plain inputs stage at one token).
+template <typename T, typename W>
+inline constexpr bool kDeepStaged = !std::is_same_v<GemvMmaT<T, W>, T>;
+
 // Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
 // once per (dtype, weight format) by gemv_<format>_<dtype>.cu. Deep plans (GemvPlan::deep) of
 // plain, unstaged input take the deep-batch kernels: the fused path's o and down projections
@@ -432,13 +423,23 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
         "GemvKernel");
   };
   if constexpr (W::kFormat != GemvWeightFormat::kInt4) {
-    if (a.plan.deep && stage_bytes == 0 && a.input == GemvInput::kPlain) {
+    if (a.plan.deep && a.input == GemvInput::kPlain) {
       constexpr int kDeep = kGemvDeepBatchUnits;
-      if (a.epilogue == GemvEpilogue::kResidual) {
-        return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kResidual, false, kDeep>);
-      }
-      if (a.epilogue == GemvEpilogue::kStore) {
-        return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kStore, false, kDeep>);
+      constexpr auto kPlain = GemvInput::kPlain;
+      if (stage_bytes == 0) {
+        if (a.epilogue == GemvEpilogue::kResidual) {
+          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kResidual, false, kDeep>);
+        }
+        if (a.epilogue == GemvEpilogue::kStore) {
+          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kStore, false, kDeep>);
+        }
+      } else if constexpr (kDeepStaged<T, W>) {
+        if (a.epilogue == GemvEpilogue::kResidual) {
+          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kResidual, true, kDeep>);
+        }
+        if (a.epilogue == GemvEpilogue::kStore) {
+          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kStore, true, kDeep>);
+        }
       }
     }
   }
@@ -481,6 +482,18 @@ absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
                         std::pair{In::kRmsNorm, Ep::kSiluMul}}) {
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
+  }
+  if constexpr (kDeepStaged<T, W>) {
+    // Deep kernels run only on plans of <= 2 items an SM (their 2-CTA occupancy is not the
+    // plan's), so only their staging limit is set here, not counted in `least`.
+    for (auto kernel : {GemvKernel<T, W, In::kPlain, Ep::kResidual, true, kGemvDeepBatchUnits>,
+                        GemvKernel<T, W, In::kPlain, Ep::kStore, true, kGemvDeepBatchUnits>}) {
+      cudaFuncAttributes attr;
+      PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
+      PKV_CUDA_RETURN_IF_ERROR(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               stage_optin - static_cast<int>(attr.sharedSizeBytes)));
+    }
   }
   *ctas = least;
   *static_smem = most_static;

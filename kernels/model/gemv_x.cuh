@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/decode/device_util.cuh"
 #include "kernels/model/gemv.h"
@@ -21,6 +22,23 @@
 #endif
 
 namespace pkv::gpu::gemv {
+
+// x words of type From as words of type To (the same values; fp16 from bf16 by way of fp32, exact
+// inside fp16's range: a bf16 above 65504 in magnitude becomes inf).
+template <typename From, typename To>
+__device__ __forceinline__ uint4 XAs(const uint4& v) {
+  if constexpr (std::is_same_v<From, To>) {
+    return v;
+  } else {
+    static_assert(std::is_same_v<From, __nv_bfloat16> && std::is_same_v<To, __half>);
+    auto conv = [](uint32_t w) {
+      const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+      const __half2 h = __float22half2_rn(f);
+      return *reinterpret_cast<const uint32_t*>(&h);
+    };
+    return make_uint4(conv(v.x), conv(v.y), conv(v.z), conv(v.w));
+  }
+}
 
 // Token g's 8 inputs at k .. k + 7 as MMA operand words. REQUIRES: g < a.tokens.
 template <typename T, GemvInput kIn>
@@ -51,11 +69,14 @@ __device__ __forceinline__ uint4 LoadX(const GemvArgs& a, int g, int32_t k, floa
 
 // Copies tokens [0, a.tokens) of x over `span` into xs ([a.tokens][row_vecs] 16-byte words, row t
 // word v = x[t][span.begin + 8 v ..]) with every load in flight at once, so the copy costs about
-// one memory round trip, not one per K step. kPlain: cp.async (global -> shared, no registers);
-// kRmsNorm: normalized and rounded through registers, kLoads vectors in flight per thread.
-// inv: [tokens] (kRmsNorm). REQUIRES: called by every thread of the CTA after the dependency
-// wait; the caller synchronises before reading xs.
-template <typename T, GemvInput kIn, int kThreads>
+// one memory round trip, not one per K step. The words are stored as S (the MMA's operand type:
+// T, or fp16 for FP8 weights under bf16, gemv_kernel.cuh GemvMmaT), so the K loop converts
+// nothing. kPlain: cp.async (global -> shared, no registers), then with S != T each thread
+// converts the words it copied; kRmsNorm: normalized and rounded to T through registers, then
+// converted to S, kLoads vectors in flight per thread. inv: [tokens] (kRmsNorm). REQUIRES:
+// called by every thread of the CTA after the dependency wait; the caller synchronises before
+// reading xs.
+template <typename T, typename S, GemvInput kIn, int kThreads>
 __device__ __forceinline__ void StageX(const GemvArgs& a, GemvKSpan span, int32_t row_vecs,
                                        const float* inv, uint4* xs) {
   const int32_t span_vecs = span.len / 8;
@@ -68,6 +89,13 @@ __device__ __forceinline__ void StageX(const GemvArgs& a, GemvKSpan span, int32_
       }
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
+    if constexpr (!std::is_same_v<S, T>) {
+      for (int t = 0; t < a.tokens; ++t) {
+        for (int32_t e = threadIdx.x; e < span_vecs; e += kThreads) {
+          xs[t * row_vecs + e] = XAs<T, S>(xs[t * row_vecs + e]);
+        }
+      }
+    }
   } else {
     constexpr int kLoads = 2;  // 16 registers each; 4 spill beside the preloaded weight batch
     const int32_t total = a.tokens * span_vecs;
@@ -80,7 +108,7 @@ __device__ __forceinline__ void StageX(const GemvArgs& a, GemvKSpan span, int32_
         at[j] = -1;
         if (i < total) {
           const int32_t t = i / span_vecs, e = i - t * span_vecs;
-          v[j] = LoadX<T, kIn>(a, t, span.begin + 8 * e, inv[t]);
+          v[j] = XAs<T, S>(LoadX<T, kIn>(a, t, span.begin + 8 * e, inv[t]));
           at[j] = t * row_vecs + e;
         }
       }
@@ -92,11 +120,13 @@ __device__ __forceinline__ void StageX(const GemvArgs& a, GemvKSpan span, int32_
   }
 }
 
-// Where a lane's x words come from during the K loop: the staged copy, or global memory.
-// AtStep(step): lane (g, c)'s words of step `step` (k = 32 step + 8 c); the staged form is one
-// shared-memory read at a constant offset from `row` within an unrolled batch.
-template <typename T, GemvInput kIn, bool kStaged>
+// Where a lane's x words come from during the K loop: the staged copy (words of S, StageX), or
+// global memory (words of T). AtStep(step): lane (g, c)'s words of step `step` (k = 32 step + 8
+// c), of type Word; the staged form is one shared-memory read at a constant offset from `row`
+// within an unrolled batch.
+template <typename T, typename S, GemvInput kIn, bool kStaged>
 struct XSource {
+  using Word = std::conditional_t<kStaged, S, T>;
   const GemvArgs& a;
   const uint4* row;  // kStaged: xs row of token gx, shifted so row[4 step] is k = 32 step + 8 c
   int c;
