@@ -113,9 +113,7 @@ inline int64_t GemvStagedXBytes(const GemvArgs& a) {
   const int64_t bytes = GemvStageBytes(a.plan, a.tokens);
   if (bytes > a.plan.x_stage_max_bytes) return 0;
   if (a.stage_x == GemvStageX::kAuto &&
-      !ChooseGemvStageX(a.plan, a.tokens, a.input == GemvInput::kRmsNorm,
-                        /*converts_x=*/a.plan.format == GemvWeightFormat::kFp8 &&
-                            a.dtype == DType::kBFloat16)) {
+      !ChooseGemvStageX(a.plan, a.tokens, a.input == GemvInput::kRmsNorm)) {
     return 0;
   }
   return bytes;

@@ -124,8 +124,22 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
 // 16-byte load, so an item of several batches (8B down: 14 units a warp) otherwise waits a full
 // load latency per batch with nothing in flight. Dense and fp8 keep whole-batch loads (per-unit
 // refills lost 0.81 -> 0.51 of stream on dense, bench/NOTES.md "w4speed").
+#ifndef PKV_GEMV_FP8_REFILL_HALVES
+#define PKV_GEMV_FP8_REFILL_HALVES 1
+#endif
 template <typename W>
-inline constexpr bool kRefillHalves = W::kFormat == GemvWeightFormat::kInt4;
+inline constexpr bool kRefillHalves =
+    W::kFormat == GemvWeightFormat::kInt4 ||
+    (PKV_GEMV_FP8_REFILL_HALVES && W::kFormat == GemvWeightFormat::kFp8);
+
+// Accumulator sets a warp's MMAs alternate between, unit by unit, added once per item: each
+// set's chain of dependent MMAs is half as long, so a batch's compute (the time the warp has no
+// loads in flight) is shorter. Unit-scaled formats sum each unit into its own registers already.
+#ifndef PKV_GEMV_TWO_ACC
+#define PKV_GEMV_TWO_ACC 1
+#endif
+template <typename W>
+inline constexpr int kAccSets = PKV_GEMV_TWO_ACC && !W::kUnitScale ? 2 : 1;
 
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
   const int32_t to = min(it.steps.end, from + count);
@@ -324,7 +338,8 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
   const XSource<T, GemvMmaT<T, W>, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    constexpr int kSets = kAccSets<W>;
+    float acc[kSets][4] = {};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kB) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
       preloaded = false;  // kRefillHalves: set again when the batch refilled its slots
@@ -339,7 +354,7 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
           for (int h = 0; h < 2; ++h) {
 #pragma unroll
             for (int u = h * kB / 2; u < (h + 1) * kB / 2; ++u) {
-              ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
+              ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc[u % kSets]);
             }
             if (more) LoadUnits<W>(it, s + kB, h * kB / 2, (h + 1) * kB / 2, c, b);
           }
@@ -347,14 +362,14 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
         } else {
 #pragma unroll
           for (int u = 0; u < kB; ++u) {
-            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc[u % kSets]);
           }
         }
       } else {
 #pragma unroll
         for (int u = 0; u < kB; ++u) {
           if (s + u < it.steps.end) {
-            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc[u % kSets]);
           }
         }
       }
@@ -368,7 +383,11 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
         preloaded = true;
       }
     }
-    FinishItem<T, W, kEp>(a, sm, it, acc);
+    if constexpr (kSets == 2) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[0][i] += acc[1][i];
+    }
+    FinishItem<T, W, kEp>(a, sm, it, acc[0]);
   }
 }
 
@@ -403,11 +422,6 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
       "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
 }
 
-// Deep-batch kernels with staged x exist where staging converts x (ChooseGemvStageX's
-// converts_x: FP8 weights under bf16, whose plain inputs stage at one token).
-template <typename T, typename W>
-inline constexpr bool kDeepStaged = !std::is_same_v<GemvMmaT<T, W>, T>;
-
 // Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
 // once per (dtype, weight format) by gemv_<format>_<dtype>.cu. Deep plans (GemvPlan::deep) of
 // plain, unstaged input take the deep-batch kernels: the fused path's o and down projections
@@ -423,23 +437,13 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
         "GemvKernel");
   };
   if constexpr (W::kFormat != GemvWeightFormat::kInt4) {
-    if (a.plan.deep && a.input == GemvInput::kPlain) {
+    if (a.plan.deep && stage_bytes == 0 && a.input == GemvInput::kPlain) {
       constexpr int kDeep = kGemvDeepBatchUnits;
-      constexpr auto kPlain = GemvInput::kPlain;
-      if (stage_bytes == 0) {
-        if (a.epilogue == GemvEpilogue::kResidual) {
-          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kResidual, false, kDeep>);
-        }
-        if (a.epilogue == GemvEpilogue::kStore) {
-          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kStore, false, kDeep>);
-        }
-      } else if constexpr (kDeepStaged<T, W>) {
-        if (a.epilogue == GemvEpilogue::kResidual) {
-          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kResidual, true, kDeep>);
-        }
-        if (a.epilogue == GemvEpilogue::kStore) {
-          return launch(GemvKernel<T, W, kPlain, GemvEpilogue::kStore, true, kDeep>);
-        }
+      if (a.epilogue == GemvEpilogue::kResidual) {
+        return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kResidual, false, kDeep>);
+      }
+      if (a.epilogue == GemvEpilogue::kStore) {
+        return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kStore, false, kDeep>);
       }
     }
   }
@@ -482,18 +486,6 @@ absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
                         std::pair{In::kRmsNorm, Ep::kSiluMul}}) {
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
-  }
-  if constexpr (kDeepStaged<T, W>) {
-    // Deep kernels run only on plans of <= 2 items an SM (their 2-CTA occupancy is not the
-    // plan's), so only their staging limit is set here, not counted in `least`.
-    for (auto kernel : {GemvKernel<T, W, In::kPlain, Ep::kResidual, true, kGemvDeepBatchUnits>,
-                        GemvKernel<T, W, In::kPlain, Ep::kStore, true, kGemvDeepBatchUnits>}) {
-      cudaFuncAttributes attr;
-      PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
-      PKV_CUDA_RETURN_IF_ERROR(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               stage_optin - static_cast<int>(attr.sharedSizeBytes)));
-    }
   }
   *ctas = least;
   *static_smem = most_static;

@@ -212,22 +212,12 @@ PKV_HOST_DEVICE int64_t GemvStageBytes(const GemvPlan& p, int32_t tokens) {
 //     (8B gate/up T = 4, 32 KB: dense 70.5 -> 67.4, fp8 56.1 -> 46.9; T = 8, 64.5 KB: dense
 //     76.3 -> 92.4, a loss); one-item cells at T >= 4 lose (8B qkv int4 T = 8: 15.3 -> 19.4);
 //   plain input: only 4-bit weights at one token (8B down 27.8 -> 21.8 us, gate/up 29.4 -> 28.2,
-//     o 13.0 -> 12.5; dense and fp8 plain lost 1-19% at every token count), and, with
-//     PKV_GEMV_FP8_STAGE_PLAIN, at one token where the x words change type (`converts_x`: FP8
-//     weights under bf16 activations, whose MMAs run in fp16): staged, they are converted once
-//     per CTA instead of at every step.
+//     o 13.0 -> 12.5; dense and fp8 plain lost 1-19% at every token count).
 // Worked examples: 8B qkv rmsnorm T = 2 -> stage, T = 4 -> no (one item a CTA); 8B gate/up
 // rmsnorm T = 8: int4 -> stage, dense (64.5 KB) -> no; 8B down int4 plain T = 1 -> stage.
 inline constexpr int64_t kGemvStageMidBytes = 36 << 10;
-#ifndef PKV_GEMV_FP8_STAGE_PLAIN
-#define PKV_GEMV_FP8_STAGE_PLAIN 1
-#endif
-PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool normalized_input,
-                                      bool converts_x = false) {
-  if (!normalized_input) {
-    return tokens == 1 && (p.format == GemvWeightFormat::kInt4 ||
-                           (PKV_GEMV_FP8_STAGE_PLAIN && converts_x));
-  }
+PKV_HOST_DEVICE bool ChooseGemvStageX(const GemvPlan& p, int32_t tokens, bool normalized_input) {
+  if (!normalized_input) return p.format == GemvWeightFormat::kInt4 && tokens == 1;
   if (tokens <= 2) return true;
   if (p.items <= p.grid) return false;
   return p.format == GemvWeightFormat::kInt4 || GemvStageBytes(p, tokens) <= kGemvStageMidBytes;
