@@ -136,7 +136,7 @@ inline constexpr bool kRefillHalves =
 // set's chain of dependent MMAs is half as long, so a batch's compute (the time the warp has no
 // loads in flight) is shorter. Unit-scaled formats sum each unit into its own registers already.
 #ifndef PKV_GEMV_TWO_ACC
-#define PKV_GEMV_TWO_ACC 1
+#define PKV_GEMV_TWO_ACC 0
 #endif
 template <typename W>
 inline constexpr int kAccSets = PKV_GEMV_TWO_ACC && !W::kUnitScale ? 2 : 1;
@@ -422,6 +422,13 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
       "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
 }
 
+#ifndef PKV_GEMV_FP8_DEEP_SILU
+#define PKV_GEMV_FP8_DEEP_SILU 1
+#endif
+template <typename W>
+inline constexpr bool kDeepSiluMul =
+    PKV_GEMV_FP8_DEEP_SILU && W::kFormat == GemvWeightFormat::kFp8;
+
 // Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
 // once per (dtype, weight format) by gemv_<format>_<dtype>.cu. Deep plans (GemvPlan::deep) of
 // plain, unstaged input take the deep-batch kernels: the fused path's o and down projections
@@ -445,6 +452,19 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
       if (a.epilogue == GemvEpilogue::kStore) {
         return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kStore, false, kDeep>);
       }
+    }
+  }
+  if constexpr (kDeepSiluMul<W>) {
+    // FP8 gate/up with staged x, CTAs taking several items: deep batches at 2 CTAs an SM, so a
+    // warp's whole item (k = 4096: 8 units) is in flight at once.
+    if (stage_bytes > 0 && a.input == GemvInput::kRmsNorm &&
+        a.epilogue == GemvEpilogue::kSiluMul && a.plan.items > 2 * a.plan.grid) {
+      const dim3 grid2(a.plan.grid / kMinCtasPerSm * 2);
+      return CudaStatus(
+          LaunchMaybePdl(GemvKernel<T, W, GemvInput::kRmsNorm, GemvEpilogue::kSiluMul, true,
+                                    kGemvDeepBatchUnits>,
+                         grid2, block, static_cast<size_t>(stage_bytes), stream, a.pdl, a),
+          "GemvKernel");
     }
   }
   if (stage_bytes > 0) return WithGemvKernel<T, W, true>(a.input, a.epilogue, launch);
@@ -486,6 +506,14 @@ absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
                         std::pair{In::kRmsNorm, Ep::kSiluMul}}) {
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
+  }
+  if constexpr (kDeepSiluMul<W>) {
+    auto kernel = GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul, true, kGemvDeepBatchUnits>;
+    cudaFuncAttributes attr;
+    PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
+    PKV_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             stage_optin - static_cast<int>(attr.sharedSizeBytes)));
   }
   *ctas = least;
   *static_smem = most_static;
