@@ -120,26 +120,14 @@ __device__ __forceinline__ void LoadBatch(const Item& it, int32_t s, int c, Batc
   LoadUnits<W>(it, s, 0, kB, c, b);
 }
 
-// 4-bit weights refill a batch by halves (the K loop): a 4-bit unit is 4 steps of compute per
-// 16-byte load, so an item of several batches (8B down: 14 units a warp) otherwise waits a full
-// load latency per batch with nothing in flight. Dense and fp8 keep whole-batch loads (per-unit
-// refills lost 0.81 -> 0.51 of stream on dense, bench/NOTES.md "w4speed").
-#ifndef PKV_GEMV_FP8_REFILL_HALVES
-#define PKV_GEMV_FP8_REFILL_HALVES 1
-#endif
+// 4-bit and fp8 weights refill a batch by halves (the K loop): a 4-bit unit is 4 steps of
+// compute per 16-byte load and an fp8 unit 2, so an item of several batches (8B down: 14 4-bit
+// units a warp) otherwise waits a full load latency per batch with nothing in flight. Dense keeps
+// whole-batch loads (per-unit refills lost 0.81 -> 0.51 of stream on dense, bench/NOTES.md
+// "w4speed"). fp8 by halves: 8B FP8 B=1 e2e -1.0% (3.05 -> 3.02 ms, three samples; NOTES
+// "Twelfth session").
 template <typename W>
-inline constexpr bool kRefillHalves =
-    W::kFormat == GemvWeightFormat::kInt4 ||
-    (PKV_GEMV_FP8_REFILL_HALVES && W::kFormat == GemvWeightFormat::kFp8);
-
-// Accumulator sets a warp's MMAs alternate between, unit by unit, added once per item: each
-// set's chain of dependent MMAs is half as long, so a batch's compute (the time the warp has no
-// loads in flight) is shorter. Unit-scaled formats sum each unit into its own registers already.
-#ifndef PKV_GEMV_TWO_ACC
-#define PKV_GEMV_TWO_ACC 0
-#endif
-template <typename W>
-inline constexpr int kAccSets = PKV_GEMV_TWO_ACC && !W::kUnitScale ? 2 : 1;
+inline constexpr bool kRefillHalves = W::kFormat != GemvWeightFormat::kDense;
 
 __device__ __forceinline__ void PrefetchL2(const Item& it, int32_t from, int32_t count, int c) {
   const int32_t to = min(it.steps.end, from + count);
@@ -335,11 +323,11 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
     StageX<T, GemvMmaT<T, W>, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
     __syncthreads();
   }
-  const XSource<T, GemvMmaT<T, W>, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
+  const XSource<T, GemvMmaT<T, W>, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c,
+                                                  gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
-    constexpr int kSets = kAccSets<W>;
-    float acc[kSets][4] = {};
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kB) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
       preloaded = false;  // kRefillHalves: set again when the batch refilled its slots
@@ -354,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
           for (int h = 0; h < 2; ++h) {
 #pragma unroll
             for (int u = h * kB / 2; u < (h + 1) * kB / 2; ++u) {
-              ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc[u % kSets]);
+              ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
             }
             if (more) LoadUnits<W>(it, s + kB, h * kB / 2, (h + 1) * kB / 2, c, b);
           }
@@ -362,14 +350,14 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
         } else {
 #pragma unroll
           for (int u = 0; u < kB; ++u) {
-            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc[u % kSets]);
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
           }
         }
       } else {
 #pragma unroll
         for (int u = 0; u < kB; ++u) {
           if (s + u < it.steps.end) {
-            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc[u % kSets]);
+            ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
           }
         }
       }
@@ -383,11 +371,7 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
         preloaded = true;
       }
     }
-    if constexpr (kSets == 2) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[0][i] += acc[1][i];
-    }
-    FinishItem<T, W, kEp>(a, sm, it, acc[0]);
+    FinishItem<T, W, kEp>(a, sm, it, acc);
   }
 }
 
@@ -422,13 +406,6 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
       "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
 }
 
-#ifndef PKV_GEMV_FP8_DEEP_SILU
-#define PKV_GEMV_FP8_DEEP_SILU 1
-#endif
-template <typename W>
-inline constexpr bool kDeepSiluMul =
-    PKV_GEMV_FP8_DEEP_SILU && W::kFormat == GemvWeightFormat::kFp8;
-
 // Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
 // once per (dtype, weight format) by gemv_<format>_<dtype>.cu. Deep plans (GemvPlan::deep) of
 // plain, unstaged input take the deep-batch kernels: the fused path's o and down projections
@@ -452,19 +429,6 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
       if (a.epilogue == GemvEpilogue::kStore) {
         return launch(GemvKernel<T, W, GemvInput::kPlain, GemvEpilogue::kStore, false, kDeep>);
       }
-    }
-  }
-  if constexpr (kDeepSiluMul<W>) {
-    // FP8 gate/up with staged x, CTAs taking several items: deep batches at 2 CTAs an SM, so a
-    // warp's whole item (k = 4096: 8 units) is in flight at once.
-    if (stage_bytes > 0 && a.input == GemvInput::kRmsNorm &&
-        a.epilogue == GemvEpilogue::kSiluMul && a.plan.items > 2 * a.plan.grid) {
-      const dim3 grid2(a.plan.grid / kMinCtasPerSm * 2);
-      return CudaStatus(
-          LaunchMaybePdl(GemvKernel<T, W, GemvInput::kRmsNorm, GemvEpilogue::kSiluMul, true,
-                                    kGemvDeepBatchUnits>,
-                         grid2, block, static_cast<size_t>(stage_bytes), stream, a.pdl, a),
-          "GemvKernel");
     }
   }
   if (stage_bytes > 0) return WithGemvKernel<T, W, true>(a.input, a.epilogue, launch);
@@ -506,14 +470,6 @@ absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
                         std::pair{In::kRmsNorm, Ep::kSiluMul}}) {
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
-  }
-  if constexpr (kDeepSiluMul<W>) {
-    auto kernel = GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul, true, kGemvDeepBatchUnits>;
-    cudaFuncAttributes attr;
-    PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
-    PKV_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             stage_optin - static_cast<int>(attr.sharedSizeBytes)));
   }
   *ctas = least;
   *static_smem = most_static;
