@@ -17,7 +17,7 @@ for shape in "8B gate/up:rmsnorm" "8B down:plain"; do
       --launch-skip 5 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats \
       --section SchedulerStats --section Occupancy \
-      "$B/bin/pkv-bench" gemv --dtype bf16 --iters 10 --tokens 1 --formats $fmt \
+      "$B/bin/pkv-bench" gemv --dtype bf16 --iters 20 --tokens 1 --formats $fmt \
       --gemv_shapes "$name" --input $input > "$RD/ncu_$tag.csv" 2> "$RD/ncu_$tag.err"
     echo "rc=$? ncu $tag $(wc -l < "$RD/ncu_$tag.csv") lines" >> "$S"
     pack
