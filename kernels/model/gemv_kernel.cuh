@@ -159,7 +159,7 @@ __device__ __forceinline__ void MmaStep(float (&acc)[4], const uint4& wa, const 
 // (XAs: 8 values a step against 16 weights). The products are the same: every e4m3 value and
 // every bf16 value inside fp16's range is exact in fp16, and fp16 and bf16 products are exact in
 // the fp32 accumulators. Outside the range a bf16 x above 65504 in magnitude becomes inf. Staged
-// x is converted once per CTA (StageX), x read per step at each step (XAs).
+// x is converted once per CTA (StageX); x read from global memory is converted at each step.
 #ifndef PKV_GEMV_FP8_HALF_MMA
 #define PKV_GEMV_FP8_HALF_MMA 1
 #endif
@@ -319,12 +319,12 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
   }
   const GemvKSpan span = GemvStageSpan(a.plan, blockIdx.x);
   const int32_t row_vecs = GemvStageRowVecs(span.len);
+  using M = GemvMmaT<T, W>;  // staged x is stored as the MMA's operand type
   if constexpr (kStage) {
-    StageX<T, GemvMmaT<T, W>, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
+    StageX<T, M, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
     __syncthreads();
   }
-  const XSource<T, GemvMmaT<T, W>, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c,
-                                                  gx, inv};
+  const XSource<T, M, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
