@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# 2026-12-04 thirteenth session: the weight ring with memory-shaped copies (NOTES "Thirteenth
+# session"). cpring2's rings copied each lane's own MMA words (8 rows x 64 bytes a cp.async
+# instruction) and ncu13 found them MIO-throttled at 0.60 of DRAM peak; here consecutive lanes
+# copy consecutive words of a row's chunk (2 rows x 256 bytes an instruction, L2 prefetch hint),
+# XOR-swizzled by row parity for the MMA-layout reads. Variants pkv-bench-cCsS beside main's
+# pkv-bench-base; device tests built with c4s2. Bundle: .device/cpring3. Call: carry
+# [".device/cpring3.tar.xz"], `bash bench/device/cpring3.sh` (~5.5 min warm).
+set -u
+source "$(dirname "$0")/common.sh"
+unpack cpring3
+RD=$OUT/r; mkdir -p "$RD"
+el "cpring3 $(cat $B/REVISION | tr '\n' ' ')"
+parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
+  cuda_backend_device_test:240
+grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
+pack
+BINS="pkv-bench-base pkv-bench-c4s2 pkv-bench-c2s3 pkv-bench-c2s4 pkv-bench-c4s3"
+for in in rmsnorm plain; do
+  for bin in $BINS; do
+    timeout 60 "$R" $bin gemv --dtype bf16 --iters 30 --tokens 1,8 --formats dense,fp8 \
+      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
+    echo "rc=$? gemv $bin $in" >> "$S"
+    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $7, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+  done
+  pack
+done
+L=(--quant fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
+for bin in $BINS pkv-bench-base; do
+  e2e_line "$R" $bin "$bin" "$RD" --shapes llama3-8b "${L[@]}"; pack
+done
+ncu_env
+for bin in pkv-bench-c4s2 pkv-bench-c2s3; do
+  tag="${bin#pkv-bench-}_dense"
+  timeout 60 "$NCU" --clock-control none --csv --page raw --kernel-name regex:GemvKernel \
+    --launch-skip 5 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+    "$B/bin/$bin" gemv --dtype bf16 --iters 20 --tokens 1 --formats dense \
+    --gemv_shapes "8B gate/up" --input plain > "$RD/ncu_$tag.csv" 2> "$RD/ncu_$tag.err"
+  echo "rc=$? ncu $tag" >> "$S"
+done
+pack
+el done

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# 2026-12-04 thirteenth session: dense and fp8 GEMV kernels compiled for 4 CTAs an SM
+# (PKV_GEMV_MIN_CTAS=4: 64 registers, 36-240 bytes of spills) instead of 3 (80 registers): 32
+# warps an SM, a third more register batches in flight (w4speed: 3 -> 2 CTAs cost dense 0.81 ->
+# 0.51 of stream, tracking bytes in flight). pkv-bench (4) beside main's pkv-bench-base (3).
+# Bundle .device/ctas4 (pkv-bench, gemv and cuda backend device tests of the build, base copied
+# in). Call: carry [".device/ctas4.tar.xz"], `bash bench/device/ctas4.sh` (~3.5 min warm).
+set -u
+source "$(dirname "$0")/common.sh"
+unpack ctas4
+RD=$OUT/r; mkdir -p "$RD"
+el "ctas4 $(cat $B/REVISION | tr '\n' ' ')"
+parallel_tests "$RD/tests" gemv_device_test:200 cuda_backend_device_test:240
+pack
+for in in rmsnorm plain; do
+  for bin in pkv-bench-base pkv-bench; do
+    timeout 60 "$R" $bin gemv --dtype bf16 --iters 30 --tokens 1,8 --formats dense,fp8 \
+      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
+    echo "rc=$? gemv $bin $in" >> "$S"
+    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $7, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+  done
+  pack
+done
+L=(--quant fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
+for round in 1 2; do
+  for bin in $(ab_bins $round); do
+    e2e_line "$R" $bin "${bin}_$round" "$RD" --shapes llama3-8b,llama3-1b "${L[@]}"; pack
+  done
+done
+el done
