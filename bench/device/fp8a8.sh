@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# 2026-12-04 thirteenth session: prototype W8A8 FP8 GEMV (branch fp8a8, PKV_GEMV_FP8_A8=1;
+# NOTES "Thirteenth session"): staged x quantized once per CTA to e4m3 (a scale per token), one
+# m16n8k32 e4m3 MMA a step. pkv-bench (A8) beside main's pkv-bench-base; device tests of the
+# GEMV and quantized backend built with A8 (W8A8 adds activation rounding: their tolerances were
+# set for W8A16, so failures here measure the error). Bundle .device/fp8a8. Call: carry
+# [".device/fp8a8.tar.xz"], `bash bench/device/fp8a8.sh` (~2 min warm).
+set -u
+source "$(dirname "$0")/common.sh"
+unpack fp8a8
+RD=$OUT/r; mkdir -p "$RD"
+el "fp8a8 $(cat $B/REVISION | tr '\n' ' ')"
+parallel_tests "$RD/tests" gemv_device_test:100 quantized_backend_device_test:100
+grep -hE "Failure|FAILED|Expected|Which is|actual|diff" "$RD"/tests/*.txt | head -12 >> "$S"
+pack
+for in in rmsnorm plain; do
+  for bin in pkv-bench-base pkv-bench; do
+    timeout 40 "$R" $bin gemv --dtype bf16 --iters 30 --tokens 1 --formats fp8 \
+      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
+    echo "rc=$? gemv $bin $in" >> "$S"
+    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $7, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+  done
+done
+pack
+L=(--quant fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096)
+for bin in pkv-bench-base pkv-bench; do
+  e2e_line "$R" $bin "$bin" "$RD" --shapes llama3-8b "${L[@]}"; pack
+done
+el done
