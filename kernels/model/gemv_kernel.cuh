@@ -16,6 +16,11 @@
 // in-order warp waits for at the MMA (bench/NOTES.md, "x staging"). A CTA's next item's first batch
 // is issued before the current item's reduction barrier, and the first item's before the PDL
 // wait, so loads never drain at an item boundary.
+// Measured slower on the H200, so not how this kernel loads (bench/NOTES.md, "w4speed" and
+// "Thirteenth session"): weights through per-warp cp.async rings in shared memory (per-lane,
+// chunked and memory-shaped copies: the MIO queue, not memory, becomes the limit), per-unit
+// register refills for dense weights, 2 or 4 CTAs an SM for dense and fp8 (fewer bytes in
+// flight; spills), and W8A8 e4m3 MMAs for FP8 weights (the K loop is not instruction-bound).
 #pragma once
 
 #include <cuda_bf16.h>
