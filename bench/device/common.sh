@@ -1,5 +1,6 @@
 # Shared by the GPU-machine scripts in bench/device/ (sourced, not run): unpack a bundle made by
-# shared/tools/device-bundle, time-stamped summary lines, and a local cluster on the GPU.
+# bench/device/bundle.sh (shared/tools/device-bundle under it), time-stamped summary lines, and a
+# local cluster on the GPU.
 #   unpack NAME        .device/NAME.tar.xz -> /tmp/pkv/NAME; sets B (bundle) and R (its run)
 #   el TEXT            "[Ns] TEXT" into $S
 #   start_workers MODEL N FLAG...   N CUDA workers on 50061.. (metrics 9101..); WPIDS, WADDRS;

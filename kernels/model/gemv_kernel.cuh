@@ -263,9 +263,21 @@ __device__ __forceinline__ bool CombineParts(const GemvArgs& a, Smem& sm, const 
 
 // Sums the warps' fragments (warp order), combines split parts, runs the epilogue.
 // REQUIRES: called by every thread.
+// PKV_GEMV_NO_FINISH=1 (CMake option of the same name; timing experiment, never in a shipped
+// build: nothing is stored): an item ends without its reduction barrier and epilogue, to bound
+// what a barrier-free item finish could gain (bench/NOTES.md "Thirteenth session").
+#ifndef PKV_GEMV_NO_FINISH
+#define PKV_GEMV_NO_FINISH 0
+#endif
+
 template <typename T, typename W, GemvEpilogue kEp>
 __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const Item& it,
                                            const float (&acc)[4]) {
+  if constexpr (PKV_GEMV_NO_FINISH) {
+    // The sums stay live (a compare the compiler cannot fold) but nothing is stored.
+    if (acc[0] + acc[1] + acc[2] + acc[3] == a.plan.n * 3.0e38f) sm.last = 1;
+    return;
+  }
   const int tid = threadIdx.x, slot = tid >> 3, tok = tid & 7;
   sm.red[tid >> 5][tid & 31] = make_float4(acc[0], acc[1], acc[2], acc[3]);
   __syncthreads();
