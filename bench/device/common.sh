@@ -11,6 +11,9 @@
 #                                     $OUT/device_tests.log; rc lines and gtest totals into $S
 #   parallel_tests DIR NAME:SECONDS[:FILTER]...  the same, all at once (DIR/NAME.txt each), one
 #                                     "rc=... NAME [ PASSED ] ..." line each into $S
+#   gemv_line BIN INPUT DIR ARGS...   the bundle's BIN `gemv --dtype bf16 --gemv_shapes 8B --input
+#                                     INPUT ARGS` into DIR/gemv_BIN_INPUT.{tsv,log}; rc and one
+#                                     "BIN shape tokens format grid chain_us" line a row into $S
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
@@ -75,6 +78,13 @@ parallel_tests() {
   done
   wait
   for tl in "$@"; do IFS=: read -r t c f <<< "$tl"; cat "$dir/$t.rc" >> "$S"; done
+}
+gemv_line() {
+  local bin=$1 in=$2 dir=$3; shift 3
+  timeout 60 "$R" "$bin" gemv --dtype bf16 --gemv_shapes 8B --input "$in" \
+    --out "$dir/gemv_${bin}_$in.tsv" "$@" > "$dir/gemv_${bin}_$in.log" 2>&1
+  echo "rc=$? gemv $bin $in" >> "$S"
+  awk -F'\t' -v b="$bin" 'NR>1 {print b, $1, $4, $5, $7, $13}' "$dir/gemv_${bin}_$in.tsv" >> "$S"
 }
 e2e_line() {
   local run=$1 bin=$2 tag=$3 dir=$4; shift 4

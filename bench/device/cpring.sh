@@ -24,10 +24,7 @@ grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
 pack
 for in in rmsnorm plain; do
   for bin in pkv-bench-base pkv-bench; do
-    timeout 60 "$R" $bin gemv --dtype bf16 --iters 50 --tokens 1,8 --formats dense,int4,fp8 \
-      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
-    echo "rc=$? gemv $bin $in" >> "$S"
-    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $8, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+    gemv_line $bin $in "$RD" --iters 50 --tokens 1,8 --formats dense,int4,fp8
   done
   pack
 done

@@ -19,10 +19,7 @@ pack
 BINS="pkv-bench-base pkv-bench-c2s3 pkv-bench-c4s2 pkv-bench-c2s4 pkv-bench-c4s3"
 for in in rmsnorm plain; do
   for bin in $BINS; do
-    timeout 60 "$R" $bin gemv --dtype bf16 --iters 30 --tokens 1,8 --formats dense,fp8 \
-      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
-    echo "rc=$? gemv $bin $in" >> "$S"
-    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $7, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+    gemv_line $bin $in "$RD" --iters 30 --tokens 1,8 --formats dense,fp8
   done
   pack
 done

@@ -15,10 +15,7 @@ grep -hE "Failure|FAILED|Expected|Which is|actual|diff" "$RD"/tests/*.txt | head
 pack
 for in in rmsnorm plain; do
   for bin in pkv-bench-base pkv-bench; do
-    timeout 40 "$R" $bin gemv --dtype bf16 --iters 30 --tokens 1 --formats fp8 \
-      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
-    echo "rc=$? gemv $bin $in" >> "$S"
-    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $7, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+    gemv_line $bin $in "$RD" --iters 30 --tokens 1 --formats fp8
   done
 done
 pack

@@ -15,10 +15,7 @@ RD=$OUT/r; mkdir -p "$RD"
 el "nofinish $(cat $B/REVISION | tr '\n' ' ')"
 for in in rmsnorm plain; do
   for bin in pkv-bench pkv-bench-nofinish; do
-    timeout 30 "$R" $bin gemv --dtype bf16 --iters 20 --tokens 1,8 --formats dense,fp8 \
-      --gemv_shapes 8B --input $in --out "$RD/gemv_${bin}_$in.tsv" > "$RD/gemv_${bin}_$in.log" 2>&1
-    echo "rc=$? gemv $bin $in" >> "$S"
-    awk -F'\t' -v b=$bin 'NR>1 {print b, $1, $4, $5, $7, $13}' "$RD/gemv_${bin}_$in.tsv" >> "$S"
+    gemv_line $bin $in "$RD" --iters 20 --tokens 1,8 --formats dense,fp8
   done
 done
 pack
