@@ -41,6 +41,9 @@ while [ $# -gt 0 ]; do
 done
 [ ${#targets[@]} -gt 0 ] || { echo "bundle.sh: name at least one target" >&2; exit 2; }
 bundler=${PKV_DEVICE_BUNDLE:-$root/../shared/tools/device-bundle}
+# ccache keyed on paths relative to the repository, so the base worktree and variant folders
+# reuse each other's objects (debug info then names other folders: bench binaries only).
+export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
 [ -x "$bundler" ] || { echo "bundle.sh: $bundler not found (set PKV_DEVICE_BUNDLE)" >&2; exit 2; }
 
 configure() {  # configure SRC BUILD [ARG...]: an sm_90a-only RelWithDebInfo CUDA build (+ ARGs)
