@@ -50,9 +50,10 @@ configure() {  # configure SRC BUILD [ARG...]: an sm_90a-only RelWithDebInfo CUD
   local src=$1 dir=$2
   shift 2
   [ -f "$dir/build.ninja" ] && [ $# -eq 0 ] && return 0
+  mkdir -p "$dir"
   cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPKV_ENABLE_CUDA=ON \
-    "-DPKV_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" "$@" > "$dir.configure.log" 2>&1 ||
-    { echo "bundle.sh: cmake failed, see $dir.configure.log" >&2; exit 1; }
+    "-DPKV_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" "$@" > "$dir/configure.log" 2>&1 ||
+    { echo "bundle.sh: cmake failed, see $dir/configure.log" >&2; exit 1; }
 }
 
 echo "bundle.sh: building ${targets[*]} in $build"

@@ -261,8 +261,6 @@ __device__ __forceinline__ bool CombineParts(const GemvArgs& a, Smem& sm, const 
   return true;
 }
 
-// Sums the warps' fragments (warp order), combines split parts, runs the epilogue.
-// REQUIRES: called by every thread.
 // PKV_GEMV_NO_FINISH=1 (CMake option of the same name; timing experiment, never in a shipped
 // build: nothing is stored): an item ends without its reduction barrier and epilogue, to bound
 // what a barrier-free item finish could gain (bench/NOTES.md "Thirteenth session").
@@ -270,6 +268,8 @@ __device__ __forceinline__ bool CombineParts(const GemvArgs& a, Smem& sm, const 
 #define PKV_GEMV_NO_FINISH 0
 #endif
 
+// Sums the warps' fragments (warp order), combines split parts, runs the epilogue.
+// REQUIRES: called by every thread.
 template <typename T, typename W, GemvEpilogue kEp>
 __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const Item& it,
                                            const float (&acc)[4]) {
