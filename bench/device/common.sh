@@ -16,6 +16,9 @@
 #                                     "BIN shape tokens format grid chain_us" line a row into $S
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
+#   e2e_ab DIR ARGS...                e2e_line of pkv-bench-base and pkv-bench, two rounds in
+#                                     alternating order (ab_bins), tags BIN_ROUND, packed each
+#   gemv_ab DIR "BIN..." ARGS...      gemv_line of each BIN for both inputs (rmsnorm, plain)
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
 #   ncu_env                           the bundle's and CUDA's libraries on LD_LIBRARY_PATH (ncu
 #                                     starts the binary itself) and NCU = the ncu on the machine
@@ -119,6 +122,21 @@ for name in sorted({k[0] for k in acc}):
     c = acc[(name, 'count')]
     if c: print(f"{tag} worker {name} mean {1e3 * acc[(name, 'sum')] / c:.4f} ms n={int(c)}")
 PY
+}
+e2e_ab() {
+  local dir=$1 round bin; shift
+  for round in 1 2; do
+    for bin in $(ab_bins $round); do
+      e2e_line "$R" "$bin" "${bin}_$round" "$dir" "$@"; pack
+    done
+  done
+}
+gemv_ab() {
+  local dir=$1 bins=$2 in bin; shift 2
+  for in in rmsnorm plain; do
+    for bin in $bins; do gemv_line "$bin" "$in" "$dir" "$@"; done
+    pack
+  done
 }
 ab_bins() { if [ $(($1 % 2)) = 0 ]; then echo pkv-bench pkv-bench-base; else echo pkv-bench-base pkv-bench; fi; }
 ncu_env() {

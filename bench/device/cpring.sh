@@ -22,17 +22,8 @@ parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:20
   cuda_backend_device_test:240
 grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
 pack
-for in in rmsnorm plain; do
-  for bin in pkv-bench-base pkv-bench; do
-    gemv_line $bin $in "$RD" --iters 50 --tokens 1,8 --formats dense,int4,fp8
-  done
-  pack
-done
-L=(--quant awq,fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-for round in 1 2; do
-  for bin in $(ab_bins $round); do
-    e2e_line "$R" $bin "${bin}_$round" "$RD" --shapes llama3-8b,llama3-1b "${L[@]}"; pack
-  done
-done
+gemv_ab "$RD" "pkv-bench-base pkv-bench" --iters 50 --tokens 1,8 --formats dense,int4,fp8
+e2e_ab "$RD" --shapes llama3-8b,llama3-1b --quant awq,fp8 --variants fused+pdl --temperature 1 \
+  --decode_lines bucketed-B1-N4096,bucketed-B8-N4096
 el done
 grep -vE "decode_attention|scheduler host|weights a decode" "$S"
