@@ -149,6 +149,8 @@ TEST(SoakTest, SixtyFourStreamsSurviveAKilledAndAFrozenWorker) {
   // On W1 each of them then ends cancelled, or finished if W1 ran its last steps after SIGCONT
   // before the cancel arrived (a CI run froze 40 streams 1-2 tokens from their end, all in one
   // batch, and W1 counted no cancel): either way W1 must let go of all of them (I2/I3 below).
+  // FaultsTest.FrozenWorkerIsDetectedByTheStallTimeoutAndRecovers counts the worker's cancels
+  // exactly, on a batch frozen far from its end.
   EXPECT_GE(w1_running, 1) << "W1 was frozen without a stream";
   EXPECT_GE(RouterSample(cluster, "pkv_router_migrations_total{phase=\"mid_stream\"}") -
                 migrations_at_freeze,
