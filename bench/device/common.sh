@@ -22,6 +22,9 @@
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
 #   ncu_env                           the bundle's and CUDA's libraries on LD_LIBRARY_PATH (ncu
 #                                     starts the binary itself) and NCU = the ncu on the machine
+#   ncu_gemv BIN TAG FMT SHAPE INPUT  ncu (after ncu_env) on one GemvKernel launch of the bundle's
+#                                     BIN `gemv` (one token, FMT, SHAPE, INPUT) into
+#                                     DIR=$RD/ncu_TAG.{csv,err}; an rc line into $S
 #   ab_bins ROUND                     "pkv-bench-base pkv-bench", reversed in even rounds (A/B
 #                                     comparisons alternate which binary runs first)
 #   scrape_worker TAG                 the mean of worker 0's pkv_decode_step_seconds and
@@ -137,6 +140,15 @@ gemv_ab() {
     for bin in $bins; do gemv_line "$bin" "$in" "$dir" "$@"; done
     pack
   done
+}
+ncu_gemv() {
+  local bin=$1 tag=$2 fmt=$3 shape=$4 in=$5
+  timeout 100 "$NCU" --clock-control none --csv --page raw --kernel-name regex:GemvKernel \
+    --launch-skip 5 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+    "$B/bin/$bin" gemv --dtype bf16 --iters 20 --tokens 1 --formats "$fmt" \
+    --gemv_shapes "$shape" --input "$in" > "$RD/ncu_$tag.csv" 2> "$RD/ncu_$tag.err"
+  echo "rc=$? ncu $tag $(wc -l < "$RD/ncu_$tag.csv") lines" >> "$S"
 }
 ab_bins() { if [ $(($1 % 2)) = 0 ]; then echo pkv-bench pkv-bench-base; else echo pkv-bench-base pkv-bench; fi; }
 ncu_env() {

@@ -16,25 +16,14 @@ parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:20
 grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
 pack
 BINS="pkv-bench-base pkv-bench-c4s2 pkv-bench-c2s3 pkv-bench-c2s4 pkv-bench-c4s3"
-for in in rmsnorm plain; do
-  for bin in $BINS; do
-    gemv_line $bin $in "$RD" --iters 30 --tokens 1,8 --formats dense,fp8
-  done
-  pack
-done
+gemv_ab "$RD" "$BINS" --iters 30 --tokens 1,8 --formats dense,fp8
 L=(--quant fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
 for bin in $BINS pkv-bench-base; do
   e2e_line "$R" $bin "$bin" "$RD" --shapes llama3-8b "${L[@]}"; pack
 done
 ncu_env
 for bin in pkv-bench-c4s2 pkv-bench-c2s3; do
-  tag="${bin#pkv-bench-}_dense"
-  timeout 60 "$NCU" --clock-control none --csv --page raw --kernel-name regex:GemvKernel \
-    --launch-skip 5 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
-    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
-    "$B/bin/$bin" gemv --dtype bf16 --iters 20 --tokens 1 --formats dense \
-    --gemv_shapes "8B gate/up" --input plain > "$RD/ncu_$tag.csv" 2> "$RD/ncu_$tag.err"
-  echo "rc=$? ncu $tag" >> "$S"
+  ncu_gemv "$bin" "${bin#pkv-bench-}_dense" dense "8B gate/up" plain
 done
 pack
 el done

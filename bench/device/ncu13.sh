@@ -10,13 +10,7 @@ RD=$OUT/r; mkdir -p "$RD"
 ncu_env
 for bin in pkv-bench-base pkv-bench-c4s2 pkv-bench-c2s3; do
   for fmt in dense fp8; do
-    tag="${bin#pkv-bench-}_$fmt"
-    timeout 100 "$NCU" --clock-control none --csv --page raw --kernel-name regex:GemvKernel \
-      --launch-skip 5 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
-      --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
-      "$B/bin/$bin" gemv --dtype bf16 --iters 20 --tokens 1 --formats $fmt \
-      --gemv_shapes "8B gate/up" --input plain > "$RD/ncu_$tag.csv" 2> "$RD/ncu_$tag.err"
-    echo "rc=$? ncu $tag $(wc -l < "$RD/ncu_$tag.csv") lines" >> "$S"
+    ncu_gemv "$bin" "${bin#pkv-bench-}_$fmt" $fmt "8B gate/up" plain
     pack
   done
 done
