@@ -20,7 +20,8 @@
 // "Thirteenth session"): weights through per-warp cp.async rings in shared memory (per-lane,
 // chunked and memory-shaped copies: the MIO queue, not memory, becomes the limit), per-unit
 // register refills for dense weights, 2 or 4 CTAs an SM for dense and fp8 (fewer bytes in
-// flight; spills), and W8A8 e4m3 MMAs for FP8 weights (the K loop is not instruction-bound).
+// flight; spills), W8A8 e4m3 MMAs for FP8 weights (the K loop is not instruction-bound), and
+// items finished without a CTA barrier by the last warp to arrive (one warp's serial epilogue).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -304,6 +305,20 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
   // here) sm.y: no barrier needed at the end.
 }
 
+// An item's last full batch refills its halves from the next item's first batch: 4-bit weights
+// under normalized input (q/k/v, gate/up), where an 8B gate/up warp runs one batch an item and so
+// otherwise has nothing in flight while it computes. Measured on the H200 with it in every 4-bit
+// and fp8 kernel (bench/NOTES.md, "Fourteenth session", xhalf): 8B gate/up 4-bit T=1 24.5 -> 23.2
+// us, T=8 -4%, e2e AWQ B=1 -1.9%; but o and down (plain input, one item a CTA) +2-5% and the fp8
+// kernels +1-8% (e2e FP8 B=8 +6%), so only these kernels take it (the others compile to the same
+// PTX as without it). PKV_GEMV_CROSS_HALVES=0 turns it off (timing builds).
+#ifndef PKV_GEMV_CROSS_HALVES
+#define PKV_GEMV_CROSS_HALVES 1
+#endif
+template <typename W, GemvInput kIn>
+inline constexpr bool kCrossHalves =
+    PKV_GEMV_CROSS_HALVES&& W::kFormat == GemvWeightFormat::kInt4&& kIn == GemvInput::kRmsNorm;
+
 // kB: units a batch (kBatch, or kGemvDeepBatchUnits for a deep plan's kernels).
 template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage, int kB = kBatch>
 __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(const GemvArgs a) {
@@ -341,9 +356,16 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
     StageX<T, M, kIn, kThreads>(a, span, row_vecs, sm.inv, xs);
     __syncthreads();
   }
+  constexpr bool kCross = kCrossHalves<W, kIn>;
   const XSource<T, M, kIn, kStage> x{a, xs + gx * row_vecs + c - (span.begin >> 3), c, gx, inv};
   for (; item < a.plan.items; item += gridDim.x) {
     const Item it = MakeItem<W>(a, item, warp, g);
+    Item next;  // made before the K loop only where its last batch loads from it
+    if constexpr (kCross) {
+      if (item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
+        next = MakeItem<W>(a, item + gridDim.x, warp, g);
+      }
+    }
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int32_t s = it.steps.begin; s < it.steps.end; s += kB) {
       if (!preloaded) LoadBatch<W>(it, s, c, b);
@@ -354,7 +376,9 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
         if constexpr (kRefillHalves<W>) {
           // Each half's slots take the next batch's loads as soon as their units are computed,
           // so the warp's loads stay in flight through the compute of the other half.
+          // kCross: the item's last batch takes the next item's first batch the same way.
           const bool more = s + kB < it.steps.end;
+          const bool cross = kCross && !more && next.steps.begin < next.steps.end;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
 #pragma unroll
@@ -362,8 +386,12 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
               ComputeUnit<T, W>(x, s + u, b.va[u], b.vb[u], b.sa[u], b.sb[u], acc);
             }
             if (more) LoadUnits<W>(it, s + kB, h * kB / 2, (h + 1) * kB / 2, c, b);
+            if constexpr (kCross) {
+              if (cross) LoadUnits<W>(next, next.steps.begin, h * kB / 2, (h + 1) * kB / 2, c, b);
+            }
           }
           preloaded = more;
+          if constexpr (kCross) preloaded = preloaded || cross;
         } else {
 #pragma unroll
           for (int u = 0; u < kB; ++u) {
@@ -380,9 +408,10 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
       }
     }
     // The next item's first batch goes out before this item's reduction barrier and epilogue,
-    // so the SM's loads do not drain at every item boundary.
-    if (item + static_cast<int32_t>(gridDim.x) < a.plan.items) {
-      const Item next = MakeItem<W>(a, item + gridDim.x, warp, g);
+    // so the SM's loads do not drain at every item boundary (kCross: out already unless the last
+    // batch was partial).
+    if (item + static_cast<int32_t>(gridDim.x) < a.plan.items && !(kCross && preloaded)) {
+      if constexpr (!kCross) next = MakeItem<W>(a, item + gridDim.x, warp, g);
       if (next.steps.begin < next.steps.end) {
         LoadBatch<W>(next, next.steps.begin, c, b);
         preloaded = true;
