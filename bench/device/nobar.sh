@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared 2026-12-04 (thirteenth session), not run: `git apply
+# Prepared 2026-12-04 (thirteenth session); run in the fourteenth (results/2026-12-04-h200-next14/nobar:
+# nobar slower everywhere, not landed; the bound: -10..-18% on 4-bit/fp8, nothing on dense). `git apply
 # bench/results/2026-12-04-h200-next13/nobar-72d4831.patch` on a branch of main (it touches
 # kernels/model/gemv_kernel.cuh and gemv_epilogue.cuh only): the GEMV's items end without a
 # CTA barrier; the last of the 8 warps to arrive sums the fragments and runs the epilogue from its
