@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepared 2026-12-04 (fourteenth session) for the next session's first call; not run (device
+# lending paused). Three binaries of pkv-bench in one call:
+#   pkv-bench-old   421464c: the GEMV before this session
+#   pkv-bench-base  main 8c1f9d4: + cross-item refill by halves in the 4-bit normalized-input
+#                   kernels (xhalf2; its logic passed the device tests as part of xhalf, this
+#                   form never ran)
+#   pkv-bench       branch onebar (on main): items whose epilogue needs no cross-thread step
+#                   (store, RoPE + KV write, SiLU x up; one part) end after one barrier, the
+#                   summing threads writing straight from the warps' fragments (double-buffered
+#                   by item parity); residual and split tiles keep two barriers
+# and both trees' device tests (main's as NAME-base). Predictions: xhalf2 vs old: AWQ B=1
+# 2.54 -> ~2.49 ms, B=8 -2%, every bf16 / FP8 line unchanged (same PTX); onebar vs main: 4-bit and
+# fp8 qkv / gate/up -2..-5% (the finish bound put the whole finish at 10-18% there), dense +-1%,
+# e2e AWQ and FP8 B=1 -1..-3%. Rules: revert xhalf2 from main if any of main's device tests
+# fails or any old -> base e2e line is slower beyond the rounds' spread; land onebar only if its
+# device tests pass and no e2e line is slower than main's.
+# Bundle (on branch onebar, or main + `git apply results/2026-12-04-h200-next14/onebar-8c1f9d4.patch`;
+# main's test binaries built in its base worktree; .device/next15.tar.xz was built on 2026-12-04):
+#   bench/device/bundle.sh next15 --base main pkv-bench gemv_device_test \
+#     quantized_backend_device_test cuda_backend_device_test
+#   M=.device/base-$(git rev-parse --short main); ninja -C $M/build-sm90 gemv_device_test \
+#     quantized_backend_device_test cuda_backend_device_test
+#   then the same bundle.sh line again with, for each test T, --add $M/build-sm90/bin/T:T-base,
+#   and --add .device/base-421464c/build-sm90/bin/pkv-bench:pkv-bench-old
+# Call: carry [".device/next15.tar.xz"], `bash bench/device/next15.sh` (~6 min warm).
+set -u
+source "$(dirname "$0")/common.sh"
+unpack next15
+RD=$OUT/r; mkdir -p "$RD"
+el "next15 $(cat $B/REVISION | tr '\n' ' ')"
+parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
+  cuda_backend_device_test:240 gemv_device_test-base:200 quantized_backend_device_test-base:200 \
+  cuda_backend_device_test-base:240
+grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
+pack
+mkdir -p "$RD/g1" "$RD/g2"  # two rounds, the order reversed
+gemv_ab "$RD/g1" "pkv-bench-old pkv-bench-base pkv-bench" --iters 30 --tokens 1,8 \
+  --formats dense,int4,fp8
+gemv_ab "$RD/g2" "pkv-bench pkv-bench-base pkv-bench-old" --iters 30 --tokens 1,8 \
+  --formats dense,int4,fp8
+for round in 1 2; do
+  bins="pkv-bench-old pkv-bench-base pkv-bench"
+  [ $round = 2 ] && bins="pkv-bench pkv-bench-base pkv-bench-old"
+  for bin in $bins; do
+    e2e_line "$R" "$bin" "${bin}_$round" "$RD" --shapes llama3-8b,llama3-1b --quant awq,fp8 \
+      --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096
+    pack
+  done
+done
+el done
