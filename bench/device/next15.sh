@@ -2,28 +2,35 @@
 # Prepared 2026-12-04 (fourteenth session) for the next session's first call; not run (device
 # lending paused). Three binaries of pkv-bench in one call:
 #   pkv-bench-old   421464c: the GEMV before this session
-#   pkv-bench-base  main 8c1f9d4: + cross-item refill by halves in the 4-bit normalized-input
-#                   kernels (xhalf2; its logic passed the device tests as part of xhalf, this
-#                   form never ran)
-#   pkv-bench       branch onebar (on main): items whose epilogue needs no cross-thread step
-#                   (store, RoPE + KV write, SiLU x up; one part) end after one barrier, the
-#                   summing threads writing straight from the warps' fragments (double-buffered
-#                   by item parity); residual and split tiles keep two barriers
-# and both trees' device tests (main's as NAME-base). Predictions: xhalf2 vs old: AWQ B=1
-# 2.54 -> ~2.49 ms, B=8 -2%, every bf16 / FP8 line unchanged (same PTX); onebar vs main: 4-bit and
-# fp8 qkv / gate/up -2..-5% (the finish bound put the whole finish at 10-18% there), dense +-1%,
-# e2e AWQ and FP8 B=1 -1..-3%. Rules: revert xhalf2 from main if any of main's device tests
-# fails or any old -> base e2e line is slower beyond the rounds' spread; land onebar only if its
-# device tests pass and no e2e line is slower than main's.
-# Bundle (on branch onebar, or main + `git apply results/2026-12-04-h200-next14/onebar-8c1f9d4.patch`;
-# main's test binaries built in its base worktree; .device/next15.tar.xz was built on 2026-12-04):
+#   pkv-bench-base  main: + cross-item refill by halves in the 4-bit normalized-input kernels
+#                   (xhalf2; its logic passed the device tests as part of xhalf, this form never
+#                   ran)
+#   pkv-bench       branch next15 = main + branch prenorm + branch onebar:
+#                   onebar: items whose epilogue needs no cross-thread step (store, RoPE + KV
+#                   write, SiLU x up; one part) end after one barrier, the summing threads writing
+#                   straight from the warps' fragments (double-buffered by item parity);
+#                   prenorm (off unless the e2e variant fused+pdl+prenormN): fused steps of >= N
+#                   tokens normalize the q/k/v and gate/up inputs in one RMSNorm launch each and
+#                   run those GEMVs on plain input
+# and both trees' device tests (main's as NAME-base; next15's include the new prenorm cases).
+# Predictions: xhalf2 vs old: AWQ B=1 2.54 -> ~2.49 ms, B=8 -2%, every bf16 / FP8 line unchanged
+# (same PTX); onebar vs main: 4-bit and fp8 qkv / gate/up -2..-5%, dense +-1%, e2e AWQ and FP8
+# B=1 -1..-3%; prenorm3 vs fused+pdl (same binary): 8B B=8 FP8 4.97 -> ~4.5 ms, AWQ 4.10 ->
+# ~3.85, bf16 fused 6.25 -> ~5.75 (vs cuBLAS pdl ~5.9), B=4 about half of that.
+# Rules: revert xhalf2 from main if any of main's device tests fails or any old -> base e2e line
+# is slower beyond the rounds' spread; land onebar only if next15's device tests pass and no e2e
+# line is slower than main's; land prenorm (with the default N where it wins, and fused for 8B
+# at B=2..8 if it beats cuBLAS) only if its device cases pass and it wins at B=8.
+# Bundle (on branch next15; main's test binaries built in its base worktree; .device/next15.tar.xz
+# was built on 2026-12-04):
 #   bench/device/bundle.sh next15 --base main pkv-bench gemv_device_test \
 #     quantized_backend_device_test cuda_backend_device_test
 #   M=.device/base-$(git rev-parse --short main); ninja -C $M/build-sm90 gemv_device_test \
 #     quantized_backend_device_test cuda_backend_device_test
 #   then the same bundle.sh line again with, for each test T, --add $M/build-sm90/bin/T:T-base,
 #   and --add .device/base-421464c/build-sm90/bin/pkv-bench:pkv-bench-old
-# Call: carry [".device/next15.tar.xz"], `bash bench/device/next15.sh` (~6 min warm).
+# Call: carry [".device/next15.tar.xz"], `bash bench/device/next15.sh` (~8-9 min warm: run it
+# with timeout_s 600; results are packed after each step).
 set -u
 source "$(dirname "$0")/common.sh"
 unpack next15
@@ -47,5 +54,11 @@ for round in 1 2; do
       --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096
     pack
   done
+done
+for round in 1 2; do  # prenorm: the same binary with and without it, and cuBLAS beside
+  e2e_line "$R" pkv-bench "prenorm_$round" "$RD" --shapes llama3-8b,llama3-1b --quant awq,fp8 \
+    --variants pdl,fused+pdl,fused+pdl+prenorm3 --temperature 1 \
+    --decode_lines bucketed-B4-N4096,bucketed-B8-N4096
+  pack
 done
 el done
