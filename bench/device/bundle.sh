@@ -8,6 +8,9 @@
 #     --base REV        also build pkv-bench at git revision REV (a worktree in .device/base-REV,
 #                       its own build folder; ccache makes repeats cheap) and bundle it as
 #                       bin/pkv-bench-base: the same-call baseline every comparison needs
+#     --base-target TARGET  also build TARGET (a test binary, say) at REV in the base worktree and
+#                       bundle it as bin/TARGET-base, so a call can run both trees' device tests;
+#                       repeatable, needs --base
 #     --variant NAME:CMAKE_ARGS  also build this tree's pkv-bench with extra CMake arguments
 #                       (space-separated, e.g. "nofinish:-DPKV_GEMV_NO_FINISH=ON") in its own
 #                       folder BUILD-NAME, bundled as bin/pkv-bench-NAME; repeatable
@@ -25,12 +28,13 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-name=${1:?usage: bench/device/bundle.sh NAME [--base REV] [--add FILE[:NAME]] [--note TEXT] TARGET...}
+name=${1:?usage: bench/device/bundle.sh NAME [--base REV [--base-target T]...] [--variant NAME:ARGS] [--add FILE[:NAME]] [--note TEXT] TARGET...}
 shift
-build=build-sm90 base="" note="" adds=() variants=() targets=()
+build=build-sm90 base="" note="" adds=() variants=() targets=() base_targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --base) base=$2; shift 2 ;;
+    --base-target) base_targets+=("$2"); shift 2 ;;
     --add) adds+=("$2"); shift 2 ;;
     --variant) variants+=("$2"); shift 2 ;;
     --note) note=$2; shift 2 ;;
@@ -73,9 +77,12 @@ if [ -n "$base" ]; then
   if [ ! -d "$wt" ]; then git worktree add -f --detach "$wt" "$base" > /dev/null; fi
   echo "bundle.sh: building pkv-bench at $base in $wt"
   configure "$root/$wt" "$root/$wt/$build"
-  ninja -C "$wt/$build" -j2 pkv-bench > "$wt/$build/bundle.log" 2>&1 ||
+  ninja -C "$wt/$build" -j2 pkv-bench "${base_targets[@]}" > "$wt/$build/bundle.log" 2>&1 ||
     { tail -20 "$wt/$build/bundle.log" >&2; exit 1; }
   cp "$wt/$build/bin/pkv-bench" "$out/bin/pkv-bench-base"
+  for t in "${base_targets[@]}"; do cp "$wt/$build/bin/$t" "$out/bin/$t-base"; done
+elif [ ${#base_targets[@]} -gt 0 ]; then
+  echo "bundle.sh: --base-target needs --base" >&2; exit 2
 fi
 for v in "${variants[@]}"; do
   vname=${v%%:*} vargs=${v#*:}
@@ -100,6 +107,7 @@ done
     echo "$rev + uncommitted changes (diff $(git diff HEAD | sha1sum | cut -c1-10))"
   fi
   [ -n "$base" ] && echo "base (pkv-bench-base): $(git rev-parse --short "$base")"
+  [ ${#base_targets[@]} -gt 0 ] && echo "at the base too (NAME-base): ${base_targets[*]}"
   for v in "${variants[@]}"; do echo "pkv-bench-${v%%:*}: this tree with ${v#*:}"; done
   [ -n "$note" ] && echo "$note"
 } > "$out/REVISION"

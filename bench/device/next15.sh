@@ -21,14 +21,13 @@
 # is slower beyond the rounds' spread; land onebar only if next15's device tests pass and no e2e
 # line is slower than main's; land prenorm (with the default N where it wins, and fused for 8B
 # at B=2..8 if it beats cuBLAS) only if its device cases pass and it wins at B=8.
-# Bundle (on branch next15; main's test binaries built in its base worktree; .device/next15.tar.xz
-# was built on 2026-12-04):
-#   bench/device/bundle.sh next15 --base main pkv-bench gemv_device_test \
-#     quantized_backend_device_test cuda_backend_device_test
-#   M=.device/base-$(git rev-parse --short main); ninja -C $M/build-sm90 gemv_device_test \
-#     quantized_backend_device_test cuda_backend_device_test
-#   then the same bundle.sh line again with, for each test T, --add $M/build-sm90/bin/T:T-base,
-#   and --add .device/base-421464c/build-sm90/bin/pkv-bench:pkv-bench-old
+# Bundle (on branch next15; .device/next15.tar.xz was built on 2026-12-04 with the same binaries
+# by hand; 8c1f9d4 has main's kernels):
+#   bench/device/bundle.sh next15 --base 8c1f9d4 --base-target gemv_device_test \
+#     --base-target quantized_backend_device_test --base-target cuda_backend_device_test \
+#     --add .device/base-421464c/build-sm90/bin/pkv-bench:pkv-bench-old \
+#     pkv-bench gemv_device_test quantized_backend_device_test cuda_backend_device_test
+#   (.device/base-421464c is made by `bundle.sh x --base 421464c pkv-bench` if missing.)
 # Call: carry [".device/next15.tar.xz"], `bash bench/device/next15.sh` (~8-9 min warm: run it
 # with timeout_s 600; results are packed after each step).
 set -u
