@@ -16,7 +16,7 @@
 # Predictions: xhalf2 vs old: AWQ B=1 2.54 -> ~2.49 ms, B=8 -2%, every bf16 / FP8 line unchanged
 # (same PTX); onebar vs main: 4-bit and fp8 qkv / gate/up -2..-5%, dense +-1%, e2e AWQ and FP8
 # B=1 -1..-3%; prenorm3 vs fused+pdl (same binary): 8B B=8 FP8 4.97 -> ~4.5 ms, AWQ 4.10 ->
-# ~3.85, bf16 fused 6.25 -> ~5.75 (vs cuBLAS pdl ~5.9), B=4 about half of that.
+# ~3.85, bf16 fused 5.94 -> ~5.45 (vs cuBLAS pdl ~5.9), B=4 about half of that.
 # Rules: revert xhalf2 from main if any of main's device tests fails or any old -> base e2e line
 # is slower beyond the rounds' spread; land onebar only if next15's device tests pass and no e2e
 # line is slower than main's; land prenorm (with the default N where it wins, and fused for 8B
@@ -28,6 +28,7 @@
 #     --add .device/base-421464c/build-sm90/bin/pkv-bench:pkv-bench-old \
 #     pkv-bench gemv_device_test quantized_backend_device_test cuda_backend_device_test
 #   (.device/base-421464c is made by `bundle.sh x --base 421464c pkv-bench` if missing.)
+# Read: bench/device/compare.py FILES_AT (tests, gemv and e2e tables with ratios to main).
 # Call: carry [".device/next15.tar.xz"], `bash bench/device/next15.sh` (~8-9 min warm: run it
 # with timeout_s 600; results are packed after each step).
 set -u
