@@ -316,8 +316,9 @@ __device__ __forceinline__ void FinishItem(const GemvArgs& a, Smem& sm, const It
 #define PKV_GEMV_CROSS_HALVES 1
 #endif
 template <typename W, GemvInput kIn>
-inline constexpr bool kCrossHalves =
-    PKV_GEMV_CROSS_HALVES&& W::kFormat == GemvWeightFormat::kInt4&& kIn == GemvInput::kRmsNorm;
+inline constexpr bool kCrossHalves = (PKV_GEMV_CROSS_HALVES != 0) &&
+                                     (W::kFormat == GemvWeightFormat::kInt4) &&
+                                     (kIn == GemvInput::kRmsNorm);
 
 // kB: units a batch (kBatch, or kGemvDeepBatchUnits for a deep plan's kernels).
 template <typename T, typename W, GemvInput kIn, GemvEpilogue kEp, bool kStage, int kB = kBatch>
