@@ -16,6 +16,11 @@
 #                                     "BIN shape tokens format grid chain_us" line a row into $S
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
+#   start_call NAME                   unpack NAME, RD=$OUT/r, and a first summary line: NAME and
+#                                     the bundle's REVISION
+#   gemv_tests [NAME:SECONDS...]      parallel_tests into $RD/tests of the GEMV calls' device tests
+#                                     (gemv, quantized backend, CUDA backend) and any NAME given;
+#                                     their first failure lines into $S; pack
 #   e2e_ab DIR ARGS...                e2e_line of pkv-bench-base and pkv-bench, two rounds in
 #                                     alternating order (ab_bins), tags BIN_ROUND, packed each
 #   gemv_ab DIR "BIN..." ARGS...      gemv_line of each BIN for both inputs (rmsnorm, plain)
@@ -157,5 +162,16 @@ ncu_env() {
   export LD_LIBRARY_PATH="$B/lib:$cuda${LD_LIBRARY_PATH:-}"
   NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
   el "ncu: $NCU"
+}
+start_call() {
+  unpack "$1"
+  RD=$OUT/r; mkdir -p "$RD"
+  el "$1 $(tr '\n' ' ' < "$B/REVISION")"
+}
+gemv_tests() {
+  parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
+    cuda_backend_device_test:240 "$@"
+  grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
+  pack
 }
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }

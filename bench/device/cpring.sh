@@ -15,13 +15,8 @@
 # line is slower; PKV_GEMV_CP_RING_INT4=0 (or PKV_GEMV_CP_RING=0) turns a part off.
 set -u
 source "$(dirname "$0")/common.sh"
-unpack cpring
-RD=$OUT/r; mkdir -p "$RD"
-el "cpring $(cat $B/REVISION | tr '\n' ' ')"
-parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
-  cuda_backend_device_test:240
-grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
+start_call cpring
+gemv_tests
 gemv_ab "$RD" "pkv-bench-base pkv-bench" --iters 50 --tokens 1,8 --formats dense,int4,fp8
 e2e_ab "$RD" --shapes llama3-8b,llama3-1b --quant awq,fp8 --variants fused+pdl --temperature 1 \
   --decode_lines bucketed-B1-N4096,bucketed-B8-N4096

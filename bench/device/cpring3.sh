@@ -8,13 +8,8 @@
 # [".device/cpring3.tar.xz"], `bash bench/device/cpring3.sh` (~5.5 min warm).
 set -u
 source "$(dirname "$0")/common.sh"
-unpack cpring3
-RD=$OUT/r; mkdir -p "$RD"
-el "cpring3 $(cat $B/REVISION | tr '\n' ' ')"
-parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
-  cuda_backend_device_test:240
-grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
+start_call cpring3
+gemv_tests
 BINS="pkv-bench-base pkv-bench-c4s2 pkv-bench-c2s3 pkv-bench-c2s4 pkv-bench-c4s3"
 gemv_ab "$RD" "$BINS" --iters 30 --tokens 1,8 --formats dense,fp8
 L=(--quant fp8 --variants fused+pdl --temperature 1 --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)

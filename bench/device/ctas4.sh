@@ -7,9 +7,7 @@
 # in). Call: carry [".device/ctas4.tar.xz"], `bash bench/device/ctas4.sh` (~3.5 min warm).
 set -u
 source "$(dirname "$0")/common.sh"
-unpack ctas4
-RD=$OUT/r; mkdir -p "$RD"
-el "ctas4 $(cat $B/REVISION | tr '\n' ' ')"
+start_call ctas4
 parallel_tests "$RD/tests" gemv_device_test:200 cuda_backend_device_test:240
 pack
 gemv_ab "$RD" "pkv-bench-base pkv-bench" --iters 30 --tokens 1,8 --formats dense,fp8

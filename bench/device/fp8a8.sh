@@ -7,9 +7,7 @@
 # [".device/fp8a8.tar.xz"], `bash bench/device/fp8a8.sh` (~2 min warm).
 set -u
 source "$(dirname "$0")/common.sh"
-unpack fp8a8
-RD=$OUT/r; mkdir -p "$RD"
-el "fp8a8 $(cat $B/REVISION | tr '\n' ' ')"
+start_call fp8a8
 parallel_tests "$RD/tests" gemv_device_test:100 quantized_backend_device_test:100
 grep -hE "Failure|FAILED|Expected|Which is|actual|diff" "$RD"/tests/*.txt | head -12 >> "$S"
 pack

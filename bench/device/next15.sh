@@ -33,14 +33,9 @@
 # with timeout_s 600; results are packed after each step).
 set -u
 source "$(dirname "$0")/common.sh"
-unpack next15
-RD=$OUT/r; mkdir -p "$RD"
-el "next15 $(cat $B/REVISION | tr '\n' ' ')"
-parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
-  cuda_backend_device_test:240 gemv_device_test-base:200 quantized_backend_device_test-base:200 \
+start_call next15
+gemv_tests gemv_device_test-base:200 quantized_backend_device_test-base:200 \
   cuda_backend_device_test-base:240
-grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
 mkdir -p "$RD/g1" "$RD/g2"  # two rounds, the order reversed
 gemv_ab "$RD/g1" "pkv-bench-old pkv-bench-base pkv-bench" --iters 30 --tokens 1,8 \
   --formats dense,int4,fp8

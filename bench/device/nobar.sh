@@ -15,13 +15,8 @@
 # Call: carry [".device/nobar.tar.xz"], `bash bench/device/nobar.sh` (~5 min warm).
 set -u
 source "$(dirname "$0")/common.sh"
-unpack nobar
-RD=$OUT/r; mkdir -p "$RD"
-el "nobar $(cat $B/REVISION | tr '\n' ' ')"
-parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
-  cuda_backend_device_test:240
-grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
+start_call nobar
+gemv_tests
 gemv_ab "$RD" "pkv-bench-base pkv-bench-nofinish pkv-bench" --iters 30 --tokens 1,8 \
   --formats dense,int4,fp8
 e2e_ab "$RD" --shapes llama3-8b,llama3-1b --quant awq,fp8 --variants fused+pdl --temperature 1 \

@@ -10,9 +10,7 @@
 # minutes). Call: carry [".device/nofinish.tar.xz"], `bash bench/device/nofinish.sh` (~40 s warm).
 set -u
 source "$(dirname "$0")/common.sh"
-unpack nofinish
-RD=$OUT/r; mkdir -p "$RD"
-el "nofinish $(cat $B/REVISION | tr '\n' ' ')"
+start_call nofinish
 for in in rmsnorm plain; do
   for bin in pkv-bench pkv-bench-nofinish; do
     gemv_line $bin $in "$RD" --iters 20 --tokens 1,8 --formats dense,fp8

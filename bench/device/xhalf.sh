@@ -13,14 +13,8 @@
 # the same bundle named xhalf2, `bash bench/device/xhalf.sh xhalf2`.
 set -u
 source "$(dirname "$0")/common.sh"
-N=${1:-xhalf}
-unpack "$N"
-RD=$OUT/r; mkdir -p "$RD"
-el "$N $(cat $B/REVISION | tr '\n' ' ')"
-parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
-  cuda_backend_device_test:240
-grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
+start_call "${1:-xhalf}"
+gemv_tests
 mkdir -p "$RD/g1" "$RD/g2"  # two rounds, the order swapped
 gemv_ab "$RD/g1" "pkv-bench-base pkv-bench" --iters 30 --tokens 1,8 --formats dense,int4,fp8
 gemv_ab "$RD/g2" "pkv-bench pkv-bench-base" --iters 30 --tokens 1,8 --formats dense,int4,fp8
