@@ -16,6 +16,12 @@
 // swizzled 16-bit tiles after the iteration's MMAs, so the loads' latency overlaps the math as
 // cp.async's does and the ldmatrix / MMA code is the 16-bit path's. The K scale (and the 2^8 of
 // sm_80/86 E4M3 conversions) is folded into the softmax scale, the V scale into the output.
+// Split tiles (kSplit, prefill_plan.h "Split attention at fixed key positions"): the CTA reads
+// keys [k C, (k + 1) C) of its queries from a fresh online-softmax state, and each query that sees
+// a key of the split leaves its state (O unnormalized, m, l) in its partial slot; the merge kernel
+// (PrefillSplitMergeKernel) folds a query's slots in split order into its output. A query row's
+// arithmetic (its S row, max, sum and O row) never involves another row of the tile, so its
+// partials are the same bits in a one-query tile as in a 64-query one.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -62,6 +68,10 @@ struct PrefillParams {
   float scale_log2;  // softmax scale * log2(e)
   float k_scale;     // FP8 pages: the layer's dequantization scales (fp8_kv.h); 16-bit: 1
   float v_scale;
+  // Split tiles: partial slots [token][q head][max_splits] of O (kD floats) and (m, l).
+  float* part_o;
+  float* part_ml;
+  int32_t max_splits;
 };
 
 template <int kD>
@@ -259,6 +269,12 @@ __device__ __forceinline__ void OnlineSoftmax(float (&s)[kBlockN / 8][4], float 
   }
 }
 
+// A row's sum over the 4 lanes of its quad (each holds the partial sum of its columns).
+__device__ __forceinline__ float QuadSum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
 // out_scale: the V dequantization scale (1 for 16-bit pages).
 template <typename T, int kD>
 __device__ __forceinline__ void StoreOutput(const PrefillParams& p, const PrefillTile& tile, int h,
@@ -267,9 +283,7 @@ __device__ __forceinline__ void StoreOutput(const PrefillParams& p, const Prefil
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    float sum = l[hh];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float sum = QuadSum(l[hh]);
     const float inv = out_scale / sum;
     const int r = warp * 16 + (lane >> 2) + hh * 8;
     if (r >= m_rows) continue;
@@ -283,8 +297,36 @@ __device__ __forceinline__ void StoreOutput(const PrefillParams& p, const Prefil
   }
 }
 
-// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages.
-template <typename T, int kD, typename Kv = T>
+// Split tiles: each query row that saw a key of the split (position >= key0) leaves its state in
+// its slot: O unnormalized (kScaled: times out_scale, the FP8 V scale, which the host cannot
+// compute: Fp8Unit is per architecture), m (log2 units) and l summed over the quad as
+// StoreOutput sums it.
+template <int kD, bool kScaled>
+__device__ __forceinline__ void StorePartial(const PrefillParams& p, const PrefillTile& tile, int h,
+                                             int m_rows, int key0, const float (&o)[kD / 8][4],
+                                             const float (&m)[2], const float (&l)[2],
+                                             float out_scale) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const float sum = QuadSum(l[hh]);
+    const int r = warp * 16 + (lane >> 2) + hh * 8;
+    if (r >= m_rows || tile.start_pos + tile.m_begin + r < key0) continue;
+    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
+    const int64_t slot = (token * p.num_q_heads + h) * p.max_splits + tile.split;
+    float* dst = p.part_o + slot * kD + 2 * (lane & 3);
+#pragma unroll
+    for (int dn = 0; dn < kD / 8; ++dn) {
+      float2 v = make_float2(o[dn][2 * hh], o[dn][2 * hh + 1]);
+      if constexpr (kScaled) v = make_float2(v.x * out_scale, v.y * out_scale);
+      *reinterpret_cast<float2*>(dst + dn * 8) = v;
+    }
+    if ((lane & 3) == 0) *reinterpret_cast<float2*>(p.part_ml + 2 * slot) = make_float2(m[hh], sum);
+  }
+}
+
+// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages. kSplit: the tiles are split tiles.
+template <typename T, int kD, typename Kv = T, bool kSplit = false>
 __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const PrefillParams p) {
   constexpr bool kFp8 = kIsFp8Kv<Kv>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
@@ -295,9 +337,13 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   const int h = blockIdx.x;
   const int kvh = h / p.group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int m_rows = min(kBlockM, tile.num_tokens - tile.m_begin);
+  const int m_rows = kSplit ? tile.m_rows : min(kBlockM, tile.num_tokens - tile.m_begin);
   const int q_pos0 = tile.start_pos + tile.m_begin;  // position of the tile's first query
-  const int kv_end = q_pos0 + m_rows;                // keys [0, kv_end) are visible to some row
+  // Keys [key0, kv_end) are visible to some row: from 0 to the last query, or a split's part of
+  // that (key0 = k C, a multiple of kBlockN, below the last query's position: planner).
+  const int key0 = kSplit ? tile.split * tile.split_tokens : 0;
+  const int kv_end = kSplit ? min(q_pos0 + m_rows, key0 + tile.split_tokens) : q_pos0 + m_rows;
+  const int n_first = key0 / kBlockN;
   const int num_n_tiles = (kv_end + kBlockN - 1) / kBlockN;
   float scale_log2 = p.scale_log2, out_scale = 1.f;
   if constexpr (kFp8) {
@@ -308,10 +354,10 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   LoadQTile<T, kD>(p, tile, h, m_rows, sq);
   if constexpr (kFp8) {
     Fp8KvRegs<kD> first;
-    LoadKvFp8<kD>(p, tile, kvh, 0, kv_end, first);
+    LoadKvFp8<kD>(p, tile, kvh, key0, kv_end, first);
     StoreKvFp8<T, kD, Kv>(first, sk, sv);  // published by the first iteration's barrier
   } else {
-    LoadKvTile<T, kD>(p, tile, kvh, 0, kv_end, sk, sv);
+    LoadKvTile<T, kD>(p, tile, kvh, key0, kv_end, sk, sv);
   }
   CpAsyncCommit();
 
@@ -322,8 +368,8 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   const int q_pos_row0 = q_pos0 + warp * 16;  // position of this warp's first row
 
-  for (int j = 0; j < num_n_tiles; ++j) {
-    const int stage = j & 1;
+  for (int j = n_first; j < num_n_tiles; ++j) {
+    const int stage = (j - n_first) & 1;
     const bool prefetch = j + 1 < num_n_tiles;
     T* next_k = sk + (stage ^ 1) * kBlockN * kD;
     T* next_v = sv + (stage ^ 1) * kBlockN * kD;
@@ -336,7 +382,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
     CpAsyncCommit();  // possibly empty: keeps "all but the newest group" meaning tile j
     CpAsyncWait<1>();
     __syncthreads();
-    if (j == 0) {
+    if (j == n_first) {
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
         Ldmatrix4(qf[kk], SmemAddr(sq + Swz<kD>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4))));
@@ -354,7 +400,49 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
     }
     __syncthreads();  // the stage is refilled by iteration j + 1's prefetch
   }
-  StoreOutput<T, kD>(p, tile, h, m_rows, o, l, out_scale);
+  if constexpr (kSplit) {
+    StorePartial<kD, kFp8>(p, tile, h, m_rows, key0, o, m, l, out_scale);
+  } else {
+    StoreOutput<T, kD>(p, tile, h, m_rows, o, l, out_scale);
+  }
+}
+
+// Folds each query's split partials in split order: (M, L, O) <- (max(M, m_k), L a + l_k b,
+// O a + O_k b) with a = 2^(M - M'), b = 2^(m_k - M'), from (-inf, 0, 0); then out = O / L (FP8
+// pages: the V scale is in O already). One warp a (token, q head); tokens with a negative position
+// are skipped. The same fold for every query whatever tile or chunk its partials came from.
+template <typename T, int kD>
+__global__ void __launch_bounds__(128)
+    PrefillSplitMergeKernel(const PrefillParams p, const int32_t* positions, int32_t num_tokens,
+                            int32_t min_split_tokens) {
+  constexpr int kPer = kD / 32;  // elements a lane
+  const int64_t pair = int64_t{blockIdx.x} * 4 + threadIdx.x / 32;
+  if (pair >= int64_t{num_tokens} * p.num_q_heads) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t token = pair / p.num_q_heads;
+  const int pos = positions[token];
+  if (pos < 0) return;
+  const int splits = PrefillSplitCount(pos, min_split_tokens, p.max_splits);
+  float big_m = -INFINITY, big_l = 0.f, acc[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) acc[i] = 0.f;
+  for (int k = 0; k < splits; ++k) {
+    const int64_t slot = pair * p.max_splits + k;
+    const float2 ml = *reinterpret_cast<const float2*>(p.part_ml + 2 * slot);
+    const float m_new = fmaxf(big_m, ml.x);
+    const float a = Exp2(big_m - m_new), b = Exp2(ml.x - m_new);  // a = 0 on the first split
+    big_l = __fadd_rn(__fmul_rn(big_l, a), __fmul_rn(ml.y, b));
+    const float* o = p.part_o + slot * kD + lane * kPer;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) acc[i] = __fadd_rn(__fmul_rn(acc[i], a), __fmul_rn(o[i], b));
+    big_m = m_new;
+  }
+  const float inv = 1.f / big_l;
+  T* dst = static_cast<T*>(p.out) + pair * kD + lane * kPer;
+#pragma unroll
+  for (int i = 0; i < kPer; i += 2) {
+    *reinterpret_cast<uint32_t*>(dst + i) = PackPair<T>(acc[i] * inv, acc[i + 1] * inv);
+  }
 }
 
 }  // namespace pkv::prefill::dev

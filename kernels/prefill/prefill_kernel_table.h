@@ -7,11 +7,15 @@
 
 namespace pkv::prefill::internal {
 
-// The kernel for (head_dim, dtype) as a pointer for cudaLaunchKernel / cudaFuncSetAttribute.
-const void* PrefillKernelD64(decode::DType dtype);
-const void* PrefillKernelD128(decode::DType dtype);
+// The kernel for (head_dim, dtype) as a pointer for cudaLaunchKernel / cudaFuncSetAttribute;
+// split: the split-tile instantiation (prefill_attention.cuh).
+const void* PrefillKernelD64(decode::DType dtype, bool split);
+const void* PrefillKernelD128(decode::DType dtype, bool split);
 // The FP8-page kernels. REQUIRES: IsFp8(kv).
-const void* PrefillKernelFp8D64(decode::DType dtype, KvCacheDtype kv);
-const void* PrefillKernelFp8D128(decode::DType dtype, KvCacheDtype kv);
+const void* PrefillKernelFp8D64(decode::DType dtype, KvCacheDtype kv, bool split);
+const void* PrefillKernelFp8D128(decode::DType dtype, KvCacheDtype kv, bool split);
+// The split tiles' merge kernel (its output dtype is the queries').
+const void* PrefillSplitMergeKernelD64(decode::DType dtype);
+const void* PrefillSplitMergeKernelD128(decode::DType dtype);
 
 }  // namespace pkv::prefill::internal

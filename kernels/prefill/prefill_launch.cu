@@ -17,16 +17,19 @@ constexpr DType kDTypes[] = {DType::kFloat16, DType::kBFloat16};
 constexpr KvCacheDtype kKvDTypes[] = {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4M3,
                                       KvCacheDtype::kFp8E5M2};
 
-absl::StatusOr<const void*> SelectKernel(int32_t head_dim, DType dtype, KvCacheDtype kv) {
+absl::StatusOr<const void*> SelectKernel(int32_t head_dim, DType dtype, KvCacheDtype kv,
+                                         bool split) {
   if (dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
     return absl::InvalidArgumentError("prefill: unsupported dtype; supported: fp16, bf16");
   }
   const bool fp8 = IsFp8(kv);
   switch (head_dim) {
     case 64:
-      return fp8 ? internal::PrefillKernelFp8D64(dtype, kv) : internal::PrefillKernelD64(dtype);
+      return fp8 ? internal::PrefillKernelFp8D64(dtype, kv, split)
+                 : internal::PrefillKernelD64(dtype, split);
     case 128:
-      return fp8 ? internal::PrefillKernelFp8D128(dtype, kv) : internal::PrefillKernelD128(dtype);
+      return fp8 ? internal::PrefillKernelFp8D128(dtype, kv, split)
+                 : internal::PrefillKernelD128(dtype, split);
     default:
       break;
   }
@@ -46,9 +49,12 @@ absl::Status ConfigurePrefillKernels() {
   for (int d : kHeadDims) {
     for (DType t : kDTypes) {
       for (KvCacheDtype kv : kKvDTypes) {
-        PKV_ASSIGN_OR_RETURN(const void* k, SelectKernel(d, t, kv));
-        PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-            k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrefillSmemBytes(d))));
+        for (bool split : {false, true}) {
+          PKV_ASSIGN_OR_RETURN(const void* k, SelectKernel(d, t, kv, split));
+          PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(k,
+                                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                        static_cast<int>(PrefillSmemBytes(d))));
+        }
       }
     }
   }
@@ -56,7 +62,14 @@ absl::Status ConfigurePrefillKernels() {
 }
 
 absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
-  PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype, a.kv_dtype));
+  const bool split = a.split_partials != nullptr;
+  PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype, a.kv_dtype, split));
+  if (split) {
+    PKV_RETURN_IF_ERROR(ValidatePrefillSplitRule(a.split_rule));
+    if (a.positions == nullptr || a.num_tokens < 0) {
+      return absl::InvalidArgumentError("prefill: split tiles need positions and num_tokens >= 0");
+    }
+  }
   const bool fp8 = IsFp8(a.kv_dtype);
   if (fp8 && !(a.kv_scales.k > 0.f && a.kv_scales.v > 0.f)) {
     return absl::InvalidArgumentError(absl::StrCat("prefill: FP8 KV scales k=", a.kv_scales.k,
@@ -93,12 +106,26 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   p.scale_log2 = a.scale * static_cast<float>(M_LOG2E);
   p.k_scale = fp8 ? a.kv_scales.k : 1.f;
   p.v_scale = fp8 ? a.kv_scales.v : 1.f;
+  p.part_o = static_cast<float*>(a.split_partials);
+  p.max_splits = a.split_rule.max_splits;
+  // (m, l) pairs after every O: PrefillSplitPartialBytes.
+  p.part_ml = split ? p.part_o + int64_t{a.num_tokens} * a.num_q_heads * p.max_splits * a.head_dim
+                    : nullptr;
   void* args[] = {&p};
   // x = q head (the G heads sharing a KV head run side by side and share its tiles in L2),
   // y = tile (heaviest first).
   PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, dim3(a.num_q_heads, a.num_tiles),
                                             dim3(dev::kThreads), args, PrefillSmemBytes(a.head_dim),
                                             stream));
+  if (!split || a.num_tokens == 0) return absl::OkStatus();
+  const void* merge = a.head_dim == 64 ? internal::PrefillSplitMergeKernelD64(a.dtype)
+                                       : internal::PrefillSplitMergeKernelD128(a.dtype);
+  const int64_t pairs = int64_t{a.num_tokens} * a.num_q_heads;  // a warp each, 4 a CTA
+  const int32_t* positions = a.positions;
+  int32_t num_tokens = a.num_tokens, min_split = a.split_rule.min_split_tokens;
+  void* merge_args[] = {&p, &positions, &num_tokens, &min_split};
+  PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(merge, dim3(static_cast<uint32_t>((pairs + 3) / 4)),
+                                            dim3(128), merge_args, 0, stream));
   return absl::OkStatus();
 }
 

@@ -41,6 +41,14 @@ struct PrefillArgs {
   int32_t page_size = 0;
   float scale = 1.0f;   // softmax scale, usually 1/sqrt(D)
   void* out = nullptr;  // [tokens][H_q][D]; rows of the tiles' queries are written
+  // Split tiles (PlanSplitPrefillTiles with `split_rule`): the tiles leave partials in
+  // `split_partials` (PrefillSplitPartialBytes(num_tokens, ...)), then the merge kernel writes
+  // out for every token of [0, num_tokens) whose positions[] entry is >= 0 (the query's position,
+  // device memory). Null split_partials: whole tiles (PlanPrefillTiles).
+  void* split_partials = nullptr;
+  PrefillSplitRule split_rule;
+  const int32_t* positions = nullptr;
+  int32_t num_tokens = 0;
 };
 
 // Whether the tensor-core kernel is compiled for this head dim (64, 128).
@@ -53,7 +61,8 @@ int64_t PrefillSmemBytes(int32_t head_dim);
 absl::Status ConfigurePrefillKernels();
 
 // INVALID_ARGUMENT for an unsupported head dim (listing the supported ones), H_q not a multiple of
-// H_kv, a page size outside [1, 1024], a null pointer or non-positive FP8 scales.
+// H_kv, a page size outside [1, 1024], a null pointer, non-positive FP8 scales or (split tiles)
+// an invalid split rule.
 absl::Status LaunchPrefillAttention(const PrefillArgs& args, cudaStream_t stream);
 
 }  // namespace pkv::prefill

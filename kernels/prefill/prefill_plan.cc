@@ -3,8 +3,32 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace pkv::prefill {
+namespace {
+
+absl::Status ValidateRow(const PrefillRow& row, size_t r) {
+  if (row.num_tokens < 1 || row.start_pos < 0 || row.q_begin < 0 || row.page_base < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill row ", r, ": num_tokens ", row.num_tokens, ", start_pos ",
+                     row.start_pos, ", q_begin ", row.q_begin, ", page_base ", row.page_base));
+  }
+  return absl::OkStatus();
+}
+
+// A whole tile of `row`'s queries from m.
+PrefillTile TileOf(const PrefillRow& row, int32_t m) {
+  PrefillTile t;
+  t.q_begin = row.q_begin;
+  t.num_tokens = row.num_tokens;
+  t.start_pos = row.start_pos;
+  t.page_base = row.page_base;
+  t.m_begin = m;
+  return t;
+}
+
+}  // namespace
 
 int64_t TileKeys(const PrefillTile& tile) {
   return int64_t{tile.start_pos} + std::min(tile.m_begin + kPrefillBlockM, tile.num_tokens);
@@ -14,19 +38,9 @@ absl::Status PlanPrefillTiles(absl::Span<const PrefillRow> rows, std::vector<Pre
   tiles->clear();
   for (size_t r = 0; r < rows.size(); ++r) {
     const PrefillRow& row = rows[r];
-    if (row.num_tokens < 1 || row.start_pos < 0 || row.q_begin < 0 || row.page_base < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("prefill row ", r, ": num_tokens ", row.num_tokens, ", start_pos ",
-                       row.start_pos, ", q_begin ", row.q_begin, ", page_base ", row.page_base));
-    }
+    PKV_RETURN_IF_ERROR(ValidateRow(row, r));
     for (int32_t m = 0; m < row.num_tokens; m += kPrefillBlockM) {
-      PrefillTile t;
-      t.q_begin = row.q_begin;
-      t.num_tokens = row.num_tokens;
-      t.start_pos = row.start_pos;
-      t.page_base = row.page_base;
-      t.m_begin = m;
-      tiles->push_back(t);
+      tiles->push_back(TileOf(row, m));
     }
   }
   // Heaviest first; stable so equal tiles keep row and query order (deterministic plans).
@@ -34,6 +48,61 @@ absl::Status PlanPrefillTiles(absl::Span<const PrefillRow> rows, std::vector<Pre
     return TileKeys(a) > TileKeys(b);
   });
   return absl::OkStatus();
+}
+
+absl::Status ValidatePrefillSplitRule(const PrefillSplitRule& rule) {
+  auto pow2 = [](int32_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(rule.min_split_tokens) || rule.min_split_tokens < kPrefillBlockN ||
+      !pow2(rule.max_splits) || rule.max_splits > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill split rule: min_split_tokens ", rule.min_split_tokens,
+                     " must be a power of two >= ", kPrefillBlockN, " and max_splits ",
+                     rule.max_splits, " a power of two in [1, 128]"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t SplitTileKeys(const PrefillTile& tile) {
+  const int64_t begin = int64_t{tile.split} * tile.split_tokens;
+  const int64_t end = std::min<int64_t>(begin + tile.split_tokens,
+                                        int64_t{tile.start_pos} + tile.m_begin + tile.m_rows);
+  return end - begin;
+}
+
+absl::Status PlanSplitPrefillTiles(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
+                                   std::vector<PrefillTile>* tiles) {
+  PKV_RETURN_IF_ERROR(ValidatePrefillSplitRule(rule));
+  tiles->clear();
+  const auto c_of = [&](int32_t pos) {
+    return PrefillSplitTokens(pos, rule.min_split_tokens, rule.max_splits);
+  };
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const PrefillRow& row = rows[r];
+    PKV_RETURN_IF_ERROR(ValidateRow(row, r));
+    for (int32_t m = 0; m < row.num_tokens;) {
+      const int32_t c = c_of(row.start_pos + m);
+      int32_t n = 1;  // the run: queries sharing c, at most a tile
+      while (n < kPrefillBlockM && m + n < row.num_tokens && c_of(row.start_pos + m + n) == c) ++n;
+      const int32_t last_pos = row.start_pos + m + n - 1;
+      for (int32_t k = 0; k <= last_pos / c; ++k) {
+        PrefillTile t = TileOf(row, m);
+        t.split_tokens = c;
+        t.split = k;
+        t.m_rows = n;
+        tiles->push_back(t);
+      }
+      m += n;
+    }
+  }
+  std::stable_sort(tiles->begin(), tiles->end(), [](const PrefillTile& a, const PrefillTile& b) {
+    return SplitTileKeys(a) > SplitTileKeys(b);
+  });
+  return absl::OkStatus();
+}
+
+int64_t PrefillSplitPartialBytes(int64_t tokens, int32_t num_q_heads, int32_t head_dim,
+                                 const PrefillSplitRule& rule) {
+  return tokens * num_q_heads * rule.max_splits * (int64_t{head_dim} + 2) * 4;
 }
 
 double PrefillAttentionFlops(absl::Span<const PrefillRow> rows, int32_t num_q_heads,

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "kernels/common/host_device.h"
 
 namespace pkv::prefill {
 
@@ -32,15 +33,17 @@ struct PrefillRow {
   int32_t page_base = 0;   // the row's first entry in the block table's page ids
 };
 
-// One CTA's queries: [m_begin, min(m_begin + kPrefillBlockM, num_tokens)) of its row. 32 bytes so
-// the device reads it with two 16-byte loads.
+// One CTA's queries: [m_begin, min(m_begin + kPrefillBlockM, num_tokens)) of its row, or (a split
+// tile, below) [m_begin, m_begin + m_rows). 32 bytes so the device reads it with two 16-byte loads.
 struct PrefillTile {
   int32_t q_begin = 0;
   int32_t num_tokens = 0;
   int32_t start_pos = 0;
   int32_t page_base = 0;
   int32_t m_begin = 0;
-  int32_t reserved[3] = {0, 0, 0};
+  int32_t split_tokens = 0;  // split tiles: C, the split size of every query of the tile; 0: none
+  int32_t split = 0;         // split tiles: k, the tile reads keys [k C, (k + 1) C)
+  int32_t m_rows = 0;        // split tiles: the tile's queries (<= kPrefillBlockM)
 };
 static_assert(sizeof(PrefillTile) == 32);
 
@@ -50,6 +53,52 @@ int64_t TileKeys(const PrefillTile& tile);
 // Fills `tiles` (cleared first, capacity reused). INVALID_ARGUMENT for a row with no tokens, a
 // negative start_pos, q_begin or page_base.
 absl::Status PlanPrefillTiles(absl::Span<const PrefillRow> rows, std::vector<PrefillTile>* tiles);
+
+// Split attention at fixed key positions (issue 14: the deterministic mode's way to split-KV).
+// Query q at position pos (it sees keys 0..pos) cuts its keys at multiples of a split size C(pos)
+// that depends on pos alone: C = max(min_split_tokens, pow2ceil(pos + 1) / max_splits), so it has
+// S(pos) = pos / C + 1 <= max_splits splits. Each split's online-softmax state (O unnormalized,
+// running max m in log2 units, sum l) is computed from the split's first key with a fresh state
+// and written to a partial slot [token][q head][max_splits]; one merge kernel folds a query's
+// slots in split order. So a query's output is a function of its position and its keys only: the
+// same bits whether it is a decode row (a one-query tile) or one query of a 64-query prefill tile,
+// whatever chunk, batch or tile it lands in (a row's arithmetic in the kernel never involves the
+// tile's other rows), while a decode row still gets S(pos) CTAs per q head instead of one.
+struct PrefillSplitRule {
+  int32_t min_split_tokens = 256;  // a power of two >= kPrefillBlockN
+  int32_t max_splits = 16;         // a power of two in [1, 128]
+};
+
+PKV_HOST_DEVICE int32_t PrefillSplitTokens(int32_t pos, int32_t min_split_tokens,
+                                           int32_t max_splits) {
+  int64_t p2 = 1;
+  while (p2 < int64_t{pos} + 1) p2 <<= 1;
+  const int64_t c = p2 / max_splits;
+  return static_cast<int32_t>(c > min_split_tokens ? c : min_split_tokens);
+}
+PKV_HOST_DEVICE int32_t PrefillSplitCount(int32_t pos, int32_t min_split_tokens,
+                                          int32_t max_splits) {
+  return pos / PrefillSplitTokens(pos, min_split_tokens, max_splits) + 1;
+}
+
+// INVALID_ARGUMENT unless min_split_tokens is a power of two >= kPrefillBlockN and max_splits a
+// power of two in [1, 128].
+absl::Status ValidatePrefillSplitRule(const PrefillSplitRule& rule);
+
+// The split tiles of `rows`: each row's queries in runs of at most kPrefillBlockM that share one
+// C(pos) (a run never crosses a power of two where C doubles), one tile per run and split k <=
+// (the run's last position) / C. Heaviest first, as PlanPrefillTiles. INVALID_ARGUMENT as
+// PlanPrefillTiles, or for an invalid rule.
+absl::Status PlanSplitPrefillTiles(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
+                                   std::vector<PrefillTile>* tiles);
+
+// Keys a split tile's CTA reads: [k C, min((k + 1) C, last query's position + 1)).
+int64_t SplitTileKeys(const PrefillTile& tile);
+
+// Bytes of the partial slots for `tokens` query tokens: O (head_dim floats) and (m, l) for each
+// token, q head and split slot.
+int64_t PrefillSplitPartialBytes(int64_t tokens, int32_t num_q_heads, int32_t head_dim,
+                                 const PrefillSplitRule& rule);
 
 // Multiply-adds of the causal attention of these rows times 2 (QK^T and PV): the FLOPs the
 // kernel must do, for reporting rates. Masked halves of diagonal tiles are not counted.

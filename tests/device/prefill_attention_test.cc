@@ -187,6 +187,112 @@ TEST_P(PrefillAttentionTest, MatchesReference) {
   }
 }
 
+// Split tiles (prefill_plan.h, the deterministic mode's split-KV): one row of `n` queries from
+// position 0 planned three ways (whole, in chunks of 300 after cached prefixes, every query as a
+// one-token row), each against the CPU reference, and the three outputs equal bit for bit.
+template <typename T>
+void RunSplitCase(int32_t head_dim, int32_t hq, int32_t hkv, int32_t page_size,
+                  const prefill::PrefillSplitRule& rule, int32_t n, std::mt19937* rng) {
+  const KvShape shape{hq, hkv, head_dim, page_size};
+  const int32_t np = (n + page_size - 1) / page_size, pool = np + 3;
+  std::vector<int32_t> perm(pool);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), *rng);
+  std::vector<int32_t> page_ids(perm.begin(), perm.begin() + np);
+  const int64_t q_elems = int64_t{n} * hq * head_dim, kv_elems = int64_t{pool} * shape.page_elems();
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  auto make = [&](float x) {
+    if constexpr (std::is_same_v<T, BFloat16>)
+      return ToBFloat16(x);
+    else
+      return ToHalf(x);
+  };
+  std::vector<T> q(q_elems), k(kv_elems), v(kv_elems);
+  for (T& x : q) x = make(3.f * u(*rng));
+  for (T& x : k) x = make(u(*rng));
+  for (T& x : v) x = make(u(*rng));
+  std::vector<int32_t> qo_indptr{0, n}, page_indptr{0, np}, lengths{n};
+  PagedKvView<const T> kv{k.data(), v.data(), pool, shape};
+  BlockTableView table{page_indptr.data(), page_ids.data(), lengths.data(), 1};
+  const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
+  std::vector<float> ref(q_elems);
+  ReferencePrefillAttention<T>(q.data(), qo_indptr.data(), kv, table, scale, ref.data());
+
+  auto dev = [](int64_t bytes) { return *DeviceBuffer::Allocate(bytes); };
+  DeviceBuffer dq = dev(q_elems * 2), dk = dev(kv_elems * 2), dv = dev(kv_elems * 2),
+               dout = dev(q_elems * 2), dpages = dev(page_ids.size() * 4), dpos = dev(n * 4),
+               dpart = dev(prefill::PrefillSplitPartialBytes(n, hq, head_dim, rule));
+  std::vector<int32_t> positions(n);
+  std::iota(positions.begin(), positions.end(), 0);
+  cudaMemcpy(dq.get(), q.data(), q_elems * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(dk.get(), k.data(), kv_elems * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(dv.get(), v.data(), kv_elems * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(dpages.get(), page_ids.data(), page_ids.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dpos.get(), positions.data(), n * 4, cudaMemcpyHostToDevice);
+  ASSERT_TRUE(prefill::ConfigurePrefillKernels().ok());
+
+  std::vector<std::vector<prefill::PrefillRow>> plans(3);
+  plans[0] = {{0, n, 0, 0}};
+  for (int32_t s = 0; s < n; s += 300) plans[1].push_back({s, std::min(300, n - s), s, 0});
+  for (int32_t pos = 0; pos < n; ++pos) plans[2].push_back({pos, 1, pos, 0});
+  std::vector<std::vector<T>> outs;
+  for (const auto& rows : plans) {
+    std::vector<prefill::PrefillTile> tiles;
+    ASSERT_TRUE(prefill::PlanSplitPrefillTiles(rows, rule, &tiles).ok());
+    DeviceBuffer dtiles = dev(tiles.size() * sizeof(prefill::PrefillTile));
+    cudaMemcpy(dtiles.get(), tiles.data(), tiles.size() * sizeof(prefill::PrefillTile),
+               cudaMemcpyHostToDevice);
+    ASSERT_EQ(cudaMemset(dout.get(), 0xff, q_elems * 2), cudaSuccess);  // NaN poison
+    ASSERT_EQ(cudaMemset(dpart.get(), 0xff, dpart.bytes()), cudaSuccess);
+    prefill::PrefillArgs a;
+    a.dtype = std::is_same_v<T, BFloat16> ? prefill::DType::kBFloat16 : prefill::DType::kFloat16;
+    a.q = dq.get();
+    a.k_cache = dk.get();
+    a.v_cache = dv.get();
+    a.page_ids = static_cast<const int32_t*>(dpages.get());
+    a.tiles = static_cast<const prefill::PrefillTile*>(dtiles.get());
+    a.num_tiles = static_cast<int32_t>(tiles.size());
+    a.num_q_heads = hq;
+    a.num_kv_heads = hkv;
+    a.head_dim = head_dim;
+    a.page_size = page_size;
+    a.scale = scale;
+    a.out = dout.get();
+    a.split_partials = dpart.get();
+    a.split_rule = rule;
+    a.positions = static_cast<const int32_t*>(dpos.get());
+    a.num_tokens = n;
+    const absl::Status st = prefill::LaunchPrefillAttention(a, nullptr);
+    ASSERT_TRUE(st.ok()) << st;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    outs.emplace_back(q_elems);
+    cudaMemcpy(outs.back().data(), dout.get(), q_elems * 2, cudaMemcpyDeviceToHost);
+  }
+  const double tol = std::is_same_v<T, BFloat16> ? 1.6e-2 : 4e-3;
+  for (size_t p = 0; p < outs.size(); ++p) {
+    int64_t bad = 0, differ = 0;
+    std::string first_bad;
+    for (int64_t i = 0; i < q_elems; ++i) {
+      const double g = ToFloat(outs[p][i]), r = ref[i];
+      if (!(std::abs(g - r) <= tol + tol * std::abs(r)) && bad++ == 0) {
+        first_bad = absl::StrCat("plan ", p, " token ", i / (hq * head_dim), " elem ", i, ": gpu ",
+                                 g, " ref ", r);
+      }
+      differ += Bits(outs[p][i]) != Bits(outs[0][i]);
+    }
+    EXPECT_EQ(bad, 0) << first_bad;
+    EXPECT_EQ(differ, 0) << "plan " << p << " differs from the whole row's bits";
+  }
+}
+
+TEST(PrefillSplitAttentionTest, MatchesReferenceAndIsBitwiseTheSameWhateverTheChunking) {
+  std::mt19937 rng(::pkv::testing::TestSeed() + 77);
+  RunSplitCase<BFloat16>(128, 8, 2, 16, {64, 4}, 1100, &rng);  // C doubles at 256 and 512
+  RunSplitCase<Half>(128, 4, 1, 5, {64, 4}, 700, &rng);
+  RunSplitCase<BFloat16>(64, 4, 2, 16, {256, 16}, 1500, &rng);
+  RunSplitCase<Half>(64, 7, 7, 1, {128, 2}, 513, &rng);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionTest,
                          ::testing::Values(PrefillCase{64, true, 4, 2, 16, false},
                                            PrefillCase{64, false, 4, 2, 16, false},

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -63,6 +64,86 @@ TEST(PrefillPlanTest, RejectsBadRows) {
   EXPECT_FALSE(PlanPrefillTiles({{0, 0, 0, 0}}, &tiles).ok());
   EXPECT_FALSE(PlanPrefillTiles({{0, 3, -1, 0}}, &tiles).ok());
   EXPECT_FALSE(PlanPrefillTiles({{-2, 3, 0, 0}}, &tiles).ok());
+}
+
+TEST(PrefillSplitTest, SplitSizeDependsOnPositionOnly) {
+  // min 256, at most 16 splits: C = 256 up to 4096 keys, then doubles with each power of two.
+  EXPECT_EQ(PrefillSplitTokens(0, 256, 16), 256);
+  EXPECT_EQ(PrefillSplitTokens(4095, 256, 16), 256);  // 4096 keys: 16 splits of 256
+  EXPECT_EQ(PrefillSplitCount(4095, 256, 16), 16);
+  EXPECT_EQ(PrefillSplitTokens(4096, 256, 16), 512);  // 4097 keys
+  EXPECT_EQ(PrefillSplitCount(4096, 256, 16), 9);
+  EXPECT_EQ(PrefillSplitCount(255, 256, 16), 1);
+  EXPECT_EQ(PrefillSplitCount(256, 256, 16), 2);
+  for (int32_t pos : {0, 1, 63, 64, 1000, 4095, 4096, 9999, 131071, 131072, 2000000000}) {
+    const int32_t c = PrefillSplitTokens(pos, 256, 16);
+    EXPECT_EQ(c % kPrefillBlockN, 0) << pos;
+    EXPECT_LE(PrefillSplitCount(pos, 256, 16), 16) << pos;
+    EXPECT_GE(int64_t{c} * PrefillSplitCount(pos, 256, 16), int64_t{pos} + 1) << pos;
+  }
+}
+
+TEST(PrefillSplitTest, RejectsBadRules) {
+  std::vector<PrefillTile> tiles;
+  EXPECT_FALSE(PlanSplitPrefillTiles({{0, 3, 0, 0}}, {100, 16}, &tiles).ok());
+  EXPECT_FALSE(PlanSplitPrefillTiles({{0, 3, 0, 0}}, {32, 16}, &tiles).ok());
+  EXPECT_FALSE(PlanSplitPrefillTiles({{0, 3, 0, 0}}, {256, 12}, &tiles).ok());
+  EXPECT_FALSE(PlanSplitPrefillTiles({{0, 3, 0, 0}}, {256, 256}, &tiles).ok());
+  EXPECT_FALSE(PlanSplitPrefillTiles({{0, 0, 0, 0}}, {256, 16}, &tiles).ok());
+}
+
+// Every query gets exactly its splits 0..S(pos)-1, from tiles whose split size is its C(pos),
+// whatever the chunking: the (query position, split, C) computations of a 5000-token row are the
+// same set planned whole, in chunks of 700, as 5000 decode rows, or mixed with other rows.
+TEST(PrefillSplitTest, EveryQueryGetsItsSplitsOnceWhateverTheChunking) {
+  const PrefillSplitRule rule{64, 4};  // small, so classes change often: C doubles past 256
+  auto computations = [&](const std::vector<PrefillRow>& rows) {
+    std::vector<PrefillTile> tiles;
+    EXPECT_TRUE(PlanSplitPrefillTiles(rows, rule, &tiles).ok());
+    std::map<std::tuple<int32_t, int32_t, int32_t>, int> seen;  // (pos, k, C) -> times
+    for (const PrefillTile& t : tiles) {
+      EXPECT_GT(t.m_rows, 0);
+      EXPECT_LE(t.m_rows, kPrefillBlockM);
+      EXPECT_LE(t.m_begin + t.m_rows, t.num_tokens);
+      EXPECT_GT(SplitTileKeys(t), 0);
+      for (int32_t r = 0; r < t.m_rows; ++r) {
+        const int32_t pos = t.start_pos + t.m_begin + r;
+        EXPECT_EQ(PrefillSplitTokens(pos, rule.min_split_tokens, rule.max_splits),
+                  t.split_tokens);  // a tile's queries share C
+        if (pos >= t.split * t.split_tokens) ++seen[{pos, t.split, t.split_tokens}];
+      }
+    }
+    return seen;
+  };
+  const int32_t n = 5000;
+  const auto whole = computations({{0, n, 0, 0}});
+  int64_t expected = 0;
+  for (int32_t pos = 0; pos < n; ++pos) {
+    expected += PrefillSplitCount(pos, rule.min_split_tokens, rule.max_splits);
+  }
+  EXPECT_EQ(static_cast<int64_t>(whole.size()), expected);
+  for (const auto& [key, times] : whole) EXPECT_EQ(times, 1);
+  std::vector<PrefillRow> chunks, decode_rows;
+  for (int32_t s = 0; s < n; s += 700) chunks.push_back({s, std::min(700, n - s), s, 0});
+  for (int32_t pos = 0; pos < n; ++pos) decode_rows.push_back({pos, 1, pos, 0});
+  EXPECT_EQ(computations(chunks), whole);
+  EXPECT_EQ(computations(decode_rows), whole);
+  std::vector<PrefillRow> mixed = chunks;
+  mixed.push_back({n, 3, 10, 1});  // another row's queries
+  auto with_other = computations(mixed);
+  for (int32_t pos = 10; pos < 13; ++pos) {
+    for (int32_t k = 0; k < PrefillSplitCount(pos, rule.min_split_tokens, rule.max_splits); ++k) {
+      const auto key =
+          std::make_tuple(pos, k, PrefillSplitTokens(pos, rule.min_split_tokens, rule.max_splits));
+      ASSERT_EQ(with_other[key], 2);  // once in each row
+      with_other[key] = 1;
+    }
+  }
+  EXPECT_EQ(with_other, whole);
+}
+
+TEST(PrefillSplitTest, PartialBytes) {
+  EXPECT_EQ(PrefillSplitPartialBytes(3, 32, 128, {256, 16}), 3 * 32 * 16 * 130 * 4);
 }
 
 }  // namespace
