@@ -8,8 +8,9 @@
 #      --deterministic: four prompts each alone, then all four at once (greedy and seeded), outputs
 #      compared; `pkv info` shows batch_invariant;
 #   3. the cost: pkv-bench e2e, 8B and 1B at B=1 (4k), B=8 (4k), bimodal B=64, variants pdl (the 8B
-#      worker's default), fused+pdl (the 1B worker's default) and det, side by side in one run,
-#      plus prefill of 2048 tokens with and without (model "<shape>+det").
+#      worker's default), fused+pdl (the 1B worker's default), det (split tiles) and det-whole
+#      (the mode's first form), side by side in one run, plus prefill of 2048 tokens with and
+#      without (model "<shape>+det").
 # Build machine (worktree root, CUDA build with the sm_90a gencode):
 #   cmake --build build --target determinism_device_test pkv-bench pkv-worker pkv-router pkv \
 #     pkv-make-model -- -j2
@@ -23,7 +24,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 B=$(cd "$(dirname "$0")" && pwd); R=$B/run
-[ -d "$B/bin" ] || unpack det
+[ -d "$B/bin" ] || unpack "${DET_BUNDLE:-det}"  # DET_BUNDLE: another bundle with these binaries
 TRACE=$B/heldout-20260623.tsv; [ -f "$TRACE" ] || TRACE=bench/traces/heldout-20260623.tsv
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "revision $(cat $B/REVISION 2>/dev/null)"; date -u; } > "$S" 2>&1
@@ -69,7 +70,8 @@ done
 
 el "e2e: deterministic vs default, 8B and 1B"
 timeout 120 "$R" pkv-bench e2e --trace "$TRACE" --shapes llama3-8b,llama3-1b \
-  --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B64 --variants pdl,fused+pdl,det \
+  --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B64 \
+  --variants pdl,fused+pdl,det,det-whole \
   --prompts 2048 --steps 12 --out "$OUT/e2e_det.tsv" > "$OUT/e2e_det.log" 2>&1
 echo "e2e rc=$?" >> "$S"
 [ -f "$OUT/e2e_det.tsv" ] && cut -f1-6,9,11,15,21 "$OUT/e2e_det.tsv" >> "$S"

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Split prefill tiles at fixed key positions (issue 14, deterministic mode; fifteenth session,
-# b15d57f, never run on a GPU): the prefill device tests (the new
-# PrefillSplitAttentionTest: split tiles against the CPU reference, and bitwise the same for a
-# row planned whole, in 300-query chunks and as one-query rows), the FP8 prefill tests (FP8 pages
-# run the same kernel template) and the determinism test (unchanged path: a regression check).
-# Bundle (~1 min incremental): bash bench/device/bundle.sh detsplit prefill_attention_device_test \
-#   prefill_fp8_device_test determinism_device_test
-# Call: carry [".device/detsplit.tar.xz"], `bash bench/device/detsplit.sh` (~2-3 min warm).
-# Rule: if PrefillSplitAttentionTest fails, fix before wiring the split into the backend; the
-# unsplit kernels compile to main's PTX, so a failure of the other cases is not this change.
+# The deterministic mode on split prefill tiles (issue 14; fifteenth session, never run on a GPU):
+#   1. determinism.sh on this bundle: determinism_device_test (bitwise alone / together / chunked /
+#      recomputed, now through split tiles), the served 4-prompt check with --deterministic, and
+#      pkv-bench e2e with det (split tiles) beside det-whole (the first form), pdl and fused+pdl;
+#   2. the prefill device tests: PrefillSplitAttentionTest (split tiles against the CPU reference,
+#      and bitwise the same for a row planned whole, in 300-query chunks and as one-query rows)
+#      and the FP8 prefill tests (same kernel template).
+# Bundle (~2 min incremental):
+#   bash bench/device/bundle.sh detsplit determinism_device_test pkv-bench pkv-worker pkv-router \
+#     pkv pkv-make-model prefill_attention_device_test prefill_fp8_device_test
+# Call: carry [".device/detsplit.tar.xz"], `bash bench/device/detsplit.sh` (~4 min warm).
+# Predictions (bench/NOTES.md "Fifteenth session"): det 8B B=1 ~1.08-1.12x pdl (det-whole ~2.1x),
+# B=8 alike, bimodal B=64 ~2x (det-whole ~4.6x); every determinism and prefill case passes. Rule:
+# any failure of determinism_device_test or PrefillSplitAttentionTest blocks the split tiles
+# (SetDeterministic(true, false) restores the first form) until fixed.
 set -u
+DET_BUNDLE=detsplit bash "$(dirname "$0")/determinism.sh"
 source "$(dirname "$0")/common.sh"
-start_call detsplit
-parallel_tests "$RD/tests" prefill_attention_device_test:200 prefill_fp8_device_test:200 \
-  determinism_device_test:400
+B=/tmp/pkv/detsplit; R=$B/run
+RD=$OUT/r; mkdir -p "$RD"
+parallel_tests "$RD/tests" prefill_attention_device_test:200 prefill_fp8_device_test:200
 grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
+tar -C "$OUT" --exclude results.tgz -czf "$OUT/results.tgz" .  # determinism.sh's files too
 cat "$S"

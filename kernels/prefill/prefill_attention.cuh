@@ -72,6 +72,7 @@ struct PrefillParams {
   float* part_o;
   float* part_ml;
   int32_t max_splits;
+  int32_t part_token_base;  // the token of slot row 0 (a window's first token)
 };
 
 template <int kD>
@@ -313,7 +314,8 @@ __device__ __forceinline__ void StorePartial(const PrefillParams& p, const Prefi
     const int r = warp * 16 + (lane >> 2) + hh * 8;
     if (r >= m_rows || tile.start_pos + tile.m_begin + r < key0) continue;
     const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
-    const int64_t slot = (token * p.num_q_heads + h) * p.max_splits + tile.split;
+    const int64_t slot =
+        ((token - p.part_token_base) * p.num_q_heads + h) * p.max_splits + tile.split;
     float* dst = p.part_o + slot * kD + 2 * (lane & 3);
 #pragma unroll
     for (int dn = 0; dn < kD / 8; ++dn) {
@@ -338,6 +340,9 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   const int kvh = h / p.group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int m_rows = kSplit ? tile.m_rows : min(kBlockM, tile.num_tokens - tile.m_begin);
+  if constexpr (kSplit) {
+    if (m_rows <= 0) return;  // an empty slot of a fixed layout (PlanSplitDecodeSlots)
+  }
   const int q_pos0 = tile.start_pos + tile.m_begin;  // position of the tile's first query
   // Keys [key0, kv_end) are visible to some row: from 0 to the last query, or a split's part of
   // that (key0 = k C, a multiple of kBlockN, below the last query's position: planner).
@@ -409,8 +414,9 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
 
 // Folds each query's split partials in split order: (M, L, O) <- (max(M, m_k), L a + l_k b,
 // O a + O_k b) with a = 2^(M - M'), b = 2^(m_k - M'), from (-inf, 0, 0); then out = O / L (FP8
-// pages: the V scale is in O already). One warp a (token, q head); tokens with a negative position
-// are skipped. The same fold for every query whatever tile or chunk its partials came from.
+// pages: the V scale is in O already). One warp a (token, q head) of the window's tokens
+// [part_token_base, part_token_base + num_tokens); tokens with a negative position are skipped. The
+// same fold for every query whatever tile or chunk its partials came from.
 template <typename T, int kD>
 __global__ void __launch_bounds__(128)
     PrefillSplitMergeKernel(const PrefillParams p, const int32_t* positions, int32_t num_tokens,
@@ -419,8 +425,8 @@ __global__ void __launch_bounds__(128)
   const int64_t pair = int64_t{blockIdx.x} * 4 + threadIdx.x / 32;
   if (pair >= int64_t{num_tokens} * p.num_q_heads) return;
   const int lane = threadIdx.x % 32;
-  const int64_t token = pair / p.num_q_heads;
-  const int pos = positions[token];
+  const int64_t token = pair / p.num_q_heads;  // in the window: slot row
+  const int pos = positions[p.part_token_base + token];
   if (pos < 0) return;
   const int splits = PrefillSplitCount(pos, min_split_tokens, p.max_splits);
   float big_m = -INFINITY, big_l = 0.f, acc[kPer];
@@ -438,7 +444,8 @@ __global__ void __launch_bounds__(128)
     big_m = m_new;
   }
   const float inv = 1.f / big_l;
-  T* dst = static_cast<T*>(p.out) + pair * kD + lane * kPer;
+  T* dst = static_cast<T*>(p.out) + (int64_t{p.part_token_base} * p.num_q_heads + pair) * kD +
+           lane * kPer;
 #pragma unroll
   for (int i = 0; i < kPer; i += 2) {
     *reinterpret_cast<uint32_t*>(dst + i) = PackPair<T>(acc[i] * inv, acc[i + 1] * inv);

@@ -66,8 +66,9 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype, a.kv_dtype, split));
   if (split) {
     PKV_RETURN_IF_ERROR(ValidatePrefillSplitRule(a.split_rule));
-    if (a.positions == nullptr || a.num_tokens < 0) {
-      return absl::InvalidArgumentError("prefill: split tiles need positions and num_tokens >= 0");
+    if (a.positions == nullptr || a.num_tokens < 0 || a.split_token_begin < 0) {
+      return absl::InvalidArgumentError(
+          "prefill: split tiles need positions, num_tokens >= 0 and split_token_begin >= 0");
     }
   }
   const bool fp8 = IsFp8(a.kv_dtype);
@@ -108,6 +109,7 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   p.v_scale = fp8 ? a.kv_scales.v : 1.f;
   p.part_o = static_cast<float*>(a.split_partials);
   p.max_splits = a.split_rule.max_splits;
+  p.part_token_base = a.split_token_begin;
   // (m, l) pairs after every O: PrefillSplitPartialBytes.
   p.part_ml = split ? p.part_o + int64_t{a.num_tokens} * a.num_q_heads * p.max_splits * a.head_dim
                     : nullptr;

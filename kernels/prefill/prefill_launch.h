@@ -41,13 +41,16 @@ struct PrefillArgs {
   int32_t page_size = 0;
   float scale = 1.0f;   // softmax scale, usually 1/sqrt(D)
   void* out = nullptr;  // [tokens][H_q][D]; rows of the tiles' queries are written
-  // Split tiles (PlanSplitPrefillTiles with `split_rule`): the tiles leave partials in
-  // `split_partials` (PrefillSplitPartialBytes(num_tokens, ...)), then the merge kernel writes
-  // out for every token of [0, num_tokens) whose positions[] entry is >= 0 (the query's position,
-  // device memory). Null split_partials: whole tiles (PlanPrefillTiles).
+  // Split tiles (PlanSplitPrefillTiles with `split_rule`) of the queries of tokens
+  // [split_token_begin, split_token_begin + num_tokens) (one PrefillSplitWindow): the tiles leave
+  // partials in `split_partials` (PrefillSplitPartialBytes(num_tokens, ...), slot rows counted
+  // from split_token_begin), then the merge kernel writes out for each of those tokens whose
+  // positions[] entry (the query's position, device memory, indexed by token) is >= 0. Null
+  // split_partials: whole tiles (PlanPrefillTiles).
   void* split_partials = nullptr;
   PrefillSplitRule split_rule;
   const int32_t* positions = nullptr;
+  int32_t split_token_begin = 0;
   int32_t num_tokens = 0;
 };
 

@@ -92,6 +92,38 @@ absl::Status ValidatePrefillSplitRule(const PrefillSplitRule& rule);
 absl::Status PlanSplitPrefillTiles(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
                                    std::vector<PrefillTile>* tiles);
 
+// A step's split tiles in windows of at most `window_tokens` consecutive tokens, so one workspace
+// of partial slots for window_tokens tokens serves the whole step (window by window: the tiles,
+// then the merge): tiles [tile_begin, tile_begin + num_tiles) hold exactly the queries of tokens
+// [token_begin, token_begin + num_tokens), whose slots are counted from token_begin.
+struct PrefillSplitWindow {
+  int32_t tile_begin = 0;
+  int32_t num_tiles = 0;
+  int32_t token_begin = 0;
+  int32_t num_tokens = 0;
+};
+// 8B shape (32 q heads, D 128, 16 splits): 68 MB of slots; the 1B's (D 64): 35 MB.
+inline constexpr int32_t kPrefillSplitWindowTokens = 256;
+
+// Split tiles of `rows` window by window (rows cut at window edges; a row's queries in any tile
+// give the same bits). The rows' tokens must cover [0, T) without overlap; windows cover [0, T).
+// INVALID_ARGUMENT as PlanSplitPrefillTiles, for rows that overlap or leave a gap, or a
+// window_tokens < 1. `clipped` is scratch.
+absl::Status PlanSplitPrefillWindows(absl::Span<const PrefillRow> rows,
+                                     const PrefillSplitRule& rule, int32_t window_tokens,
+                                     std::vector<PrefillTile>* tiles,
+                                     std::vector<PrefillSplitWindow>* windows,
+                                     std::vector<PrefillRow>* clipped);
+
+// The fixed layout of a decode-only step (CUDA-graph buckets, whose captured launches need tile
+// counts that depend on the row count only): one-query row i (q_begin i) owns tiles
+// [i max_splits, (i + 1) max_splits), its splits first, then empty tiles (m_rows 0: the kernel
+// returns at once); windows of window_tokens rows. INVALID_ARGUMENT as PlanSplitPrefillWindows,
+// or for a row of more than one query.
+absl::Status PlanSplitDecodeSlots(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
+                                  int32_t window_tokens, std::vector<PrefillTile>* tiles,
+                                  std::vector<PrefillSplitWindow>* windows);
+
 // Keys a split tile's CTA reads: [k C, min((k + 1) C, last query's position + 1)).
 int64_t SplitTileKeys(const PrefillTile& tile);
 

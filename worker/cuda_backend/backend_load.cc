@@ -70,6 +70,7 @@ cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
   kv.policy.policy_dir = o.policy_dir;
   kv.policy.kind = o.decode_policy;
   kv.kv_cache_dtype = o.kv_cache_dtype;
+  kv.split_partials = o.deterministic;
   return kv;
 }
 
@@ -145,7 +146,7 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   return absl::OkStatus();
 }
 
-absl::Status CudaModelBackend::Impl::SetDeterministic(bool enabled) {
+absl::Status CudaModelBackend::Impl::SetDeterministic(bool enabled, bool split_tiles) {
   if (enabled && tp_ != nullptr) {
     return absl::FailedPreconditionError(
         "deterministic mode is single-GPU only: the tensor-parallel all-reduce sums in an order "
@@ -153,8 +154,9 @@ absl::Status CudaModelBackend::Impl::SetDeterministic(bool enabled) {
   }
   options_.deterministic = enabled;
   gemm_->set_fixed_rows(enabled ? options_.deterministic_gemm_rows : 0);
-  kv_->set_uniform(enabled);
+  PKV_RETURN_IF_ERROR(kv_->SetUniform(enabled, split_tiles));
   staging_.SetTilesForEveryRow(enabled && kv_->prefill_tensor_cores());
+  staging_.SetSplitTiles(enabled && kv_->prefill_tensor_cores() && split_tiles);
   return absl::OkStatus();
 }
 

@@ -82,8 +82,10 @@ struct CudaBackendOptions {
   // function of its own tokens only, whatever else shares the step, how its prompt was chunked
   // or whether its KV came from prefill or decode. Every projection runs as cuBLAS GEMMs of
   // exactly deterministic_gemm_rows rows (gemm.h), every attention row through the one mma.sync
-  // prefill kernel (a decode row is a one-query tile; the decode engine's batch-dependent split
-  // is bypassed; the generic kernel for every row where the prefill kernel has no head dim), and
+  // prefill kernel as split tiles (a decode row is a one-query tile whose keys are split at
+  // positions fixed by its own position, kv_attention.h; the decode engine's batch-dependent
+  // split is bypassed; the generic kernel for every row where the prefill kernel has no head
+  // dim), and
   // the fused small-batch path, the skinny GEMM and tuned GEMMs are off. Single GPU only.
   bool deterministic = false;
   // Rows of every GEMM in deterministic mode: one cuBLAS call covers the decode batches up to it
@@ -152,7 +154,9 @@ class CudaModelBackend : public ModelBackend {
   // device and the compiled kernels allow PDL.
   void SetFusedSmallBatch(bool enabled);
   // Deterministic (batch-invariant) mode on or off (CudaBackendOptions::deterministic).
-  absl::Status SetDeterministic(bool enabled);  // FAILED_PRECONDITION under tensor parallelism
+  // FAILED_PRECONDITION under tensor parallelism. split_tiles: attention rows as split tiles
+  // (kv_attention.h; the mode's default), or whole (the first form, kept for benchmarks).
+  absl::Status SetDeterministic(bool enabled, bool split_tiles = true);
   bool deterministic() const;
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);

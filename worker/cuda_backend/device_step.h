@@ -26,6 +26,9 @@ struct DeviceStep {
   const int32_t* sample_token = nullptr;     // [logit_rows] token index of each sampled row
   const gpu::SampleRowParams* sample_params = nullptr;  // [logit_rows]
   const prefill::PrefillTile* tiles = nullptr;          // [num_tiles]
+  // Split tiles (step_builder.h): their windows, in host memory (read when enqueuing).
+  const prefill::PrefillSplitWindow* split_windows = nullptr;
+  int32_t num_split_windows = 0;
   const int32_t* page_ids = nullptr;  // block tables: decode rows', then prefill rows'
 };
 

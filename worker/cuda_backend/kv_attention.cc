@@ -48,6 +48,9 @@ absl::StatusOr<std::unique_ptr<KvAttention>> KvAttention::Create(
   }
   kv->prefill_tensor_cores_ = options.tensor_cores && prefill::PrefillHeadDimSupported(c.head_dim);
   if (kv->prefill_tensor_cores_) PKV_RETURN_IF_ERROR(prefill::ConfigurePrefillKernels());
+  // The deterministic mode's slots now, before the pool takes the free memory (SetUniform
+  // allocates them on first use otherwise).
+  if (options.split_partials) PKV_RETURN_IF_ERROR(kv->AllocateSplitPartials());
   kv->softmax_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   const std::vector<double> inv_freq = RopeInvFrequencies(c);
   PKV_ASSIGN_OR_RETURN(kv->inv_freq_, DeviceBuffer::Allocate(inv_freq.size() * sizeof(double)));
@@ -172,6 +175,21 @@ absl::Status KvAttention::EnqueueAttention(int layer, const DeviceStep& s, const
   return EnqueuePrefill(layer, s, q, out, stream);
 }
 
+absl::Status KvAttention::AllocateSplitPartials() {
+  if (!prefill_tensor_cores_ || split_partials_.get() != nullptr) return absl::OkStatus();
+  PKV_ASSIGN_OR_RETURN(split_partials_, DeviceBuffer::Allocate(prefill::PrefillSplitPartialBytes(
+                                            prefill::kPrefillSplitWindowTokens, shape_.num_q_heads,
+                                            shape_.head_dim, prefill::PrefillSplitRule{})));
+  return absl::OkStatus();
+}
+
+absl::Status KvAttention::SetUniform(bool enabled, bool split_tiles) {
+  uniform_ = enabled;
+  split_ = enabled && split_tiles && prefill_tensor_cores_;
+  if (split_) PKV_RETURN_IF_ERROR(AllocateSplitPartials());
+  return absl::OkStatus();
+}
+
 absl::Status KvAttention::EnqueuePrefill(int layer, const DeviceStep& s, const void* q, void* out,
                                          cudaStream_t stream) const {
   if (s.num_tiles <= 0) return absl::OkStatus();
@@ -191,12 +209,27 @@ absl::Status KvAttention::EnqueuePrefill(int layer, const DeviceStep& s, const v
   a.page_size = shape_.page_size;
   a.scale = softmax_scale_;
   a.out = out;
-  return prefill::LaunchPrefillAttention(a, stream);
+  if (s.num_split_windows == 0) return prefill::LaunchPrefillAttention(a, stream);
+  // Split tiles, window by window through one window's partial slots (stream order keeps a
+  // window's merge before the next window's tiles overwrite the slots).
+  a.split_partials = split_partials_.get();
+  a.positions = s.positions;
+  for (int32_t w = 0; w < s.num_split_windows; ++w) {
+    const prefill::PrefillSplitWindow& win = s.split_windows[w];
+    a.tiles = s.tiles + win.tile_begin;
+    a.num_tiles = win.num_tiles;
+    a.split_token_begin = win.token_begin;
+    a.num_tokens = win.num_tokens;
+    PKV_RETURN_IF_ERROR(prefill::LaunchPrefillAttention(a, stream));
+  }
+  return absl::OkStatus();
 }
 
 void KvAttention::FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const {
   if (uniform_ && num_decode_rows > 0) {  // the decode rows ran as one-query tiles
-    stats->decode_route = prefill_tensor_cores_ ? "uniform-prefill" : "generic";
+    stats->decode_route = !prefill_tensor_cores_ ? "generic"
+                          : split_               ? "uniform-split"
+                                                 : "uniform-prefill";
     stats->decode_launches = 1;
     stats->decode_split_occupancy = 1.0;
   } else if (decode_ != nullptr && num_decode_rows > 0) {

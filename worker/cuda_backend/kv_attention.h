@@ -20,7 +20,11 @@
 // the mma.sync prefill kernel (keys in fixed 64-key tiles from position 0; a fully masked tile
 // leaves the running state bitwise unchanged), or the generic kernel for every row where the
 // prefill kernel lacks the head dim. The decode engine is not used: its split of a row depends
-// on the whole batch.
+// on the whole batch. With split tiles (the default of the mode), the prefill kernel cuts each
+// query's keys at positions that depend on the query's position alone and a merge kernel folds
+// the splits in order (prefill_plan.h), so a decode row runs on up to 16 CTAs a q head instead of
+// one, still the same bits wherever the query is computed; the partial slots are one window's
+// (kPrefillSplitWindowTokens tokens), reused window by window.
 // Thread-safety: not thread-safe (owned by the backend; the thread that runs its steps).
 #pragma once
 
@@ -50,6 +54,7 @@ struct KvAttentionOptions {
   DecodePolicyOptions policy;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // kAuto: pages of the model's 16-bit dtype
   std::vector<Fp8KvScales> kv_scales;  // [num_layers] FP8 scales; empty: 1.0 for every layer
+  bool split_partials = false;  // allocate the split tiles' partial slots at Create (SetUniform)
 };
 
 // Pages of `page_bytes` (all layers' K and V) the pool takes: num_pages when > 0, else
@@ -90,10 +95,12 @@ class KvAttention {
     return static_cast<const double*>(inv_freq_.get());
   }
   bool decode_engine() const { return decode_ != nullptr; }  // false: decode rows run generic
-  // Uniform attention on or off (see above). With the prefill kernel, the step must carry a tile
-  // for every row (StepShape::tiles_for_every_row).
-  void set_uniform(bool enabled) { uniform_ = enabled; }
+  // Uniform attention on or off (see above), with split tiles or whole ones. With the prefill
+  // kernel, the step must carry a tile for every row (StepShape::tiles_for_every_row; split
+  // tiles: StepShape::split_tiles). Split tiles allocate the partial slots on first use.
+  absl::Status SetUniform(bool enabled, bool split_tiles);
   bool uniform() const { return uniform_; }
+  bool uniform_split() const { return uniform_ && split_partials_.get() != nullptr && split_; }
   bool prefill_tensor_cores() const { return prefill_tensor_cores_; }
   float softmax_scale() const { return softmax_scale_; }
 
@@ -116,6 +123,7 @@ class KvAttention {
 
  private:
   KvAttention() = default;
+  absl::Status AllocateSplitPartials();  // once; nothing without the prefill kernel
   absl::Status EnqueueGeneric(int layer, const DeviceStep& s, int32_t first, int32_t count,
                               const void* q, void* out, cudaStream_t stream) const;
   // The mma.sync prefill kernel over the step's tiles.
@@ -130,6 +138,8 @@ class KvAttention {
   std::unique_ptr<DecodeAttention> decode_;  // null: decode rows use the generic kernel
   bool prefill_tensor_cores_ = false;        // prefill rows use the mma.sync kernel
   bool uniform_ = false;                     // every row through one kernel (see above)
+  bool split_ = false;                       // ... as split tiles
+  DeviceBuffer split_partials_;              // one window's partial slots (split tiles)
   float softmax_scale_ = 1.f;
   DeviceBuffer inv_freq_;  // double [D / 2]
   int64_t num_pages_ = 0;

@@ -208,6 +208,9 @@ absl::Status StepBuilder::Build(absl::Span<const BatchRow> rows, bool need_param
   h.padded_tokens = h.num_tokens;
   h.num_sampled = static_cast<int32_t>(h.sample_token.size());
   h.decode_only = h.prefill_rows.empty();
+  h.split_windows.clear();
+  h.split_slots = false;
+  h.split_rule = shape_.split_rule;
   if (shape_.plan_prefill_tiles && shape_.tiles_for_every_row) {
     // Decode rows as one-query prefill rows, in token order (their tokens come first).
     h.tile_rows.clear();
@@ -215,7 +218,18 @@ absl::Status StepBuilder::Build(absl::Span<const BatchRow> rows, bool need_param
       h.tile_rows.push_back({i, 1, h.positions[i], h.token_page_base[i]});
     }
     h.tile_rows.insert(h.tile_rows.end(), h.prefill_rows.begin(), h.prefill_rows.end());
-    PKV_RETURN_IF_ERROR(prefill::PlanPrefillTiles(h.tile_rows, &h.tiles));
+    if (!shape_.split_tiles) {
+      PKV_RETURN_IF_ERROR(prefill::PlanPrefillTiles(h.tile_rows, &h.tiles));
+    } else if (h.decode_only) {
+      h.split_slots = true;
+      PKV_RETURN_IF_ERROR(prefill::PlanSplitDecodeSlots(h.tile_rows, h.split_rule,
+                                                        prefill::kPrefillSplitWindowTokens,
+                                                        &h.tiles, &h.split_windows));
+    } else {
+      PKV_RETURN_IF_ERROR(prefill::PlanSplitPrefillWindows(
+          h.tile_rows, h.split_rule, prefill::kPrefillSplitWindowTokens, &h.tiles, &h.split_windows,
+          &h.split_scratch));
+    }
   } else if (shape_.plan_prefill_tiles && !h.prefill_rows.empty()) {
     PKV_RETURN_IF_ERROR(prefill::PlanPrefillTiles(h.prefill_rows, &h.tiles));
   }
@@ -223,7 +237,15 @@ absl::Status StepBuilder::Build(absl::Span<const BatchRow> rows, bool need_param
 }
 
 void StepBuilder::PadForGraph(int32_t bucket, StepHost* h) {
-  const bool tiles = !h->tiles.empty();
+  const bool tiles = !h->tiles.empty() && !h->split_slots;
+  if (h->split_slots && h->num_tokens < bucket) {  // each padding row takes its slots
+    for (int32_t t = h->num_tokens; t < bucket; ++t) h->tile_rows.push_back({t, 1, 0, 0});
+    // Valid by construction (one-query rows in token order, the builder's rule).
+    const absl::Status planned = prefill::PlanSplitDecodeSlots(h->tile_rows, h->split_rule,
+                                                               prefill::kPrefillSplitWindowTokens,
+                                                               &h->tiles, &h->split_windows);
+    PKV_CHECK_MSG(planned.ok(), "split slots of a padded decode step");
+  }
   for (int32_t t = h->num_tokens; t < bucket; ++t) {
     if (tiles) {  // the captured prefill launch has one tile per bucket row
       prefill::PrefillTile pad;

@@ -87,6 +87,11 @@ struct StepShape {
   // Uniform attention (kv_attention.h): the prefill kernel runs decode rows too, each as a
   // one-query tile, so every row gets tiles (decode rows' first, in token order).
   bool tiles_for_every_row = false;
+  // With tiles_for_every_row: split tiles (prefill_plan.h, "Split attention at fixed key
+  // positions") in windows of kPrefillSplitWindowTokens tokens; decode-only steps in the fixed
+  // per-row layout (PlanSplitDecodeSlots) so graph buckets capture fixed launches.
+  bool split_tiles = false;
+  prefill::PrefillSplitRule split_rule;
 };
 
 // One step on the host. Vectors keep their capacity between steps (no allocation once warm).
@@ -101,6 +106,12 @@ struct StepHost {
   std::vector<prefill::PrefillRow> prefill_rows;
   std::vector<prefill::PrefillRow> tile_rows;  // scratch: the rows the tiles are planned over
   std::vector<prefill::PrefillTile> tiles;
+  // Split tiles (StepShape::split_tiles): the windows of `tiles`, and whether they are the fixed
+  // per-row layout (split_rule.max_splits tiles a row; PadForGraph extends it).
+  std::vector<prefill::PrefillSplitWindow> split_windows;
+  bool split_slots = false;
+  prefill::PrefillSplitRule split_rule;
+  std::vector<prefill::PrefillRow> split_scratch;
   std::vector<int32_t> page_ids;
   std::vector<int32_t> sample_token;                // [S] in batch row order
   std::vector<gpu::SampleRowParams> sample_params;  // [S]
@@ -122,13 +133,16 @@ class StepBuilder {
   absl::Status Build(absl::Span<const BatchRow> rows, bool need_params, StepHost* out) const;
 
   // Pads a decode-only step to `bucket` rows (graph replay). REQUIRES: host.decode_only and
-  // host.num_tokens <= bucket. A step with tiles (tiles_for_every_row) gets one per padding row:
-  // one query at position 0 reading the first block-table entry, its output never used.
+  // host.num_tokens <= bucket. A step with tiles (tiles_for_every_row) gets one per padding row
+  // (split slots: a row's slots): one query at position 0 reading the first block-table entry,
+  // its output never used.
   static void PadForGraph(int32_t bucket, StepHost* host);
 
   // Uniform attention on or off (StepShape::tiles_for_every_row; the backend's deterministic
   // mode). Takes effect at the next Build.
   void set_tiles_for_every_row(bool enabled) { shape_.tiles_for_every_row = enabled; }
+  // Split tiles on or off (StepShape::split_tiles). Takes effect at the next Build.
+  void set_split_tiles(bool enabled) { shape_.split_tiles = enabled; }
   const StepShape& shape() const { return shape_; }
 
   // Writes the step into `image` laid out by `layout`; returns the bytes to copy.

@@ -113,8 +113,10 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
   if (UsePdlAttention(s)) sig ^= 0x9E3779B97F4A7C15ull;
   if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
-  // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row.
+  // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row, or (split
+  // tiles) max_splits tiles a row in windows with a merge each.
   if (options_.deterministic) sig ^= 0x85EBCA77C2B2AE63ull;
+  if (options_.deterministic && kv_->uniform_split()) sig ^= 0xD6E8FEB86659FD93ull;
   return sig;
 }
 

@@ -1,5 +1,6 @@
 #include "worker/cuda_backend/step_staging.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/cuda_status.h"
@@ -16,7 +17,12 @@ absl::StatusOr<StepStaging> StepStaging::Create(std::unique_ptr<StepBuilder> bui
   StagingCaps caps;
   caps.tokens = limits.max_tokens;
   caps.sampled = limits.max_rows;
-  caps.tiles = limits.max_tokens / prefill::kPrefillBlockM + limits.max_rows;
+  // Whole tiles: a tile a row and one more per 64 queries. Split tiles: at most max_splits a
+  // query (a run of queries takes a tile per split), and exactly that per row of a padded
+  // decode-only step (PlanSplitDecodeSlots).
+  caps.tiles = std::max(
+      limits.max_tokens / prefill::kPrefillBlockM + limits.max_rows,
+      std::max(limits.max_tokens, limits.max_rows) * st.builder_->shape().split_rule.max_splits);
   caps.page_ids = limits.max_page_ids;
   const int64_t bytes = LayoutStaging(caps).total_bytes;
   PKV_ASSIGN_OR_RETURN(st.image_, DeviceBuffer::AllocateZeroed(bytes, stream));
@@ -33,8 +39,10 @@ absl::Status StepStaging::Upload(int32_t bucket, cudaStream_t stream, DeviceStep
     StagingCaps caps;
     caps.tokens = bucket;
     caps.sampled = bucket;
-    // Uniform attention: one tile per row (step_builder.h); else none in a decode-only step.
-    caps.tiles = host.tiles.empty() ? 0 : bucket;
+    // Uniform attention: one tile per row (split: max_splits a row; step_builder.h); else none
+    // in a decode-only step.
+    caps.tiles =
+        host.tiles.empty() ? 0 : bucket * (host.split_slots ? host.split_rule.max_splits : 1);
     caps.page_ids = 1;  // page_ids is the last region: its capacity does not move any offset
     layout = LayoutStaging(caps);
   } else {
@@ -48,6 +56,8 @@ absl::Status StepStaging::Upload(int32_t bucket, cudaStream_t stream, DeviceStep
   s->decode_tokens = host.decode_only ? host.padded_tokens : host.num_decode_rows;
   s->logit_rows = bucket > 0 ? bucket : host.num_sampled;
   s->num_tiles = static_cast<int32_t>(host.tiles.size());
+  s->split_windows = host.split_windows.data();
+  s->num_split_windows = static_cast<int32_t>(host.split_windows.size());
   s->header = reinterpret_cast<const int32_t*>(base + layout.header);
   s->token_ids = reinterpret_cast<const int32_t*>(base + layout.token_ids);
   s->positions = reinterpret_cast<const int32_t*>(base + layout.positions);

@@ -40,6 +40,7 @@ class StepStaging {
   void SetHost(const StepHost& host) { host_ = host; }
   // Tiles for decode rows too (StepShape::tiles_for_every_row), from the next Build on.
   void SetTilesForEveryRow(bool enabled) { builder_->set_tiles_for_every_row(enabled); }
+  void SetSplitTiles(bool enabled) { builder_->set_split_tiles(enabled); }
   const StepHost& host() const { return host_; }
 
   // Pads host() to `bucket` rows (> 0: a decode-only graph step; 0: eager, unpadded), writes the

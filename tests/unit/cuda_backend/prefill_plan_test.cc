@@ -142,6 +142,84 @@ TEST(PrefillSplitTest, EveryQueryGetsItsSplitsOnceWhateverTheChunking) {
   EXPECT_EQ(with_other, whole);
 }
 
+// Windows: each window's tiles hold exactly its tokens' queries (slot rows counted from the
+// window's first token), every query gets its splits once, and a row cut at a window edge gives
+// the same (position, split, C) computations as planned whole.
+TEST(PrefillSplitTest, WindowsHoldTheirOwnTokensAndChangeNoComputation) {
+  const PrefillSplitRule rule{64, 4};
+  const std::vector<PrefillRow> rows = {
+      {0, 1, 500, 0}, {1, 1, 3, 4}, {2, 300, 0, 7}, {302, 90, 700, 9}, {392, 1, 4095, 2}};
+  std::vector<PrefillTile> tiles;
+  std::vector<PrefillSplitWindow> windows;
+  std::vector<PrefillRow> scratch;
+  ASSERT_TRUE(PlanSplitPrefillWindows(rows, rule, 100, &tiles, &windows, &scratch).ok());
+  ASSERT_EQ(windows.size(), 4u);                              // 393 tokens in windows of 100
+  std::map<std::tuple<int32_t, int32_t, int32_t>, int> seen;  // (token, k, C) -> times
+  int32_t next_tile = 0;
+  for (size_t w = 0; w < windows.size(); ++w) {
+    const PrefillSplitWindow& win = windows[w];
+    EXPECT_EQ(win.token_begin, 100 * static_cast<int32_t>(w));
+    EXPECT_EQ(win.num_tokens, std::min(100, 393 - win.token_begin));
+    EXPECT_EQ(win.tile_begin, next_tile);
+    next_tile += win.num_tiles;
+    for (int32_t i = win.tile_begin; i < win.tile_begin + win.num_tiles; ++i) {
+      const PrefillTile& t = tiles[i];
+      for (int32_t r = 0; r < t.m_rows; ++r) {
+        const int32_t token = t.q_begin + t.m_begin + r, pos = t.start_pos + t.m_begin + r;
+        EXPECT_GE(token, win.token_begin);
+        EXPECT_LT(token, win.token_begin + win.num_tokens);
+        if (pos >= t.split * t.split_tokens) ++seen[{token, t.split, t.split_tokens}];
+      }
+    }
+  }
+  EXPECT_EQ(next_tile, static_cast<int32_t>(tiles.size()));
+  std::vector<PrefillTile> whole;
+  ASSERT_TRUE(PlanSplitPrefillTiles(rows, rule, &whole).ok());
+  std::map<std::tuple<int32_t, int32_t, int32_t>, int> expected;
+  for (const PrefillTile& t : whole) {
+    for (int32_t r = 0; r < t.m_rows; ++r) {
+      if (t.start_pos + t.m_begin + r >= t.split * t.split_tokens) {
+        ++expected[{t.q_begin + t.m_begin + r, t.split, t.split_tokens}];
+      }
+    }
+  }
+  EXPECT_EQ(seen, expected);
+  // Rows must tile the tokens in order.
+  EXPECT_FALSE(PlanSplitPrefillWindows({{1, 2, 0, 0}}, rule, 100, &tiles, &windows, &scratch).ok());
+  EXPECT_FALSE(PlanSplitPrefillWindows({{0, 2, 0, 0}}, rule, 0, &tiles, &windows, &scratch).ok());
+}
+
+// Decode slots: row i owns tiles [i S, (i + 1) S), its splits then empty tiles; windows of rows.
+TEST(PrefillSplitTest, DecodeSlotsAreAFixedLayoutOfTheRowCount) {
+  const PrefillSplitRule rule{64, 4};
+  const std::vector<PrefillRow> rows = {{0, 1, 0, 0}, {1, 1, 63, 1}, {2, 1, 64, 2}, {3, 1, 300, 3}};
+  std::vector<PrefillTile> tiles;
+  std::vector<PrefillSplitWindow> windows;
+  ASSERT_TRUE(PlanSplitDecodeSlots(rows, rule, 3, &tiles, &windows).ok());
+  ASSERT_EQ(tiles.size(), 16u);
+  const int32_t splits[] = {1, 1, 2, 3};  // pos 300: C = pow2ceil(301) / 4 = 128
+  for (int32_t i = 0; i < 4; ++i) {
+    const int32_t s = PrefillSplitCount(rows[i].start_pos, 64, 4);
+    EXPECT_EQ(s, splits[i]) << i;
+    for (int32_t k = 0; k < 4; ++k) {
+      const PrefillTile& t = tiles[4 * i + k];
+      EXPECT_EQ(t.q_begin, i);
+      EXPECT_EQ(t.m_rows, k < s ? 1 : 0);
+      if (k < s) EXPECT_EQ(t.split, k);
+      EXPECT_EQ(t.split_tokens, PrefillSplitTokens(rows[i].start_pos, 64, 4));
+    }
+  }
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows[0].tile_begin, 0);
+  EXPECT_EQ(windows[0].num_tiles, 12);
+  EXPECT_EQ(windows[1].tile_begin, 12);
+  EXPECT_EQ(windows[1].num_tiles, 4);
+  EXPECT_EQ(windows[1].token_begin, 3);
+  EXPECT_EQ(windows[1].num_tokens, 1);
+  EXPECT_FALSE(PlanSplitDecodeSlots({{0, 2, 0, 0}}, rule, 3, &tiles, &windows).ok());
+  EXPECT_FALSE(PlanSplitDecodeSlots({{1, 1, 0, 0}}, rule, 3, &tiles, &windows).ok());
+}
+
 TEST(PrefillSplitTest, PartialBytes) {
   EXPECT_EQ(PrefillSplitPartialBytes(3, 32, 128, {256, 16}), 3 * 32 * 16 * 130 * 4);
 }

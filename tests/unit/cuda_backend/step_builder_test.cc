@@ -245,6 +245,66 @@ TEST_F(StepBuilderTest, TilesForEveryRowCoverDecodeRowsAndGraphPadding) {
   EXPECT_TRUE(h.tiles.empty());
 }
 
+// Split tiles (the deterministic mode's default): a mixed step's tiles in windows covering every
+// query's splits once; a decode-only step in the fixed per-row layout, which graph padding
+// extends by a padding row's slots (one real tile at position 0, the rest empty).
+TEST_F(StepBuilderTest, SplitTilesCoverEveryQueryAndPadPerRow) {
+  std::mt19937 rng(23);
+  Seq a = MakeSeq(200, &rng), b = MakeSeq(9, &rng), c = MakeSeq(70, &rng);
+  StepShape shape = Shape();
+  shape.tiles_for_every_row = shape.split_tiles = true;
+  shape.split_rule = {64, 4};  // small splits, so rows here have several (C doubles past 256)
+  StepBuilder builder(shape, Limits());
+  const prefill::PrefillSplitRule rule = shape.split_rule;
+  StepHost h;
+  const std::vector<BatchRow> mixed = {Row(a, 10, 190, true, nullptr), Row(b, 8, 1, true, nullptr),
+                                       Row(c, 69, 1, true, nullptr)};
+  const absl::Status built = builder.Build(mixed, false, &h);
+  ASSERT_TRUE(built.ok()) << built;
+  EXPECT_FALSE(h.split_slots);
+  ASSERT_EQ(h.split_windows.size(), 1u);  // 192 tokens, windows of 256
+  std::vector<int32_t> splits_seen(h.num_tokens, 0);
+  for (const prefill::PrefillSplitWindow& w : h.split_windows) {
+    for (int32_t i = w.tile_begin; i < w.tile_begin + w.num_tiles; ++i) {
+      const prefill::PrefillTile& t = h.tiles[i];
+      for (int32_t r = 0; r < t.m_rows; ++r) {
+        const int32_t token = t.q_begin + t.m_begin + r;
+        ASSERT_GE(token, w.token_begin);
+        ASSERT_LT(token, w.token_begin + w.num_tokens);
+        EXPECT_EQ(t.start_pos + t.m_begin + r, h.positions[token]);
+        EXPECT_EQ(t.page_base, h.token_page_base[token]);
+        if (h.positions[token] >= t.split * t.split_tokens) ++splits_seen[token];
+      }
+    }
+  }
+  for (int32_t token = 0; token < h.num_tokens; ++token) {
+    EXPECT_EQ(splits_seen[token], prefill::PrefillSplitCount(
+                                      h.positions[token], rule.min_split_tokens, rule.max_splits))
+        << token;
+  }
+
+  const std::vector<BatchRow> decode = {Row(b, 8, 1, true, nullptr), Row(a, 199, 1, true, nullptr),
+                                        Row(c, 69, 1, true, nullptr)};
+  ASSERT_TRUE(builder.Build(decode, false, &h).ok());
+  ASSERT_TRUE(h.split_slots);
+  ASSERT_EQ(h.tiles.size(), 3u * rule.max_splits);
+  EXPECT_EQ(h.tiles[rule.max_splits].start_pos, 199);  // 200 keys: C 64, splits 0..3
+  EXPECT_EQ(h.tiles[rule.max_splits + 3].m_rows, 1);
+  EXPECT_EQ(h.tiles[3].m_rows, 0);  // position 8: one split
+  StepBuilder::PadForGraph(4, &h);
+  ASSERT_EQ(h.tiles.size(), 4u * rule.max_splits);  // the bucket's fixed layout
+  ASSERT_EQ(h.split_windows.size(), 1u);
+  EXPECT_EQ(h.split_windows[0].num_tokens, 4);
+  EXPECT_EQ(h.split_windows[0].num_tiles, 4 * rule.max_splits);
+  const prefill::PrefillTile& pad = h.tiles[3 * rule.max_splits];
+  EXPECT_EQ(pad.q_begin, 3);
+  EXPECT_EQ(pad.start_pos, 0);
+  EXPECT_EQ(pad.page_base, 0);
+  EXPECT_EQ(pad.m_rows, 1);
+  EXPECT_EQ(h.tiles[3 * rule.max_splits + 1].m_rows, 0);
+  EXPECT_EQ(h.positions[3], 0);  // the merge reads the padding row's one split
+}
+
 // The same invalid batches the CPU backend rejects, with the same messages.
 TEST_F(StepBuilderTest, RejectsWhatTheCpuBackendRejects) {
   std::mt19937 rng(9);
