@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The deterministic mode on split prefill tiles (issue 14; fifteenth session, never run on a GPU):
 #   1. determinism.sh on this bundle: determinism_device_test (bitwise alone / together / chunked /
-#      recomputed, now through split tiles), the served 4-prompt check with --deterministic, and
-#      pkv-bench e2e with det (split tiles) beside det-whole (the first form), pdl and fused+pdl;
+#      recomputed, whole tiles and now split tiles: SplitTilesAreAlsoIndependentOfTheBatch), the
+#      served 4-prompt check with --deterministic and with --deterministic_split_tiles too, and
+#      pkv-bench e2e with det-split beside det (whole rows), pdl and fused+pdl;
 #   2. the prefill device tests: PrefillSplitAttentionTest (split tiles against the CPU reference,
 #      and bitwise the same for a row planned whole, in 300-query chunks and as one-query rows)
 #      and the FP8 prefill tests (same kernel template).
@@ -10,12 +11,12 @@
 #   bash bench/device/bundle.sh detsplit determinism_device_test pkv-bench pkv-worker pkv-router \
 #     pkv pkv-make-model prefill_attention_device_test prefill_fp8_device_test
 # Call: carry [".device/detsplit.tar.xz"], `bash bench/device/detsplit.sh` (~4 min warm).
-# Predictions (bench/NOTES.md "Fifteenth session"): det 8B B=1 ~1.08-1.12x pdl (det-whole ~2.1x),
-# B=8 alike, bimodal B=64 ~2x (det-whole ~4.6x); every determinism and prefill case passes. Rule:
-# any failure of determinism_device_test or PrefillSplitAttentionTest blocks the split tiles
-# (SetDeterministic(true, false) restores the first form) until fixed.
+# Predictions (bench/NOTES.md "Fifteenth session"): det-split 8B B=1 ~1.08-1.12x pdl (det ~2.1x),
+# B=8 alike, bimodal B=64 ~2x (det ~4.6x); every determinism and prefill case passes. Rule: if
+# they all pass and det-split is faster on every line, make deterministic_split_tiles the
+# default (CudaBackendOptions, WorkerOptions); any failure keeps it off until fixed.
 set -u
-DET_BUNDLE=detsplit bash "$(dirname "$0")/determinism.sh"
+DET_BUNDLE=detsplit DET_SPLIT=1 bash "$(dirname "$0")/determinism.sh"
 source "$(dirname "$0")/common.sh"
 B=/tmp/pkv/detsplit; R=$B/run
 RD=$OUT/r; mkdir -p "$RD"

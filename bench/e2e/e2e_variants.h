@@ -9,11 +9,9 @@
 //   lt+pdl         lt with programmatic dependent launch
 //   eager          cublas without CUDA graphs
 //   det            deterministic (batch-invariant) mode with PDL: fixed-row cuBLAS GEMMs and the
-//                  prefill kernel's split tiles for every attention row
-//                  (CudaBackendOptions::deterministic); compare with pdl (the 8B worker's
-//                  default) and fused+pdl (the 1B worker's)
-//   det-whole      det with whole-row tiles (one CTA a q head reads its row: the mode's first
-//                  form, for comparison)
+//                  prefill kernel for every attention row (CudaBackendOptions::deterministic);
+//                  compare with pdl (the 8B worker's default) and fused+pdl (the 1B worker's)
+//   det-split      det with split tiles (CudaBackendOptions::deterministic_split_tiles)
 // A variant that cannot run on a line (batch too large, shape unsupported, PDL unavailable) is
 // reported as skipped with the reason. Benchmark code: not thread-safe.
 #pragma once
@@ -36,7 +34,7 @@ struct Variant {
   int32_t prefetch_steps = 0;
   bool tuned = false;  // autotuned cuBLASLt GEMMs
   bool deterministic = false;
-  bool whole_tiles = false;  // det-whole
+  bool split_tiles = false;  // det-split
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

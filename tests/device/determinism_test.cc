@@ -116,6 +116,16 @@ TEST_P(DeterminismTest, EveryRowIsIndependentOfItsBatch) {
   }
 }
 
+// The same with split tiles (CudaBackendOptions::deterministic_split_tiles): prompts of 300 and
+// 611 tokens give decode rows of 2-3 splits (C = 256), the chunked mix cuts prefill runs at split
+// edges, and graph steps run the fixed 16-tiles-a-row layout.
+TEST_P(DeterminismTest, SplitTilesAreAlsoIndependentOfTheBatch) {
+  ASSERT_TRUE(gpu_->SetDeterministic(true, true).ok());
+  for (const InvarianceOptions& o : Modes()) {
+    EXPECT_EQ(CountDifferences(o, "deterministic, split tiles"), 0);
+  }
+}
+
 // An observation for the record: the default mode through the same mixes (not asserted).
 TEST_P(DeterminismTest, DefaultModeObservation) {
   ASSERT_TRUE(gpu_->SetDeterministic(false).ok());

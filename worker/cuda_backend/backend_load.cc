@@ -70,7 +70,7 @@ cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
   kv.policy.policy_dir = o.policy_dir;
   kv.policy.kind = o.decode_policy;
   kv.kv_cache_dtype = o.kv_cache_dtype;
-  kv.split_partials = o.deterministic;
+  kv.split_partials = o.deterministic && o.deterministic_split_tiles;
   return kv;
 }
 
@@ -125,7 +125,7 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
     PKV_RETURN_IF_ERROR(TuneGemms());
     gemm_->set_tuned(true);
   }
-  PKV_RETURN_IF_ERROR(SetDeterministic(o.deterministic));
+  PKV_RETURN_IF_ERROR(SetDeterministic(o.deterministic, o.deterministic_split_tiles));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   const ModelConfig& c = config_;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "

@@ -82,12 +82,16 @@ struct CudaBackendOptions {
   // function of its own tokens only, whatever else shares the step, how its prompt was chunked
   // or whether its KV came from prefill or decode. Every projection runs as cuBLAS GEMMs of
   // exactly deterministic_gemm_rows rows (gemm.h), every attention row through the one mma.sync
-  // prefill kernel as split tiles (a decode row is a one-query tile whose keys are split at
-  // positions fixed by its own position, kv_attention.h; the decode engine's batch-dependent
-  // split is bypassed; the generic kernel for every row where the prefill kernel has no head
-  // dim), and
+  // prefill kernel (a decode row is a one-query tile; with deterministic_split_tiles, split
+  // tiles whose keys are cut at positions fixed by the query's own position, kv_attention.h; the
+  // decode engine's batch-dependent split is bypassed; the generic kernel for every row where the
+  // prefill kernel has no head dim), and
   // the fused small-batch path, the skinny GEMM and tuned GEMMs are off. Single GPU only.
   bool deterministic = false;
+  // The mode's attention rows as split tiles (up to 16 CTAs a q head for a decode row) instead of
+  // one CTA a q head reading the row whole. Off until bench/device/detsplit.sh has run it on a
+  // GPU (written in the fifteenth session without one; predicted 8B B=1 2.1x -> ~1.1x of pdl).
+  bool deterministic_split_tiles = false;
   // Rows of every GEMM in deterministic mode: one cuBLAS call covers the decode batches up to it
   // (B = 64 in the bimodal benchmark); larger steps take ceil(T / rows) calls, each re-reading
   // the weights.
@@ -155,8 +159,8 @@ class CudaModelBackend : public ModelBackend {
   void SetFusedSmallBatch(bool enabled);
   // Deterministic (batch-invariant) mode on or off (CudaBackendOptions::deterministic).
   // FAILED_PRECONDITION under tensor parallelism. split_tiles: attention rows as split tiles
-  // (kv_attention.h; the mode's default), or whole (the first form, kept for benchmarks).
-  absl::Status SetDeterministic(bool enabled, bool split_tiles = true);
+  // (CudaBackendOptions::deterministic_split_tiles), or whole.
+  absl::Status SetDeterministic(bool enabled, bool split_tiles = false);
   bool deterministic() const;
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);

@@ -20,7 +20,7 @@
 // the mma.sync prefill kernel (keys in fixed 64-key tiles from position 0; a fully masked tile
 // leaves the running state bitwise unchanged), or the generic kernel for every row where the
 // prefill kernel lacks the head dim. The decode engine is not used: its split of a row depends
-// on the whole batch. With split tiles (the default of the mode), the prefill kernel cuts each
+// on the whole batch. With split tiles (SetUniform's split_tiles), the prefill kernel cuts each
 // query's keys at positions that depend on the query's position alone and a merge kernel folds
 // the splits in order (prefill_plan.h), so a decode row runs on up to 16 CTAs a q head instead of
 // one, still the same bits wherever the query is computed; the partial slots are one window's

@@ -51,6 +51,9 @@ ABSL_FLAG(bool, deterministic, kDefaults.deterministic,
           "CUDA: batch-invariant decoding: a request's greedy and seeded outputs do not depend on "
           "which other requests share its steps (fixed-shape GEMMs, one attention kernel for "
           "every row); costs speed, single GPU only");
+ABSL_FLAG(bool, deterministic_split_tiles, kDefaults.deterministic_split_tiles,
+          "CUDA, with --deterministic: attention rows as split tiles (up to 16 CTAs a query head "
+          "for a decode row, same bits) instead of whole rows; not yet run on a GPU");
 ABSL_FLAG(bool, gemm_autotune, kDefaults.gemm_autotune,
           "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
@@ -130,6 +133,7 @@ WorkerOptions WorkerOptionsFromFlags() {
   o.fused_wide_max_tokens = absl::GetFlag(FLAGS_fused_wide_max_tokens);
   o.pdl = absl::GetFlag(FLAGS_pdl);
   o.deterministic = absl::GetFlag(FLAGS_deterministic);
+  o.deterministic_split_tiles = absl::GetFlag(FLAGS_deterministic_split_tiles);
   o.gemm_autotune = absl::GetFlag(FLAGS_gemm_autotune);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.gpu = absl::GetFlag(FLAGS_gpu);
