@@ -8,9 +8,10 @@
 #      --deterministic: four prompts each alone, then all four at once (greedy and seeded), outputs
 #      compared; `pkv info` shows batch_invariant;
 #   3. the cost: pkv-bench e2e, 8B and 1B at B=1 (4k), B=8 (4k), bimodal B=64, variants pdl (the 8B
-#      worker's default), fused+pdl (the 1B worker's default), det and det-split (split tiles),
-#      side by side in one run, plus prefill of 2048 tokens with and without (model
-#      "<shape>+det-split"). DET_SPLIT=1 adds a served round with --deterministic_split_tiles.
+#      worker's default), fused+pdl (the 1B worker's default), det, and det-split, det-pinned,
+#      det-fast (the faster parts, alone and together), side by side in one run, plus prefill of
+#      2048 tokens with and without (model "<shape>+det-fast"). DET_SPLIT=1 adds a served round
+#      with --deterministic_split_tiles --deterministic_pinned_gemm ("split").
 # Build machine (worktree root, CUDA build with the sm_90a gencode):
 #   cmake --build build --target determinism_device_test pkv-bench pkv-worker pkv-router pkv \
 #     pkv-make-model -- -j2
@@ -30,7 +31,7 @@ TRACE=$B/heldout-20260623.tsv; [ -f "$TRACE" ] || TRACE=bench/traces/heldout-202
   echo "revision $(cat $B/REVISION 2>/dev/null)"; date -u; } > "$S" 2>&1
 
 el "device test"
-run_device_tests determinism_device_test:60
+run_device_tests determinism_device_test:240
 grep -E "^observation|differs from alone" "$OUT/device_tests.log" | head -40 >> "$S"
 
 el "served: 4 prompts alone, then together"
@@ -48,7 +49,7 @@ gen() {  # gen OUTFILE PROMPT SAMPLING...
 }
 for mode in default deterministic ${DET_SPLIT:+split}; do
   flag=; [ $mode = deterministic ] && flag=--deterministic
-  [ $mode = split ] && flag="--deterministic --deterministic_split_tiles"
+  [ $mode = split ] && flag="--deterministic --deterministic_split_tiles --deterministic_pinned_gemm"
   start_workers /tmp/m1b 1 --kv_memory_fraction=0.3 $flag
   start_router
   "$R" pkv info --addr 127.0.0.1:50061 2>&1 | grep -E "batch_invariant" | sed "s/^/$mode /" >> "$S"
@@ -70,9 +71,9 @@ for mode in default deterministic ${DET_SPLIT:+split}; do
 done
 
 el "e2e: deterministic vs default, 8B and 1B"
-timeout 120 "$R" pkv-bench e2e --trace "$TRACE" --shapes llama3-8b,llama3-1b \
+timeout 300 "$R" pkv-bench e2e --trace "$TRACE" --shapes llama3-8b,llama3-1b \
   --decode_lines bucketed-B1-N4096,bucketed-B8-N4096,bimodal-B64 \
-  --variants pdl,fused+pdl,det,det-split \
+  --variants pdl,fused+pdl,det,det-split,det-pinned,det-fast \
   --prompts 2048 --steps 12 --out "$OUT/e2e_det.tsv" > "$OUT/e2e_det.log" 2>&1
 echo "e2e rc=$?" >> "$S"
 [ -f "$OUT/e2e_det.tsv" ] && cut -f1-6,9,11,15,21 "$OUT/e2e_det.tsv" >> "$S"

@@ -305,22 +305,26 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
     }
   }
   // Prefill on the default configuration, and again in deterministic mode when a det variant
-  // was asked for (reported as model "<model>+det", or "+det-split" with split tiles when a
-  // det-split variant was asked for).
-  bool det = false, det_split = false;
+  // was asked for (reported as model "<model>+det", or "+det-fast" with the faster parts any
+  // det-split / det-pinned / det-fast variant asked for).
+  // The fastest form asked for: the union of the det variants' faster parts.
+  bool det = false;
+  DeterministicForm det_form;
   for (const Variant& v : variants) {
     det = det || v.deterministic;
-    det_split = det_split || v.split_tiles;
+    det_form.split_tiles = det_form.split_tiles || v.det_form.split_tiles;
+    det_form.pinned_gemm = det_form.pinned_gemm || v.det_form.pinned_gemm;
   }
+  const bool det_fast = det_form.split_tiles || det_form.pinned_gemm;
   for (const bool d : {false, true}) {
     if (d && !det) break;
     Variant prefill_variant;
     prefill_variant.deterministic = d;
-    prefill_variant.split_tiles = d && det_split;
+    if (d) prefill_variant.det_form = det_form;
     PKV_RETURN_IF_ERROR(ApplyVariant(prefill_variant, b.get()));
     for (int32_t n : ParseInts(absl::GetFlag(FLAGS_prompts))) {
       PKV_ASSIGN_OR_RETURN(PrefillResult r, RunPrefill(b.get(), n, 3, ceil.gemm_tflops, 9));
-      report->Prefill(d ? model + (det_split ? "+det-split" : "+det") : model, r);
+      report->Prefill(d ? model + (det_fast ? "+det-fast" : "+det") : model, r);
     }
   }
   if (drift != nullptr) PKV_RETURN_IF_ERROR(MeasureDrift(b.get(), model, drift, report));

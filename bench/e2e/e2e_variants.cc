@@ -31,15 +31,17 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
       v.tuned = v.pdl = true;
     } else if (name == "det") {
       v.deterministic = v.pdl = true;
-    } else if (name == "det-split") {
-      v.deterministic = v.pdl = v.split_tiles = true;
+    } else if (name == "det-split" || name == "det-pinned" || name == "det-fast") {
+      v.deterministic = v.pdl = true;
+      v.det_form.split_tiles = name != "det-pinned";
+      v.det_form.pinned_gemm = name != "det-split";
     } else if (name == "eager") {
       v.graphs = false;
     } else if (name != "cublas") {  // cublas: the defaults
       return absl::InvalidArgumentError(
           absl::StrCat("unknown variant '", v.name,
                        "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, lt, "
-                       "lt+pdl, eager, det, det-split"));
+                       "lt+pdl, eager, det, det-split, det-pinned, det-fast"));
     }
     out.push_back(v);
   }
@@ -60,7 +62,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
-  PKV_RETURN_IF_ERROR(b->SetDeterministic(v.deterministic, v.split_tiles));
+  PKV_RETURN_IF_ERROR(b->SetDeterministic(v.deterministic, v.det_form));
   return b->SetGemmAutotune(v.tuned);
 }
 

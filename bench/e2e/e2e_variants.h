@@ -11,7 +11,9 @@
 //   det            deterministic (batch-invariant) mode with PDL: fixed-row cuBLAS GEMMs and the
 //                  prefill kernel for every attention row (CudaBackendOptions::deterministic);
 //                  compare with pdl (the 8B worker's default) and fused+pdl (the 1B worker's)
-//   det-split      det with split tiles (CudaBackendOptions::deterministic_split_tiles)
+//   det-split      det with split attention tiles (DeterministicForm::split_tiles)
+//   det-pinned     det with pinned GEMMs (DeterministicForm::pinned_gemm)
+//   det-fast       det with both
 // A variant that cannot run on a line (batch too large, shape unsupported, PDL unavailable) is
 // reported as skipped with the reason. Benchmark code: not thread-safe.
 #pragma once
@@ -34,7 +36,7 @@ struct Variant {
   int32_t prefetch_steps = 0;
   bool tuned = false;  // autotuned cuBLASLt GEMMs
   bool deterministic = false;
-  bool split_tiles = false;  // det-split
+  DeterministicForm det_form;  // det-split, det-pinned, det-fast
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

@@ -116,13 +116,20 @@ TEST_P(DeterminismTest, EveryRowIsIndependentOfItsBatch) {
   }
 }
 
-// The same with split tiles (CudaBackendOptions::deterministic_split_tiles): prompts of 300 and
-// 611 tokens give decode rows of 2-3 splits (C = 256), the chunked mix cuts prefill runs at split
-// edges, and graph steps run the fixed 16-tiles-a-row layout.
-TEST_P(DeterminismTest, SplitTilesAreAlsoIndependentOfTheBatch) {
-  ASSERT_TRUE(gpu_->SetDeterministic(true, true).ok());
-  for (const InvarianceOptions& o : Modes()) {
-    EXPECT_EQ(CountDifferences(o, "deterministic, split tiles"), 0);
+// The same with the faster parts (DeterministicForm), each alone and together: split tiles
+// (prompts of 300 and 611 tokens give decode rows of 2-3 splits at C = 256, the chunked mix cuts
+// prefill runs at split edges, graph steps run the fixed 16-tiles-a-row layout) and pinned GEMMs
+// (one algorithm at every token count: the together and recompute mixes' prompts are one GEMM of
+// hundreds of rows, a decode step one of a few).
+TEST_P(DeterminismTest, TheFasterFormsAreAlsoIndependentOfTheBatch) {
+  for (const DeterministicForm form :
+       {DeterministicForm{true, false}, DeterministicForm{false, true},
+        DeterministicForm{true, true}}) {
+    ASSERT_TRUE(gpu_->SetDeterministic(true, form).ok());
+    const std::string mode = std::string("deterministic") +
+                             (form.split_tiles ? ", split tiles" : "") +
+                             (form.pinned_gemm ? ", pinned GEMMs" : "");
+    for (const InvarianceOptions& o : Modes()) EXPECT_EQ(CountDifferences(o, mode.c_str()), 0);
   }
 }
 

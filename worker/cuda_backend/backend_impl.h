@@ -104,7 +104,7 @@ class CudaModelBackend::Impl {
   // backend_load.cc: the deterministic mode's parts (GEMM rows, uniform attention, the builder's
   // tiles). REQUIRES: Finish. FAILED_PRECONDITION under tensor parallelism (the all-reduce's
   // summation order depends on the message size).
-  absl::Status SetDeterministic(bool enabled, bool split_tiles);
+  absl::Status SetDeterministic(bool enabled, DeterministicForm form);
   void SetPdl(bool enabled) { options_.pdl = enabled; }
   void SetFusedPrefetchSteps(int32_t steps);
 

@@ -70,7 +70,7 @@ cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
   kv.policy.policy_dir = o.policy_dir;
   kv.policy.kind = o.decode_policy;
   kv.kv_cache_dtype = o.kv_cache_dtype;
-  kv.split_partials = o.deterministic && o.deterministic_split_tiles;
+  kv.split_partials = o.deterministic && o.deterministic_form.split_tiles;
   return kv;
 }
 
@@ -125,7 +125,7 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
     PKV_RETURN_IF_ERROR(TuneGemms());
     gemm_->set_tuned(true);
   }
-  PKV_RETURN_IF_ERROR(SetDeterministic(o.deterministic, o.deterministic_split_tiles));
+  PKV_RETURN_IF_ERROR(SetDeterministic(o.deterministic, o.deterministic_form));
   PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
   const ModelConfig& c = config_;
   PKV_LOG(INFO) << "cuda backend: " << source << ", " << c.num_layers << " layers, "
@@ -146,17 +146,18 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   return absl::OkStatus();
 }
 
-absl::Status CudaModelBackend::Impl::SetDeterministic(bool enabled, bool split_tiles) {
+absl::Status CudaModelBackend::Impl::SetDeterministic(bool enabled, DeterministicForm form) {
   if (enabled && tp_ != nullptr) {
     return absl::FailedPreconditionError(
         "deterministic mode is single-GPU only: the tensor-parallel all-reduce sums in an order "
         "that depends on the batch's size");
   }
   options_.deterministic = enabled;
-  gemm_->set_fixed_rows(enabled ? options_.deterministic_gemm_rows : 0);
-  PKV_RETURN_IF_ERROR(kv_->SetUniform(enabled, split_tiles));
+  options_.deterministic_form = form;
+  gemm_->set_fixed_rows(enabled ? options_.deterministic_gemm_rows : 0, form.pinned_gemm);
+  PKV_RETURN_IF_ERROR(kv_->SetUniform(enabled, form.split_tiles));
   staging_.SetTilesForEveryRow(enabled && kv_->prefill_tensor_cores());
-  staging_.SetSplitTiles(enabled && kv_->prefill_tensor_cores() && split_tiles);
+  staging_.SetSplitTiles(enabled && kv_->prefill_tensor_cores() && form.split_tiles);
   return absl::OkStatus();
 }
 

@@ -75,8 +75,8 @@ void CudaModelBackend::SetCudaGraphs(bool enabled) { impl_->SetCudaGraphs(enable
 void CudaModelBackend::SetSkinnyGemm(bool enabled) { impl_->SetSkinnyGemm(enabled); }
 void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBatch(enabled); }
 void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
-absl::Status CudaModelBackend::SetDeterministic(bool enabled, bool split_tiles) {
-  return impl_->SetDeterministic(enabled, split_tiles);
+absl::Status CudaModelBackend::SetDeterministic(bool enabled, DeterministicForm form) {
+  return impl_->SetDeterministic(enabled, form);
 }
 bool CudaModelBackend::deterministic() const { return impl_->options().deterministic; }
 void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) { impl_->SetFusedPrefetchSteps(steps); }

@@ -38,6 +38,18 @@
 
 namespace pkv {
 
+// The deterministic mode's faster parts (docs/DESIGN.md, "Deterministic mode"), each off until a
+// GPU has run it: written in the fifteenth session without one (bench/device/detsplit.sh runs
+// both; predicted 8B B=1 2.1x -> ~1.1x of pdl, prefill 2048 2.6x -> ~1.2-1.5x).
+struct DeterministicForm {
+  // Attention rows as split tiles (up to 16 CTAs a q head for a decode row, kv_attention.h)
+  // instead of one CTA a q head reading the row whole.
+  bool split_tiles = false;
+  // One cuBLASLt algorithm per projection shape at every token count (gemm.h, pinned form)
+  // instead of deterministic_gemm_rows-row chunks that each re-read the weights.
+  bool pinned_gemm = false;
+};
+
 struct CudaBackendOptions {
   int32_t page_size = 16;
   int64_t num_kv_pages = 0;         // 0: kv_memory_fraction of the free memory after the rest
@@ -82,16 +94,13 @@ struct CudaBackendOptions {
   // function of its own tokens only, whatever else shares the step, how its prompt was chunked
   // or whether its KV came from prefill or decode. Every projection runs as cuBLAS GEMMs of
   // exactly deterministic_gemm_rows rows (gemm.h), every attention row through the one mma.sync
-  // prefill kernel (a decode row is a one-query tile; with deterministic_split_tiles, split
+  // prefill kernel (a decode row is a one-query tile; with deterministic_form.split_tiles, split
   // tiles whose keys are cut at positions fixed by the query's own position, kv_attention.h; the
   // decode engine's batch-dependent split is bypassed; the generic kernel for every row where the
   // prefill kernel has no head dim), and
   // the fused small-batch path, the skinny GEMM and tuned GEMMs are off. Single GPU only.
   bool deterministic = false;
-  // The mode's attention rows as split tiles (up to 16 CTAs a q head for a decode row) instead of
-  // one CTA a q head reading the row whole. Off until bench/device/detsplit.sh has run it on a
-  // GPU (written in the fifteenth session without one; predicted 8B B=1 2.1x -> ~1.1x of pdl).
-  bool deterministic_split_tiles = false;
+  DeterministicForm deterministic_form;
   // Rows of every GEMM in deterministic mode: one cuBLAS call covers the decode batches up to it
   // (B = 64 in the bimodal benchmark); larger steps take ceil(T / rows) calls, each re-reading
   // the weights.
@@ -158,9 +167,8 @@ class CudaModelBackend : public ModelBackend {
   // device and the compiled kernels allow PDL.
   void SetFusedSmallBatch(bool enabled);
   // Deterministic (batch-invariant) mode on or off (CudaBackendOptions::deterministic).
-  // FAILED_PRECONDITION under tensor parallelism. split_tiles: attention rows as split tiles
-  // (CudaBackendOptions::deterministic_split_tiles), or whole.
-  absl::Status SetDeterministic(bool enabled, bool split_tiles = false);
+  // FAILED_PRECONDITION under tensor parallelism; form: the faster parts (DeterministicForm).
+  absl::Status SetDeterministic(bool enabled, DeterministicForm form = {});
   bool deterministic() const;
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);

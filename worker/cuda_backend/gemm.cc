@@ -27,6 +27,7 @@ absl::StatusOr<std::unique_ptr<Gemm>> Gemm::Create(int64_t workspace_bytes) {
 
 Gemm::~Gemm() {
   lt_plans_.clear();  // descriptors before the handles
+  pinned_plans_.clear();
   if (lt_ != nullptr) cublasLtDestroy(lt_);
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
@@ -39,6 +40,7 @@ absl::Status Gemm::Linear(decode::DType dtype, const void* x, int64_t num_tokens
     return absl::InvalidArgumentError(
         absl::StrCat("gemm: bad shape [", num_tokens, "][", in, "] x [", out, "][", in, "]"));
   }
+  if (pinned_) return RunPinned(dtype, x, num_tokens, in, w, out, y, y_f32, stream);
   if (fixed_rows_ > 0) {
     // One shape for every call (gemm.h): the tail chunk runs R rows too, over padding rows.
     const int64_t x_row = in * 2, y_row = out * (y_f32 ? 4 : 2);  // bytes

@@ -18,6 +18,12 @@
 // for every row whatever T is (cuBLAS is run-to-run reproducible for a shape on one GPU with a
 // fixed workspace and atomics off, its default). The skinny kernel and tuned algorithms are
 // bypassed. The caller's x and y must hold ceil(T / R) * R rows; the padding rows' y is garbage.
+// Pinned form (set_fixed_rows(R, true)): one cuBLASLt algorithm per projection shape, cuBLASLt's
+// first heuristic choice for R tokens with split-K forced off, runs every call whatever its T,
+// so a prompt is one GEMM instead of ceil(T / R), each re-reading the weights. A row's result
+// still does not depend on T: without split-K the kernel computes each output element in one
+// CTA over K in its fixed order, and T only changes how many token tiles there are. Not yet run
+// on a GPU (fifteenth session): the determinism device test is what confirms it.
 // Thread-safety: not thread-safe (one handle, owned by the backend).
 #pragma once
 
@@ -53,9 +59,14 @@ class Gemm {
 
   void set_skinny(bool enabled) { skinny_ = enabled; }
   bool skinny() const { return skinny_; }
-  // 0: cuBLAS's choice by shape; R > 0: batch-invariant, every GEMM R rows (see above).
-  void set_fixed_rows(int32_t rows) { fixed_rows_ = rows > 0 ? rows : 0; }
+  // 0: cuBLAS's choice by shape; R > 0: batch-invariant, every GEMM R rows, or (pinned) the
+  // algorithm chosen for R rows at every T (see above).
+  void set_fixed_rows(int32_t rows, bool pinned = false) {
+    fixed_rows_ = rows > 0 ? rows : 0;
+    pinned_ = fixed_rows_ > 0 && pinned;
+  }
   int32_t fixed_rows() const { return fixed_rows_; }
+  bool pinned() const { return pinned_; }
 
   // One problem to tune: x [tokens][in] and y [tokens][out] are scratch operands; the timing
   // cycles through `weights` (matrices of this shape, e.g. every layer's) so it reads them from
@@ -101,14 +112,23 @@ class Gemm {
   absl::Status RunLt(const LtPlan& p, const void* x, const void* w, void* y,
                      cudaStream_t stream) const;
   absl::StatusOr<std::unique_ptr<LtPlan>> MakeLtPlan(const TuneProblem& p) const;
+  absl::StatusOr<int> Heuristics(const LtPlan& plan,
+                                 cublasLtMatmulHeuristicResult_t (&found)[kTuneCandidates]) const;
+  // The pinned form: the shape's plan (made on first use), its B and C layouts set to T tokens.
+  absl::Status RunPinned(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
+                         const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream);
+  absl::StatusOr<std::unique_ptr<LtPlan>> MakePinnedPlan(decode::DType dtype, int64_t in,
+                                                         int64_t out, bool y_f32);
 
   bool skinny_ = false;
   bool tuned_ = false;
   int32_t fixed_rows_ = 0;
+  bool pinned_ = false;
   cublasHandle_t handle_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_;
   absl::flat_hash_map<Key, std::unique_ptr<LtPlan>> lt_plans_;
+  absl::flat_hash_map<Key, std::unique_ptr<LtPlan>> pinned_plans_;  // tokens 0 in the key
 };
 
 // CUBLAS_STATUS -> absl::Status (INTERNAL naming the call).

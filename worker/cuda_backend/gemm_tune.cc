@@ -82,6 +82,84 @@ absl::Status Gemm::RunLt(const LtPlan& p, const void* x, const void* w, void* y,
                       "cublasLtMatmul");
 }
 
+// cuBLASLt's heuristic candidates for `plan` within the workspace, best first; 0 when it offers
+// none.
+absl::StatusOr<int> Gemm::Heuristics(
+    const LtPlan& plan, cublasLtMatmulHeuristicResult_t (&found)[kTuneCandidates]) const {
+  cublasLtMatmulPreference_t pref = nullptr;
+  PKV_RETURN_IF_ERROR(
+      CublasStatus(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
+  const size_t ws = static_cast<size_t>(workspace_.bytes());
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof(ws));
+  int n = 0;
+  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+      lt_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, kTuneCandidates, found, &n);
+  cublasLtMatmulPreferenceDestroy(pref);
+  return hs == CUBLAS_STATUS_SUCCESS ? n : 0;
+}
+
+absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType dtype, int64_t in,
+                                                                   int64_t out, bool y_f32) {
+  if (lt_ == nullptr) PKV_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&lt_), "cublasLtCreate"));
+  TuneProblem p;
+  p.dtype = dtype;
+  p.tokens = fixed_rows_;
+  p.in = in;
+  p.out = out;
+  p.y_f32 = y_f32;
+  PKV_ASSIGN_OR_RETURN(std::unique_ptr<LtPlan> plan, MakeLtPlan(p));
+  cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
+  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found));
+  // The first candidate that runs with split-K off (no cross-CTA reduction over K).
+  const int32_t one = 1;
+  const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  for (int i = 0; i < n; ++i) {
+    if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    cublasLtMatmulAlgo_t algo = found[i].algo;
+    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one,
+                                             sizeof(one)) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &no_reduction,
+                                             sizeof(no_reduction)) != CUBLAS_STATUS_SUCCESS) {
+      continue;
+    }
+    cublasLtMatmulHeuristicResult_t checked;
+    if (cublasLtMatmulAlgoCheck(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, &algo,
+                                &checked) != CUBLAS_STATUS_SUCCESS ||
+        checked.workspaceSize > static_cast<size_t>(workspace_.bytes())) {
+      continue;
+    }
+    plan->algo = algo;
+    plan->use_lt = true;
+    return plan;
+  }
+  return absl::InternalError(absl::StrCat("gemm: no cuBLASLt algorithm without split-K for ",
+                                          fixed_rows_, " x ", in, " -> ", out,
+                                          " (deterministic pinned GEMMs)"));
+}
+
+absl::Status Gemm::RunPinned(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
+                             const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream) {
+  std::unique_ptr<LtPlan>& plan = pinned_plans_[Key(static_cast<int>(dtype), 0, in, out, y_f32)];
+  if (plan == nullptr) {
+    absl::StatusOr<std::unique_ptr<LtPlan>> made = MakePinnedPlan(dtype, in, out, y_f32);
+    if (!made.ok()) {
+      pinned_plans_.erase(Key(static_cast<int>(dtype), 0, in, out, y_f32));
+      return made.status();
+    }
+    plan = *std::move(made);
+  }
+  const uint64_t cols = static_cast<uint64_t>(num_tokens);  // B [in][T], C [out][T]
+  PKV_RETURN_IF_ERROR(CublasStatus(
+      cublasLtMatrixLayoutSetAttribute(plan->b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+      "cublasLtMatrixLayoutSetAttribute"));
+  PKV_RETURN_IF_ERROR(CublasStatus(
+      cublasLtMatrixLayoutSetAttribute(plan->c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+      "cublasLtMatrixLayoutSetAttribute"));
+  return RunLt(*plan, x, w, y, stream);
+}
+
 absl::Status Gemm::Tune(const TuneProblem& p, cudaStream_t stream) {
   if (p.weights.empty() || p.tokens <= 0 || p.x == nullptr || p.y == nullptr) {
     return absl::InvalidArgumentError("gemm tune: no weights or operands");
@@ -93,18 +171,8 @@ absl::Status Gemm::Tune(const TuneProblem& p, cudaStream_t stream) {
                          return GemmEx(p.dtype, p.x, p.tokens, p.in, weight(rep), p.out, p.y,
                                        p.y_f32, stream);
                        }));
-  cublasLtMatmulPreference_t pref = nullptr;
-  PKV_RETURN_IF_ERROR(
-      CublasStatus(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
-  const size_t ws = static_cast<size_t>(workspace_.bytes());
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                       sizeof(ws));
   cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
-  int n = 0;
-  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
-      lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, kTuneCandidates, found, &n);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (hs != CUBLAS_STATUS_SUCCESS) n = 0;
+  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found));
   float best_ms = base_ms;
   int best = -1;
   for (int i = 0; i < n; ++i) {

@@ -117,6 +117,7 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   // tiles) max_splits tiles a row in windows with a merge each.
   if (options_.deterministic) sig ^= 0x85EBCA77C2B2AE63ull;
   if (options_.deterministic && kv_->uniform_split()) sig ^= 0xD6E8FEB86659FD93ull;
+  if (options_.deterministic && gemm_->pinned()) sig ^= 0x94D049BB133111EBull;
   return sig;
 }
 

@@ -129,7 +129,8 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.pdl = o.pdl;
     c.gemm_autotune = o.gemm_autotune;
     c.deterministic = o.deterministic;
-    c.deterministic_split_tiles = o.deterministic_split_tiles;
+    c.deterministic_form.split_tiles = o.deterministic_split_tiles;
+    c.deterministic_form.pinned_gemm = o.deterministic_pinned_gemm;
     c.max_step_tokens = std::max(1, o.max_batch_tokens);
     c.max_rows = std::max(1, std::min(o.max_running, o.max_batch_tokens));  // as the scheduler
     if (o.tp > 1) {

@@ -54,6 +54,10 @@ ABSL_FLAG(bool, deterministic, kDefaults.deterministic,
 ABSL_FLAG(bool, deterministic_split_tiles, kDefaults.deterministic_split_tiles,
           "CUDA, with --deterministic: attention rows as split tiles (up to 16 CTAs a query head "
           "for a decode row, same bits) instead of whole rows; not yet run on a GPU");
+ABSL_FLAG(bool, deterministic_pinned_gemm, kDefaults.deterministic_pinned_gemm,
+          "CUDA, with --deterministic: one cuBLASLt algorithm per projection at every token "
+          "count instead of 64-row GEMM chunks (a prompt reads the weights once); not yet run on "
+          "a GPU");
 ABSL_FLAG(bool, gemm_autotune, kDefaults.gemm_autotune,
           "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
@@ -134,6 +138,7 @@ WorkerOptions WorkerOptionsFromFlags() {
   o.pdl = absl::GetFlag(FLAGS_pdl);
   o.deterministic = absl::GetFlag(FLAGS_deterministic);
   o.deterministic_split_tiles = absl::GetFlag(FLAGS_deterministic_split_tiles);
+  o.deterministic_pinned_gemm = absl::GetFlag(FLAGS_deterministic_pinned_gemm);
   o.gemm_autotune = absl::GetFlag(FLAGS_gemm_autotune);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.gpu = absl::GetFlag(FLAGS_gpu);

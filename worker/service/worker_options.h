@@ -42,8 +42,10 @@ struct WorkerOptions {
   // do not depend on the other requests of a step. Off by default: it costs more than 5% (see
   // bench/results/*-determinism). The CPU backend is batch-invariant either way. Needs --tp 1.
   bool deterministic = false;
-  // CUDA: the mode's attention rows as split tiles (CudaBackendOptions::deterministic_split_tiles).
+  // CUDA: the mode's faster parts (CudaBackendOptions::deterministic_form: split attention tiles,
+  // pinned GEMMs), each off until a GPU has run it.
   bool deterministic_split_tiles = false;
+  bool deterministic_pinned_gemm = false;
   int32_t tp = 1;    // tensor-parallel ranks (CPU backend: in-process rank threads)
   int32_t gpu = -1;  // CUDA device ordinal of this worker; -1: device 0 of CUDA_VISIBLE_DEVICES
   // cuda, tp > 1: the device of each rank (empty: gpu, gpu + 1, ...; all equal: ranks share one
