@@ -113,7 +113,8 @@ class Gemm {
                      cudaStream_t stream) const;
   absl::StatusOr<std::unique_ptr<LtPlan>> MakeLtPlan(const TuneProblem& p) const;
   absl::StatusOr<int> Heuristics(const LtPlan& plan,
-                                 cublasLtMatmulHeuristicResult_t (&found)[kTuneCandidates]) const;
+                                 cublasLtMatmulHeuristicResult_t (&found)[kTuneCandidates],
+                                 uint32_t reductions) const;
   // The pinned form: the shape's plan (made on first use), its B and C layouts set to T tokens.
   absl::Status RunPinned(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
                          const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream);

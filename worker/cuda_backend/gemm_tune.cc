@@ -83,15 +83,18 @@ absl::Status Gemm::RunLt(const LtPlan& p, const void* x, const void* w, void* y,
 }
 
 // cuBLASLt's heuristic candidates for `plan` within the workspace, best first; 0 when it offers
-// none.
-absl::StatusOr<int> Gemm::Heuristics(
-    const LtPlan& plan, cublasLtMatmulHeuristicResult_t (&found)[kTuneCandidates]) const {
+// none. reductions: the split-K reduction schemes allowed (a CUBLASLT_REDUCTION_SCHEME mask).
+absl::StatusOr<int> Gemm::Heuristics(const LtPlan& plan,
+                                     cublasLtMatmulHeuristicResult_t (&found)[kTuneCandidates],
+                                     uint32_t reductions) const {
   cublasLtMatmulPreference_t pref = nullptr;
   PKV_RETURN_IF_ERROR(
       CublasStatus(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
   const size_t ws = static_cast<size_t>(workspace_.bytes());
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                        sizeof(ws));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                       &reductions, sizeof(reductions));
   int n = 0;
   const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
       lt_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, kTuneCandidates, found, &n);
@@ -110,7 +113,9 @@ absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType
   p.y_f32 = y_f32;
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<LtPlan> plan, MakeLtPlan(p));
   cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
-  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found));
+  // Only candidates without a split-K reduction: a reduction across CTAs is what would let a
+  // token's row depend on the call's shape.
+  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_NONE));
   // The first candidate that runs with split-K off (no cross-CTA reduction over K).
   const int32_t one = 1;
   const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
@@ -172,7 +177,7 @@ absl::Status Gemm::Tune(const TuneProblem& p, cudaStream_t stream) {
                                        p.y_f32, stream);
                        }));
   cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
-  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found));
+  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_MASK));
   float best_ms = base_ms;
   int best = -1;
   for (int i = 0; i < n; ++i) {
