@@ -13,7 +13,7 @@
 #     pkv pkv-make-model prefill_attention_device_test fp8_kv_device_test
 # Call: carry [".device/detsplit.tar.xz"], `bash bench/device/detsplit.sh` (~4 min warm).
 # Predictions (bench/NOTES.md "Fifteenth session"): det-split 8B B=1 ~1.08-1.12x pdl (det ~2.1x),
-# B=8 alike, bimodal B=64 ~2x (det ~4.6x); det-pinned: decode lines as det, prefill 2048 2.6x ->
+# B=8 alike, bimodal B=64 ~1.2-1.4x (det ~4.6x; split tiles pack a KV head's q heads); det-pinned: decode lines as det, prefill 2048 2.6x ->
 # ~1.2-1.5x; every determinism and prefill case passes. Rule: a part whose tests all pass and
 # whose e2e lines are all faster than det becomes the mode's default (DeterministicForm,
 # WorkerOptions); any failure keeps it off until fixed.

@@ -19,9 +19,12 @@
 // Split tiles (kSplit, prefill_plan.h "Split attention at fixed key positions"): the CTA reads
 // keys [k C, (k + 1) C) of its queries from a fresh online-softmax state, and each query that sees
 // a key of the split leaves its state (O unnormalized, m, l) in its partial slot; the merge kernel
-// (PrefillSplitMergeKernel) folds a query's slots in split order into its output. A query row's
-// arithmetic (its S row, max, sum and O row) never involves another row of the tile, so its
-// partials are the same bits in a one-query tile as in a 64-query one.
+// (PrefillSplitMergeKernel) folds a query's slots in split order into its output. Split tiles
+// also pack a KV head's G query heads into the tile's rows (row r: query r / G, q head
+// kv_head G + r % G; one CTA a (tile, KV head)), so each K/V tile is read once for the G heads
+// instead of once per head. A row's arithmetic (its S row, max, sum and O row) never involves
+// another row of the tile, so a (query, head)'s partials are the same bits wherever it sits: a
+// one-query tile or a full one, any row.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -160,6 +163,24 @@ __device__ __forceinline__ void StoreKvFp8(const Fp8KvRegs<kD>& regs, T* sk, T* 
   }
 }
 
+// Split tiles' packed rows (see above): row r is query r / group, q head kvh * group + r % group.
+template <typename T, int kD>
+__device__ __forceinline__ void LoadQTilePacked(const PrefillParams& p, const PrefillTile& tile,
+                                                int kvh, int rows, T* sq) {
+  constexpr int kChunks = kD / 8;
+  const T* q = static_cast<const T*>(p.q);
+#pragma unroll
+  for (int i = threadIdx.x; i < kBlockM * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool valid = r < rows;
+    const int qi = r / p.group;
+    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + qi;
+    const int h = kvh * p.group + (r - qi * p.group);
+    const T* src = valid ? q + (token * p.num_q_heads + h) * kD + c * 8 : q;
+    CpAsync16(SmemAddr(sq + Swz<kD>(r, c)), src, valid);
+  }
+}
+
 template <typename T, int kD>
 __device__ __forceinline__ void LoadQTile(const PrefillParams& p, const PrefillTile& tile, int h,
                                           int m_rows, T* sq) {
@@ -225,11 +246,13 @@ __device__ __forceinline__ void PvTile(const float (&s)[kBlockN / 8][4], const T
 }
 
 // Scales S to log2 units, masks invisible keys, updates the running max / sum and rescales O;
-// leaves P = 2^(S - m) in s.
-template <int kD>
+// leaves P = 2^(S - m) in s. kPacked: rows g and g + 8 are at positions row_pos[0] and [1] (packed
+// split tiles); else at q_pos_row0 + g and + 8.
+template <int kD, bool kPacked = false>
 __device__ __forceinline__ void OnlineSoftmax(float (&s)[kBlockN / 8][4], float (&o)[kD / 8][4],
                                               float (&m)[2], float (&l)[2], float scale_log2,
-                                              bool mask, int n0, int q_pos_row0, int kv_end) {
+                                              bool mask, int n0, int q_pos_row0, int kv_end,
+                                              const int (&row_pos)[2]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int n = 0; n < kBlockN / 8; ++n) {
@@ -238,7 +261,7 @@ __device__ __forceinline__ void OnlineSoftmax(float (&s)[kBlockN / 8][4], float 
       float v = s[n][e] * scale_log2;
       if (mask) {
         const int key = n0 + n * 8 + 2 * (lane & 3) + (e & 1);
-        const int qpos = q_pos_row0 + (lane >> 2) + (e >> 1) * 8;
+        const int qpos = kPacked ? row_pos[e >> 1] : q_pos_row0 + (lane >> 2) + (e >> 1) * 8;
         if (key > qpos || key >= kv_end) v = -INFINITY;
       }
       s[n][e] = v;
@@ -303,17 +326,19 @@ __device__ __forceinline__ void StoreOutput(const PrefillParams& p, const Prefil
 // compute: Fp8Unit is per architecture), m (log2 units) and l summed over the quad as
 // StoreOutput sums it.
 template <int kD, bool kScaled>
-__device__ __forceinline__ void StorePartial(const PrefillParams& p, const PrefillTile& tile, int h,
-                                             int m_rows, int key0, const float (&o)[kD / 8][4],
-                                             const float (&m)[2], const float (&l)[2],
-                                             float out_scale) {
+__device__ __forceinline__ void StorePartial(const PrefillParams& p, const PrefillTile& tile,
+                                             int kvh, int rows, int key0,
+                                             const float (&o)[kD / 8][4], const float (&m)[2],
+                                             const float (&l)[2], float out_scale) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const float sum = QuadSum(l[hh]);
     const int r = warp * 16 + (lane >> 2) + hh * 8;
-    if (r >= m_rows || tile.start_pos + tile.m_begin + r < key0) continue;
-    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
+    const int qi = r / p.group;  // packed rows
+    if (r >= rows || tile.start_pos + tile.m_begin + qi < key0) continue;
+    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + qi;
+    const int h = kvh * p.group + (r - qi * p.group);
     const int64_t slot =
         ((token - p.part_token_base) * p.num_q_heads + h) * p.max_splits + tile.split;
     float* dst = p.part_o + slot * kD + 2 * (lane & 3);
@@ -327,7 +352,8 @@ __device__ __forceinline__ void StorePartial(const PrefillParams& p, const Prefi
   }
 }
 
-// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages. kSplit: the tiles are split tiles.
+// Kv: T for 16-bit pages, KvE4M3 / KvE5M2 for FP8 pages. kSplit: the tiles are split tiles, with
+// packed rows: blockIdx.x is the KV head (else the q head).
 template <typename T, int kD, typename Kv = T, bool kSplit = false>
 __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const PrefillParams p) {
   constexpr bool kFp8 = kIsFp8Kv<Kv>;
@@ -337,7 +363,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   T* sv = sk + 2 * kBlockN * kD;  // [2][kBlockN][kD]
   const PrefillTile tile = p.tiles[blockIdx.y];
   const int h = blockIdx.x;
-  const int kvh = h / p.group;
+  const int kvh = kSplit ? h : h / p.group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int m_rows = kSplit ? tile.m_rows : min(kBlockM, tile.num_tokens - tile.m_begin);
   if constexpr (kSplit) {
@@ -356,7 +382,11 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
     out_scale = p.v_scale * Fp8Unit<Kv>();
   }
 
-  LoadQTile<T, kD>(p, tile, h, m_rows, sq);
+  if constexpr (kSplit) {
+    LoadQTilePacked<T, kD>(p, tile, kvh, m_rows * p.group, sq);
+  } else {
+    LoadQTile<T, kD>(p, tile, h, m_rows, sq);
+  }
   if constexpr (kFp8) {
     Fp8KvRegs<kD> first;
     LoadKvFp8<kD>(p, tile, kvh, key0, kv_end, first);
@@ -371,7 +401,13 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
 #pragma unroll
   for (int dn = 0; dn < kD / 8; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  const int q_pos_row0 = q_pos0 + warp * 16;  // position of this warp's first row
+  // Position of this warp's first row, and (packed split tiles) of the thread's rows g, g + 8.
+  const int q_pos_row0 = q_pos0 + (kSplit ? warp * 16 / p.group : warp * 16);
+  int row_pos[2] = {0, 0};
+  if constexpr (kSplit) {
+    row_pos[0] = q_pos0 + (warp * 16 + (lane >> 2)) / p.group;
+    row_pos[1] = q_pos0 + (warp * 16 + (lane >> 2) + 8) / p.group;
+  }
 
   for (int j = n_first; j < num_n_tiles; ++j) {
     const int stage = (j - n_first) & 1;
@@ -397,7 +433,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
     float s[kBlockN / 8][4];
     QkTile<T, kD>(qf, sk + stage * kBlockN * kD, s);
     const bool mask = n0 + kBlockN - 1 > q_pos_row0 || n0 + kBlockN > kv_end;
-    OnlineSoftmax<kD>(s, o, m, l, scale_log2, mask, n0, q_pos_row0, kv_end);
+    OnlineSoftmax<kD, kSplit>(s, o, m, l, scale_log2, mask, n0, q_pos_row0, kv_end, row_pos);
     PvTile<T, kD>(s, sv + stage * kBlockN * kD, o);
     if constexpr (kFp8) {
       // The other stage was last read in iteration j - 1, which ended with a barrier.
@@ -406,7 +442,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
     __syncthreads();  // the stage is refilled by iteration j + 1's prefetch
   }
   if constexpr (kSplit) {
-    StorePartial<kD, kFp8>(p, tile, h, m_rows, key0, o, m, l, out_scale);
+    StorePartial<kD, kFp8>(p, tile, kvh, m_rows * p.group, key0, o, m, l, out_scale);
   } else {
     StoreOutput<T, kD>(p, tile, h, m_rows, o, l, out_scale);
   }

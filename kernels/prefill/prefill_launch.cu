@@ -66,6 +66,11 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   PKV_ASSIGN_OR_RETURN(const void* kernel, SelectKernel(a.head_dim, a.dtype, a.kv_dtype, split));
   if (split) {
     PKV_RETURN_IF_ERROR(ValidatePrefillSplitRule(a.split_rule));
+    if (a.split_rule.group * a.num_kv_heads != a.num_q_heads) {
+      return absl::InvalidArgumentError(absl::StrCat("prefill: split tiles planned for group ",
+                                                     a.split_rule.group, ", but H_q ",
+                                                     a.num_q_heads, " / H_kv ", a.num_kv_heads));
+    }
     if (a.positions == nullptr || a.num_tokens < 0 || a.split_token_begin < 0) {
       return absl::InvalidArgumentError(
           "prefill: split tiles need positions, num_tokens >= 0 and split_token_begin >= 0");
@@ -114,11 +119,11 @@ absl::Status LaunchPrefillAttention(const PrefillArgs& a, cudaStream_t stream) {
   p.part_ml = split ? p.part_o + int64_t{a.num_tokens} * a.num_q_heads * p.max_splits * a.head_dim
                     : nullptr;
   void* args[] = {&p};
-  // x = q head (the G heads sharing a KV head run side by side and share its tiles in L2),
-  // y = tile (heaviest first).
-  PKV_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(kernel, dim3(a.num_q_heads, a.num_tiles),
-                                            dim3(dev::kThreads), args, PrefillSmemBytes(a.head_dim),
-                                            stream));
+  // x = q head (the G heads sharing a KV head run side by side and share its tiles in L2; split
+  // tiles: the KV head, its G heads packed in the tile's rows), y = tile (heaviest first).
+  PKV_CUDA_RETURN_IF_ERROR(
+      cudaLaunchKernel(kernel, dim3(split ? a.num_kv_heads : a.num_q_heads, a.num_tiles),
+                       dim3(dev::kThreads), args, PrefillSmemBytes(a.head_dim), stream));
   if (!split || a.num_tokens == 0) return absl::OkStatus();
   const void* merge = a.head_dim == 64 ? internal::PrefillSplitMergeKernelD64(a.dtype)
                                        : internal::PrefillSplitMergeKernelD128(a.dtype);

@@ -53,11 +53,12 @@ absl::Status PlanPrefillTiles(absl::Span<const PrefillRow> rows, std::vector<Pre
 absl::Status ValidatePrefillSplitRule(const PrefillSplitRule& rule) {
   auto pow2 = [](int32_t v) { return v > 0 && (v & (v - 1)) == 0; };
   if (!pow2(rule.min_split_tokens) || rule.min_split_tokens < kPrefillBlockN ||
-      !pow2(rule.max_splits) || rule.max_splits > 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("prefill split rule: min_split_tokens ", rule.min_split_tokens,
-                     " must be a power of two >= ", kPrefillBlockN, " and max_splits ",
-                     rule.max_splits, " a power of two in [1, 128]"));
+      !pow2(rule.max_splits) || rule.max_splits > 128 || rule.group < 1 ||
+      rule.group > kPrefillBlockM) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prefill split rule: min_split_tokens ", rule.min_split_tokens,
+        " must be a power of two >= ", kPrefillBlockN, ", max_splits ", rule.max_splits,
+        " a power of two in [1, 128] and group ", rule.group, " in [1, ", kPrefillBlockM, "]"));
   }
   return absl::OkStatus();
 }
@@ -82,7 +83,10 @@ absl::Status PlanSplitPrefillTiles(absl::Span<const PrefillRow> rows, const Pref
     for (int32_t m = 0; m < row.num_tokens;) {
       const int32_t c = c_of(row.start_pos + m);
       int32_t n = 1;  // the run: queries sharing c, at most a tile
-      while (n < kPrefillBlockM && m + n < row.num_tokens && c_of(row.start_pos + m + n) == c) ++n;
+      while (n < rule.queries_per_tile() && m + n < row.num_tokens &&
+             c_of(row.start_pos + m + n) == c) {
+        ++n;
+      }
       const int32_t last_pos = row.start_pos + m + n - 1;
       for (int32_t k = 0; k <= last_pos / c; ++k) {
         PrefillTile t = TileOf(row, m);

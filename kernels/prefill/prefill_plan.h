@@ -67,6 +67,10 @@ absl::Status PlanPrefillTiles(absl::Span<const PrefillRow> rows, std::vector<Pre
 struct PrefillSplitRule {
   int32_t min_split_tokens = 256;  // a power of two >= kPrefillBlockN
   int32_t max_splits = 16;         // a power of two in [1, 128]
+  // Query heads a KV head (H_q / H_kv): a split tile's rows pack them, so it holds at most
+  // kPrefillBlockM / group queries (prefill_attention.cuh).
+  int32_t group = 1;
+  int32_t queries_per_tile() const { return kPrefillBlockM / group; }
 };
 
 PKV_HOST_DEVICE int32_t PrefillSplitTokens(int32_t pos, int32_t min_split_tokens,
@@ -81,11 +85,12 @@ PKV_HOST_DEVICE int32_t PrefillSplitCount(int32_t pos, int32_t min_split_tokens,
   return pos / PrefillSplitTokens(pos, min_split_tokens, max_splits) + 1;
 }
 
-// INVALID_ARGUMENT unless min_split_tokens is a power of two >= kPrefillBlockN and max_splits a
-// power of two in [1, 128].
+// INVALID_ARGUMENT unless min_split_tokens is a power of two >= kPrefillBlockN, max_splits a
+// power of two in [1, 128] and group in [1, kPrefillBlockM].
 absl::Status ValidatePrefillSplitRule(const PrefillSplitRule& rule);
 
-// The split tiles of `rows`: each row's queries in runs of at most kPrefillBlockM that share one
+// The split tiles of `rows`: each row's queries in runs of at most rule.queries_per_tile() that
+// share one
 // C(pos) (a run never crosses a power of two where C doubles), one tile per run and split k <=
 // (the run's last position) / C. Heaviest first, as PlanPrefillTiles. INVALID_ARGUMENT as
 // PlanPrefillTiles, or for an invalid rule.

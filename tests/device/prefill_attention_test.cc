@@ -192,7 +192,8 @@ TEST_P(PrefillAttentionTest, MatchesReference) {
 // one-token row), each against the CPU reference, and the three outputs equal bit for bit.
 template <typename T>
 void RunSplitCase(int32_t head_dim, int32_t hq, int32_t hkv, int32_t page_size,
-                  const prefill::PrefillSplitRule& rule, int32_t n, std::mt19937* rng) {
+                  prefill::PrefillSplitRule rule, int32_t n, std::mt19937* rng) {
+  rule.group = hq / hkv;  // the tiles pack a KV head's q heads
   const KvShape shape{hq, hkv, head_dim, page_size};
   const int32_t np = (n + page_size - 1) / page_size, pool = np + 3;
   std::vector<int32_t> perm(pool);

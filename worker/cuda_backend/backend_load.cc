@@ -205,6 +205,7 @@ std::unique_ptr<cuda_backend::StepBuilder> CudaModelBackend::Impl::NewStepBuilde
   shape.page_size = o.page_size;
   shape.num_kv_pages = kv_->num_pages();
   shape.plan_prefill_tiles = kv_->prefill_tensor_cores();
+  shape.split_rule = kv_->split_rule();
   return std::make_unique<cuda_backend::StepBuilder>(shape, limits);
 }
 

@@ -179,7 +179,7 @@ absl::Status KvAttention::AllocateSplitPartials() {
   if (!prefill_tensor_cores_ || split_partials_.get() != nullptr) return absl::OkStatus();
   PKV_ASSIGN_OR_RETURN(split_partials_, DeviceBuffer::Allocate(prefill::PrefillSplitPartialBytes(
                                             prefill::kPrefillSplitWindowTokens, shape_.num_q_heads,
-                                            shape_.head_dim, prefill::PrefillSplitRule{})));
+                                            shape_.head_dim, split_rule())));
   return absl::OkStatus();
 }
 
@@ -213,6 +213,7 @@ absl::Status KvAttention::EnqueuePrefill(int layer, const DeviceStep& s, const v
   // Split tiles, window by window through one window's partial slots (stream order keeps a
   // window's merge before the next window's tiles overwrite the slots).
   a.split_partials = split_partials_.get();
+  a.split_rule = split_rule();
   a.positions = s.positions;
   for (int32_t w = 0; w < s.num_split_windows; ++w) {
     const prefill::PrefillSplitWindow& win = s.split_windows[w];

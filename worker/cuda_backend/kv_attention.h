@@ -102,6 +102,13 @@ class KvAttention {
   bool uniform() const { return uniform_; }
   bool uniform_split() const { return uniform_ && split_partials_.get() != nullptr && split_; }
   bool prefill_tensor_cores() const { return prefill_tensor_cores_; }
+  // The split tiles' rule (StepShape::split_rule must be this one): the defaults, with this
+  // shape's group.
+  prefill::PrefillSplitRule split_rule() const {
+    prefill::PrefillSplitRule r;
+    r.group = shape_.num_q_heads / shape_.num_kv_heads;
+    return r;
+  }
   float softmax_scale() const { return softmax_scale_; }
 
   // Overwrites every page with random values (benchmarks). Enqueued on `stream`.

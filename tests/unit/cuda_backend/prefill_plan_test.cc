@@ -220,6 +220,24 @@ TEST(PrefillSplitTest, DecodeSlotsAreAFixedLayoutOfTheRowCount) {
   EXPECT_FALSE(PlanSplitDecodeSlots({{1, 1, 0, 0}}, rule, 3, &tiles, &windows).ok());
 }
 
+// A split tile packs a KV head's G query heads into its 64 rows, so it holds at most 64 / G
+// queries; the computations are the same set whatever G.
+TEST(PrefillSplitTest, TilesHoldAtMost64OverGroupQueries) {
+  for (int32_t group : {1, 4, 7, 8}) {
+    const PrefillSplitRule rule{64, 4, group};
+    std::vector<PrefillTile> tiles;
+    ASSERT_TRUE(PlanSplitPrefillTiles({{0, 300, 100, 0}}, rule, &tiles).ok());
+    int64_t rows = 0;
+    for (const PrefillTile& t : tiles) {
+      EXPECT_LE(t.m_rows, kPrefillBlockM / group) << group;
+      if (t.split == 0) rows += t.m_rows;
+    }
+    EXPECT_EQ(rows, 300) << group;  // every query is in exactly one run
+  }
+  std::vector<PrefillTile> tiles;
+  EXPECT_FALSE(PlanSplitPrefillTiles({{0, 3, 0, 0}}, {64, 4, 0}, &tiles).ok());
+}
+
 TEST(PrefillSplitTest, PartialBytes) {
   EXPECT_EQ(PrefillSplitPartialBytes(3, 32, 128, {256, 16}), 3 * 32 * 16 * 130 * 4);
 }
