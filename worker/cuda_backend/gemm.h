@@ -19,11 +19,12 @@
 // fixed workspace and atomics off, its default). The skinny kernel and tuned algorithms are
 // bypassed. The caller's x and y must hold ceil(T / R) * R rows; the padding rows' y is garbage.
 // Pinned form (set_fixed_rows(R, true)): one cuBLASLt algorithm per projection shape, cuBLASLt's
-// first heuristic choice for R tokens with split-K forced off, runs every call whatever its T,
-// so a prompt is one GEMM instead of ceil(T / R), each re-reading the weights. A row's result
-// still does not depend on T: without split-K the kernel computes each output element in one
-// CTA over K in its fixed order, and T only changes how many token tiles there are. Not yet run
-// on a GPU (fifteenth session): the determinism device test is what confirms it.
+// first heuristic choice for R tokens with its whole configuration (tile, split-K count,
+// reduction scheme), runs every call whatever its T, so a prompt is one GEMM instead of
+// ceil(T / R), each re-reading the weights. A row's result still does not depend on T: the
+// configuration fixes how K is cut into parts and each reduction scheme adds the parts in a fixed
+// order, and T only changes how many token tiles there are. Not yet run on a GPU (fifteenth
+// session): the determinism device test is what confirms it.
 // Thread-safety: not thread-safe (one handle, owned by the backend).
 #pragma once
 

@@ -113,22 +113,13 @@ absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType
   p.y_f32 = y_f32;
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<LtPlan> plan, MakeLtPlan(p));
   cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
-  // Only candidates without a split-K reduction: a reduction across CTAs is what would let a
-  // token's row depend on the call's shape.
-  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_NONE));
-  // The first candidate that runs with split-K off (no cross-CTA reduction over K).
-  const int32_t one = 1;
-  const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  // cuBLASLt's own first choice for R tokens, kept as it is (tile, split-K count and reduction
+  // scheme: each scheme adds a fixed number of K parts in a fixed order), so decode steps run
+  // what the chunked form ran and a prompt is one call.
+  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_MASK));
   for (int i = 0; i < n; ++i) {
     if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
     cublasLtMatmulAlgo_t algo = found[i].algo;
-    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one,
-                                             sizeof(one)) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                             &no_reduction,
-                                             sizeof(no_reduction)) != CUBLAS_STATUS_SUCCESS) {
-      continue;
-    }
     cublasLtMatmulHeuristicResult_t checked;
     if (cublasLtMatmulAlgoCheck(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, &algo,
                                 &checked) != CUBLAS_STATUS_SUCCESS ||
@@ -139,9 +130,8 @@ absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType
     plan->use_lt = true;
     return plan;
   }
-  return absl::InternalError(absl::StrCat("gemm: no cuBLASLt algorithm without split-K for ",
-                                          fixed_rows_, " x ", in, " -> ", out,
-                                          " (deterministic pinned GEMMs)"));
+  return absl::InternalError(absl::StrCat("gemm: no cuBLASLt algorithm for ", fixed_rows_, " x ",
+                                          in, " -> ", out, " (deterministic pinned GEMMs)"));
 }
 
 absl::Status Gemm::RunPinned(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
