@@ -114,9 +114,12 @@ absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<LtPlan> plan, MakeLtPlan(p));
   cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
   // cuBLASLt's own first choice for R tokens, kept as it is (tile, split-K count and reduction
-  // scheme: each scheme adds a fixed number of K parts in a fixed order), so decode steps run
-  // what the chunked form ran and a prompt is one call.
-  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_MASK));
+  // scheme: a fixed number of K parts added in a fixed order), so decode steps run about what the
+  // chunked form ran and a prompt is one call. Reductions in place or none only: the out-of-place
+  // schemes need workspace in proportion to T, which a prompt would outgrow.
+  PKV_ASSIGN_OR_RETURN(
+      const int n,
+      Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE));
   for (int i = 0; i < n; ++i) {
     if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
     cublasLtMatmulAlgo_t algo = found[i].algo;
