@@ -35,6 +35,7 @@
 #include "kernels/decode/device_util.cuh"
 #include "kernels/decode/fp8_convert.cuh"
 #include "kernels/prefill/prefill_plan.h"
+#include "kernels/prefill/prefill_split_plan.h"
 
 namespace pkv::prefill::dev {
 

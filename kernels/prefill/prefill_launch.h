@@ -20,6 +20,7 @@
 #include "kernels/attention/fp8_kv.h"
 #include "kernels/decode/decode_params.h"
 #include "kernels/prefill/prefill_plan.h"
+#include "kernels/prefill/prefill_split_plan.h"
 
 namespace pkv::prefill {
 

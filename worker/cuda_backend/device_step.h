@@ -9,6 +9,7 @@
 
 #include "kernels/model/sampling_types.h"
 #include "kernels/prefill/prefill_plan.h"
+#include "kernels/prefill/prefill_split_plan.h"
 
 namespace pkv {
 

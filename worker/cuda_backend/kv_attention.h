@@ -39,6 +39,7 @@
 #include "kernels/attention/fp8_kv.h"
 #include "kernels/attention/kv_layout.h"
 #include "kernels/decode/decode_params.h"
+#include "kernels/prefill/prefill_split_plan.h"
 #include "worker/cuda_backend/decode_attention.h"
 #include "worker/cuda_backend/device_buffer.h"
 #include "worker/cuda_backend/device_step.h"

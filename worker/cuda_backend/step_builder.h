@@ -32,6 +32,7 @@
 #include "absl/types/span.h"
 #include "kernels/model/sampling_types.h"
 #include "kernels/prefill/prefill_plan.h"
+#include "kernels/prefill/prefill_split_plan.h"
 #include "worker/model/model_backend.h"
 #include "worker/model/model_config.h"
 

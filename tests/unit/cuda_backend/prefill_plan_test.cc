@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/prefill/prefill_split_plan.h"
 
 namespace pkv::prefill {
 namespace {
