@@ -16,15 +16,14 @@
 // swizzled 16-bit tiles after the iteration's MMAs, so the loads' latency overlaps the math as
 // cp.async's does and the ldmatrix / MMA code is the 16-bit path's. The K scale (and the 2^8 of
 // sm_80/86 E4M3 conversions) is folded into the softmax scale, the V scale into the output.
-// Split tiles (kSplit, prefill_plan.h "Split attention at fixed key positions"): the CTA reads
-// keys [k C, (k + 1) C) of its queries from a fresh online-softmax state, and each query that sees
-// a key of the split leaves its state (O unnormalized, m, l) in its partial slot; the merge kernel
-// (PrefillSplitMergeKernel) folds a query's slots in split order into its output. Split tiles
-// also pack a KV head's G query heads into the tile's rows (row r: query r / G, q head
-// kv_head G + r % G; one CTA a (tile, KV head)), so each K/V tile is read once for the G heads
-// instead of once per head. A row's arithmetic (its S row, max, sum and O row) never involves
-// another row of the tile, so a (query, head)'s partials are the same bits wherever it sits: a
-// one-query tile or a full one, any row.
+// Split tiles (kSplit, prefill_split_plan.h): the CTA reads keys [k C, (k + 1) C) of its
+// queries from a fresh online-softmax state, and each query that sees a key of the split leaves its
+// state (O unnormalized, m, l) in its partial slot; the merge kernel (PrefillSplitMergeKernel)
+// folds a query's slots in split order into its output. Split tiles also pack a KV head's G query
+// heads into the tile's rows (row r: query r / G, q head kv_head G + r % G; one CTA a (tile, KV
+// head)), so each K/V tile is read once for the G heads instead of once per head. A row's
+// arithmetic (its S row, max, sum and O row) never involves another row of the tile, so a (query,
+// head)'s partials are the same bits wherever it sits: a one-query tile or a full one, any row.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -22,8 +22,9 @@
 // prefill kernel lacks the head dim. The decode engine is not used: its split of a row depends
 // on the whole batch. With split tiles (SetUniform's split_tiles), the prefill kernel cuts each
 // query's keys at positions that depend on the query's position alone and a merge kernel folds
-// the splits in order (prefill_plan.h), so a decode row runs on up to 16 CTAs a q head instead of
-// one, still the same bits wherever the query is computed; the partial slots are one window's
+// the splits in order (prefill_split_plan.h), so a decode row's keys are read by up to 16 CTAs
+// a KV head (its q heads packed in the tile's rows) instead of one CTA a q head, still the same
+// bits wherever the query is computed; the partial slots are one window's
 // (kPrefillSplitWindowTokens tokens), reused window by window.
 // Thread-safety: not thread-safe (owned by the backend; the thread that runs its steps).
 #pragma once

@@ -88,7 +88,7 @@ struct StepShape {
   // Uniform attention (kv_attention.h): the prefill kernel runs decode rows too, each as a
   // one-query tile, so every row gets tiles (decode rows' first, in token order).
   bool tiles_for_every_row = false;
-  // With tiles_for_every_row: split tiles (prefill_plan.h, "Split attention at fixed key
+  // With tiles_for_every_row: split tiles (prefill_split_plan.h: "Split attention at fixed key
   // positions") in windows of kPrefillSplitWindowTokens tokens; decode-only steps in the fixed
   // per-row layout (PlanSplitDecodeSlots) so graph buckets capture fixed launches.
   bool split_tiles = false;
