@@ -55,6 +55,15 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
         absl::StrCat("--gpu_memory_limit_gib must be a size in GiB >= 0 (0: the whole GPU), got ",
                      o.gpu_memory_limit_gib));
   }
+  // The faster forms of the deterministic mode mean nothing without it: refuse rather than ignore.
+  for (const auto& [flag, on] :
+       {std::pair{"deterministic_split_tiles", o.deterministic_split_tiles},
+        std::pair{"deterministic_pinned_gemm", o.deterministic_pinned_gemm}}) {
+    if (on && !o.deterministic) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " changes how --deterministic runs; add --deterministic"));
+    }
+  }
   // Zero means "at once" / "off"; a negative or infinite timeout is a typo, not a wish.
   for (const auto& [flag, value] : {std::pair{"drain_timeout", o.drain_timeout},
                                     std::pair{"engine_stall_timeout", o.engine_stall_timeout}}) {

@@ -65,6 +65,8 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--backend", [](WorkerOptions& o) { o.backend = "tpu"; }},
       {"--kv_cache_dtype", [](WorkerOptions& o) { o.kv_cache_dtype = "fp8"; }},
       {"--kv_cache_dtype", [](WorkerOptions& o) { o.kv_cache_dtype = "int8"; }},
+      {"--deterministic_split_tiles", [](WorkerOptions& o) { o.deterministic_split_tiles = true; }},
+      {"--deterministic_pinned_gemm", [](WorkerOptions& o) { o.deterministic_pinned_gemm = true; }},
   };
   for (const auto& [flag, spoil] : cases) {
     WorkerOptions o;
@@ -73,6 +75,15 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << flag;
     EXPECT_NE(s.message().find(flag), std::string::npos) << flag << ": " << s;
   }
+}
+
+// The deterministic mode's faster forms are accepted with the mode, refused without it.
+TEST(WorkerOptionsTest, DeterministicFormsNeedTheMode) {
+  WorkerOptions o;
+  o.deterministic_split_tiles = o.deterministic_pinned_gemm = true;
+  EXPECT_EQ(ValidateWorkerOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o.deterministic = true;
+  EXPECT_TRUE(ValidateWorkerOptions(o).ok());
 }
 
 }  // namespace
