@@ -7,11 +7,18 @@
 #   132 and 66 SMs, and the held-out and third grids at 132 and 66 (continuity with run 3).
 # The sweeps of 2026-11-29 (run 3) predate decode3-decode5's kernel and planner changes, so the
 # policy files are refitted on the fresh calibration sweep first. Rule, fixed before the grid was
-# measured (bench/traces/README.md): fit with `pkv-bench calibrate` defaults on
-# sweep_calibration.tsv only, score once on sweep_unseen.tsv; bar: learned worst-cell regret
-# <= 1.05 at 132 and 66 SMs. After the call, on the build machine (no GPU needed):
-#   pkv-bench calibrate --measurements RES/sweep_calibration.tsv --out_dir /tmp/pol15
-#   pkv-bench policy --measurements RES/sweep_unseen.tsv --policy_dir /tmp/pol15 --out unseen.md
+# measured (bench/traces/README.md): fit with `pkv-bench calibrate` defaults (or the v3 variant,
+# if the v2 CV rule picks it) on sweep_calibration.tsv only, score once on sweep_unseen.tsv; bar:
+# learned worst-cell regret <= 1.05 at 132 and 66 SMs. After the call, on the build machine (no
+# GPU; the same commands reproduce run 3's held-out 1.058 / 1.298 from its sweeps):
+#   R=<results>/r; T=bench/traces; B=build/bin/pkv-bench; mkdir -p /tmp/pol15/base /tmp/pol15/v3
+#   $B calibrate --measurements=$R/sweep_calibration.tsv --traces=$T/calibration-20260622.tsv \
+#     --out_dir=/tmp/pol15/base --cv=true > base.txt
+#   C=log_bytes_per_slot_sq,log_wq_imbalance,fill,len_cv,mean_over_max,log2_batch,log_pair_mib,log_fused_imbalance
+#   $B calibrate ... --out_dir=/tmp/pol15/v3 --cv=true --candidates=$C,long_frac,long_token_frac > v3.txt
+#   (choose by the v2 rule from the two files' cv lines, then, once:)
+#   $B policy --measurements=$R/sweep_unseen.tsv --traces=$T/unseen-20261204.tsv \
+#     --policy_dir=/tmp/pol15/<chosen> --cells=0 --out=unseen.md
 # Bundle: any with pkv-bench of this revision, e.g. .device/detsplit.tar.xz (detsplit.sh's
 # header). Call: carry [".device/detsplit.tar.xz"], `bash bench/device/policy15.sh` (~2-3 min).
 set -u
