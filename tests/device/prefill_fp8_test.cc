@@ -3,7 +3,8 @@
 // the 16-bit test's tolerances: P is rounded to the query type for the PV MMA either way) and
 // against the 16-bit reference of the K/V before quantization within the FP8 accuracy bound.
 // Rows are chunks after cached prefixes (the prefix pages are FP8 too), ragged lengths, shuffled
-// pages, page sizes 1..128, groups 1..7, both formats, non-unit scales. Label: device.
+// pages, page sizes 1..128, groups 1..7, both formats, non-unit scales; and the split tiles
+// (prefill_split_plan.h: small splits, so rows here have up to 4) the same way. Label: device.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -37,13 +38,16 @@ struct Fp8PrefillCase {
   int32_t page_size;
   KvCacheDtype kv;
   bool generic;
+  bool split = false;  // the mma.sync kernel's split tiles (and their merge)
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Fp8PrefillCase>& i) {
   const Fp8PrefillCase& c = i.param;
-  return absl::StrCat(c.generic ? "generic" : "mma", "_", KvCacheDtypeName(c.kv), "_d", c.head_dim,
-                      c.bf16 ? "_bf16" : "_fp16", "_h", c.num_q_heads, "x", c.num_kv_heads, "_ps",
-                      c.page_size);
+  return absl::StrCat(c.generic ? "generic"
+                      : c.split ? "split"
+                                : "mma",
+                      "_", KvCacheDtypeName(c.kv), "_d", c.head_dim, c.bf16 ? "_bf16" : "_fp16",
+                      "_h", c.num_q_heads, "x", c.num_kv_heads, "_ps", c.page_size);
 }
 
 // (cached prefix, new tokens) per row.
@@ -168,8 +172,16 @@ void RunFp8Case(const Fp8PrefillCase& c, std::mt19937* rng) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   } else {
     std::vector<prefill::PrefillTile> tiles;
-    ASSERT_TRUE(prefill::PlanPrefillTiles(pr.rows, &tiles).ok());
+    prefill::PrefillSplitRule rule{64, 4, c.num_q_heads / c.num_kv_heads};
+    if (c.split) {
+      ASSERT_TRUE(prefill::PlanSplitPrefillTiles(pr.rows, rule, &tiles).ok());
+    } else {
+      ASSERT_TRUE(prefill::PlanPrefillTiles(pr.rows, &tiles).ok());
+    }
     DeviceBuffer dtiles = Upload(tiles.data(), tiles.size() * sizeof(prefill::PrefillTile));
+    DeviceBuffer dpos = Upload(pr.positions.data(), tokens * 4);
+    DeviceBuffer dpart = *DeviceBuffer::Allocate(
+        prefill::PrefillSplitPartialBytes(tokens, c.num_q_heads, c.head_dim, rule));
     prefill::PrefillArgs a;
     a.dtype = dtype;
     a.kv_dtype = c.kv;
@@ -186,6 +198,12 @@ void RunFp8Case(const Fp8PrefillCase& c, std::mt19937* rng) {
     a.page_size = c.page_size;
     a.scale = scale;
     a.out = dout.get();
+    if (c.split) {
+      a.split_partials = dpart.get();
+      a.split_rule = rule;
+      a.positions = static_cast<const int32_t*>(dpos.get());
+      a.num_tokens = tokens;
+    }
     ASSERT_TRUE(prefill::ConfigurePrefillKernels().ok());
     const absl::Status st = prefill::LaunchPrefillAttention(a, nullptr);
     ASSERT_TRUE(st.ok()) << st;
@@ -244,7 +262,10 @@ INSTANTIATE_TEST_SUITE_P(Kernels, PrefillFp8Test,
                                            Fp8PrefillCase{128, false, 4, 1, 128, kE5, false},
                                            Fp8PrefillCase{16, true, 4, 2, 16, kE4, true},
                                            Fp8PrefillCase{64, false, 6, 2, 7, kE5, true},
-                                           Fp8PrefillCase{128, true, 4, 4, 16, kE4, true}),
+                                           Fp8PrefillCase{128, true, 4, 4, 16, kE4, true},
+                                           Fp8PrefillCase{128, true, 8, 2, 16, kE4, false, true},
+                                           Fp8PrefillCase{64, false, 4, 2, 16, kE5, false, true},
+                                           Fp8PrefillCase{128, true, 7, 1, 5, kE5, false, true}),
                          CaseName);
 
 }  // namespace
