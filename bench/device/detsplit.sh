@@ -7,7 +7,7 @@
 #      pkv-bench e2e with det, det-split, det-pinned, det-fast beside pdl and fused+pdl;
 #   2. the prefill device tests: PrefillSplitAttentionTest (split tiles against the CPU reference,
 #      and bitwise the same for a row planned whole, in 300-query chunks and as one-query rows)
-#      and fp8_kv_device_test (the FP8 prefill and RoPE tests: the same kernel template).
+#      and fp8_kv_device_test (the FP8 prefill tests, split tiles over FP8 pages among them).
 # Bundle (~2 min incremental):
 #   bash bench/device/bundle.sh detsplit determinism_device_test pkv-bench pkv-worker pkv-router \
 #     pkv pkv-make-model prefill_attention_device_test fp8_kv_device_test
