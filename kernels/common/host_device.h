@@ -1,6 +1,5 @@
 // PKV_HOST_DEVICE: a function of a plan header that the host planner, its unit tests (plain C++)
-// and the CUDA kernels all call: __host__ __device__ under nvcc, inline elsewhere. (gemv_plan.h
-// defines the same macro under the same guard: moving it here would recompile every GEMV kernel.)
+// and the CUDA kernels all call: __host__ __device__ under nvcc, inline elsewhere.
 #pragma once
 
 #ifndef PKV_HOST_DEVICE

@@ -9,11 +9,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PKV_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define PKV_HOST_DEVICE inline
-#endif
+#include "kernels/common/host_device.h"
 
 namespace pkv::decode {
 

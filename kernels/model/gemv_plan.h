@@ -24,15 +24,8 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "kernels/common/host_device.h"
 #include "kernels/decode/fast_divmod.h"
-
-#ifndef PKV_HOST_DEVICE
-#if defined(__CUDACC__)
-#define PKV_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define PKV_HOST_DEVICE inline
-#endif
-#endif
 
 namespace pkv::gpu {
 
