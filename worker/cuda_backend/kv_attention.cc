@@ -226,12 +226,14 @@ absl::Status KvAttention::EnqueuePrefill(int layer, const DeviceStep& s, const v
   return absl::OkStatus();
 }
 
-void KvAttention::FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const {
+void KvAttention::FillDecodeStats(const StepHost& host, StepStats* stats) const {
+  const int32_t num_decode_rows = host.num_decode_rows;
   if (uniform_ && num_decode_rows > 0) {  // the decode rows ran as one-query tiles
     stats->decode_route = !prefill_tensor_cores_ ? "generic"
                           : split_               ? "uniform-split"
                                                  : "uniform-prefill";
-    stats->decode_launches = 1;
+    // Split tiles: a window's tiles, then its merge (EnqueuePrefill).
+    stats->decode_launches = split_ ? 2 * static_cast<int32_t>(host.split_windows.size()) : 1;
     stats->decode_split_occupancy = 1.0;
   } else if (decode_ != nullptr && num_decode_rows > 0) {
     const decode::DecodePlan& plan = decode_->plan();

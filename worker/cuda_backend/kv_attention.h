@@ -127,8 +127,8 @@ class KvAttention {
   // kernel (the other attention kernels launch plainly).
   absl::Status EnqueueAttention(int layer, const DeviceStep& s, const void* q, void* out,
                                 cudaStream_t stream, bool pdl) const;
-  // The decode route, launches and split occupancy of the last prepared step.
-  void FillDecodeStats(int32_t num_decode_rows, StepStats* stats) const;
+  // The decode route, launches (a layer) and split occupancy of the last prepared step `host`.
+  void FillDecodeStats(const StepHost& host, StepStats* stats) const;
 
  private:
   KvAttention() = default;

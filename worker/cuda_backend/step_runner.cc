@@ -190,7 +190,7 @@ void CudaModelBackend::Impl::FillStats(absl::Span<const BatchRow> rows, StepStat
       stats->num_prefill_tokens += row.num_tokens;
     }
   }
-  kv_->FillDecodeStats(staging_.host().num_decode_rows, stats);
+  kv_->FillDecodeStats(staging_.host(), stats);
 }
 
 }  // namespace pkv
