@@ -102,14 +102,26 @@ absl::Status PlanSplitPrefillWindows(absl::Span<const PrefillRow> rows,
 absl::Status PlanSplitDecodeSlots(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
                                   int32_t window_tokens, std::vector<PrefillTile>* tiles,
                                   std::vector<PrefillSplitWindow>* windows) {
-  PKV_RETURN_IF_ERROR(ValidatePrefillSplitRule(rule));
   tiles->clear();
+  return ExtendSplitDecodeSlots(rows, rule, window_tokens, tiles, windows);
+}
+
+absl::Status ExtendSplitDecodeSlots(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
+                                    int32_t window_tokens, std::vector<PrefillTile>* tiles,
+                                    std::vector<PrefillSplitWindow>* windows) {
+  PKV_RETURN_IF_ERROR(ValidatePrefillSplitRule(rule));
   windows->clear();
   if (window_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrCat("split window of ", window_tokens, " tokens"));
   }
   const int32_t n = static_cast<int32_t>(rows.size()), slots = rule.max_splits;
-  for (int32_t i = 0; i < n; ++i) {
+  const int64_t planned = static_cast<int64_t>(tiles->size());
+  if (planned % slots != 0 || planned / slots > n) {
+    return absl::InvalidArgumentError(absl::StrCat("decode slots: ", planned,
+                                                   " tiles are not the slots of a prefix of ", n,
+                                                   " rows (", slots, " a row)"));
+  }
+  for (int32_t i = static_cast<int32_t>(planned / slots); i < n; ++i) {
     const PrefillRow& row = rows[i];
     PKV_RETURN_IF_ERROR(ValidatePrefillRow(row, i));
     if (row.num_tokens != 1 || row.q_begin != i) {

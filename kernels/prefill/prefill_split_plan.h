@@ -87,6 +87,12 @@ absl::Status PlanSplitPrefillWindows(absl::Span<const PrefillRow> rows,
 absl::Status PlanSplitDecodeSlots(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
                                   int32_t window_tokens, std::vector<PrefillTile>* tiles,
                                   std::vector<PrefillSplitWindow>* windows);
+// The same layout for `rows` when `tiles` already holds it for a prefix of them (graph padding
+// appends rows): plans only rows [tiles->size() / max_splits, rows.size()) and rewrites the
+// windows. INVALID_ARGUMENT as PlanSplitDecodeSlots, or when `tiles` is not a whole prefix.
+absl::Status ExtendSplitDecodeSlots(absl::Span<const PrefillRow> rows, const PrefillSplitRule& rule,
+                                    int32_t window_tokens, std::vector<PrefillTile>* tiles,
+                                    std::vector<PrefillSplitWindow>* windows);
 
 // Keys a split tile's CTA reads: [k C, min((k + 1) C, last query's position + 1)).
 int64_t SplitTileKeys(const PrefillTile& tile);

@@ -240,10 +240,11 @@ void StepBuilder::PadForGraph(int32_t bucket, StepHost* h) {
   const bool tiles = !h->tiles.empty() && !h->split_slots;
   if (h->split_slots && h->num_tokens < bucket) {  // each padding row takes its slots
     for (int32_t t = h->num_tokens; t < bucket; ++t) h->tile_rows.push_back({t, 1, 0, 0});
-    // Valid by construction (one-query rows in token order, the builder's rule).
-    const absl::Status planned = prefill::PlanSplitDecodeSlots(h->tile_rows, h->split_rule,
-                                                               prefill::kPrefillSplitWindowTokens,
-                                                               &h->tiles, &h->split_windows);
+    // Valid by construction (one-query rows in token order, the builder's rule); the real rows'
+    // slots stay as planned.
+    const absl::Status planned = prefill::ExtendSplitDecodeSlots(h->tile_rows, h->split_rule,
+                                                                 prefill::kPrefillSplitWindowTokens,
+                                                                 &h->tiles, &h->split_windows);
     PKV_CHECK_MSG(planned.ok(), "split slots of a padded decode step");
   }
   for (int32_t t = h->num_tokens; t < bucket; ++t) {

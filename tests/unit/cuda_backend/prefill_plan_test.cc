@@ -206,7 +206,9 @@ TEST(PrefillSplitTest, DecodeSlotsAreAFixedLayoutOfTheRowCount) {
       const PrefillTile& t = tiles[4 * i + k];
       EXPECT_EQ(t.q_begin, i);
       EXPECT_EQ(t.m_rows, k < s ? 1 : 0);
-      if (k < s) EXPECT_EQ(t.split, k);
+      if (k < s) {
+        EXPECT_EQ(t.split, k);
+      }
       EXPECT_EQ(t.split_tokens, PrefillSplitTokens(rows[i].start_pos, 64, 4));
     }
   }
@@ -219,6 +221,40 @@ TEST(PrefillSplitTest, DecodeSlotsAreAFixedLayoutOfTheRowCount) {
   EXPECT_EQ(windows[1].num_tokens, 1);
   EXPECT_FALSE(PlanSplitDecodeSlots({{0, 2, 0, 0}}, rule, 3, &tiles, &windows).ok());
   EXPECT_FALSE(PlanSplitDecodeSlots({{1, 1, 0, 0}}, rule, 3, &tiles, &windows).ok());
+}
+
+// Extending the layout of a prefix of the rows (graph padding) gives the whole plan's tiles and
+// windows; tiles that are not a whole prefix's slots are refused.
+TEST(PrefillSplitTest, DecodeSlotsExtendAPrefixToTheWholePlan) {
+  const PrefillSplitRule rule{64, 4};
+  const std::vector<PrefillRow> rows = {
+      {0, 1, 5, 0}, {1, 1, 700, 1}, {2, 1, 0, 0}, {3, 1, 0, 0}, {4, 1, 0, 0}};
+  std::vector<PrefillTile> whole, tiles;
+  std::vector<PrefillSplitWindow> whole_windows, windows;
+  ASSERT_TRUE(PlanSplitDecodeSlots(rows, rule, 3, &whole, &whole_windows).ok());
+  ASSERT_TRUE(
+      PlanSplitDecodeSlots(absl::MakeConstSpan(rows).first(2), rule, 3, &tiles, &windows).ok());
+  ASSERT_EQ(windows.size(), 1u);
+  ASSERT_TRUE(ExtendSplitDecodeSlots(rows, rule, 3, &tiles, &windows).ok());
+  ASSERT_EQ(tiles.size(), whole.size());
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    EXPECT_EQ(tiles[i].q_begin, whole[i].q_begin) << i;
+    EXPECT_EQ(tiles[i].start_pos, whole[i].start_pos) << i;
+    EXPECT_EQ(tiles[i].split, whole[i].split) << i;
+    EXPECT_EQ(tiles[i].split_tokens, whole[i].split_tokens) << i;
+    EXPECT_EQ(tiles[i].m_rows, whole[i].m_rows) << i;
+  }
+  ASSERT_EQ(windows.size(), whole_windows.size());
+  for (size_t w = 0; w < windows.size(); ++w) {
+    EXPECT_EQ(windows[w].tile_begin, whole_windows[w].tile_begin);
+    EXPECT_EQ(windows[w].num_tiles, whole_windows[w].num_tiles);
+    EXPECT_EQ(windows[w].token_begin, whole_windows[w].token_begin);
+    EXPECT_EQ(windows[w].num_tokens, whole_windows[w].num_tokens);
+  }
+  tiles.resize(5);  // not a whole row's slots
+  EXPECT_FALSE(ExtendSplitDecodeSlots(rows, rule, 3, &tiles, &windows).ok());
+  tiles.resize(4 * 6);  // more rows' slots than rows
+  EXPECT_FALSE(ExtendSplitDecodeSlots(rows, rule, 3, &tiles, &windows).ok());
 }
 
 // A split tile packs a KV head's G query heads into its 64 rows, so it holds at most 64 / G
