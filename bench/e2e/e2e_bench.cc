@@ -127,7 +127,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
   }
   SamplingParams sampling = sampling_in;
   sampling.seed = seed;
-  std::vector<double> step_ms, host_us, floor_ms, fracs;
+  std::vector<double> step_ms, host_us, prep_us, launch_us, post_us, floor_ms, fracs;
   std::vector<int64_t> kv_bytes;
   std::vector<BatchRow> rows(lengths.size());
   std::vector<SampleResult> samples;
@@ -158,7 +158,11 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
     const int64_t kv = kv_tokens * backend->kv_bytes_per_token();
     const double floor = (r.weight_bytes + kv) / (stream_gbps * 1e9) * 1e3;
     step_ms.push_back(ms);
-    host_us.push_back(backend->last_timing().host_us());
+    const StepTiming& timing = backend->last_timing();
+    host_us.push_back(timing.host_us());
+    prep_us.push_back(timing.prep_us);
+    launch_us.push_back(timing.launch_us);
+    post_us.push_back(timing.post_us);
     floor_ms.push_back(floor);
     fracs.push_back(floor / ms);
     kv_bytes.push_back(kv);
@@ -170,6 +174,9 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
   r.step_ms = Percentile(step_ms, 0.5);
   r.tokens_per_s = r.batch / (r.step_ms * 1e-3);
   r.host_us = Percentile(host_us, 0.5);
+  r.prep_us = Percentile(prep_us, 0.5);
+  r.launch_us = Percentile(launch_us, 0.5);
+  r.post_us = Percentile(post_us, 0.5);
   r.floor_ms = Percentile(floor_ms, 0.5);
   r.floor_frac = Percentile(fracs, 0.5);
   r.kv_bytes = kv_bytes[kv_bytes.size() / 2];

@@ -40,7 +40,10 @@ struct DecodeResult {
   int32_t steps = 0;
   double step_ms = 0;  // median wall time of Step()
   double tokens_per_s = 0;
-  double host_us = 0;     // median backend host time per step (prep + launch + post)
+  double host_us = 0;  // median backend host time per step (prep + launch + post)
+  // Medians of host_us's parts (StepTiming): the GPU idles through post and the next prep, and
+  // through launch until the first kernel is enqueued.
+  double prep_us = 0, launch_us = 0, post_us = 0;
   double floor_ms = 0;    // byte floor at the measured bandwidth (median step)
   double floor_frac = 0;  // floor_ms / step_ms
   int64_t weight_bytes = 0;

@@ -127,6 +127,7 @@ class Report {
     row["step_ms"] = absl::StrFormat("%.4f", r.step_ms);
     row["tokens_per_s"] = absl::StrFormat("%.1f", r.tokens_per_s);
     row["host_us"] = absl::StrFormat("%.1f", r.host_us);
+    row["host_parts"] = absl::StrFormat("%.1f/%.1f/%.1f", r.prep_us, r.launch_us, r.post_us);
     row["sched_us"] = absl::StrFormat("%.1f", sched_us);
     row["host_frac"] = absl::StrFormat("%.5f", host_frac);
     row["floor_ms"] = absl::StrFormat("%.4f", r.floor_ms);
@@ -183,10 +184,10 @@ class Report {
  private:
   std::map<std::string, std::vector<std::string>> summary_;  // "model line" -> variant cells
   static inline const std::vector<std::string> kColumns = {
-      "model",     "kind",      "name",       "batch",        "mean_len",  "variant",
-      "graphs",    "skinny",    "step_ms",    "tokens_per_s", "host_us",   "sched_us",
-      "host_frac", "floor_ms",  "floor_frac", "weight_bytes", "kv_bytes",  "routes",
-      "launches",  "occupancy", "ttft_ms",    "tflops",       "gemm_frac", "note"};
+      "model",      "kind",         "name",         "batch",   "mean_len", "variant",   "graphs",
+      "skinny",     "step_ms",      "tokens_per_s", "host_us", "sched_us", "host_frac", "floor_ms",
+      "floor_frac", "weight_bytes", "kv_bytes",     "routes",  "launches", "occupancy", "ttft_ms",
+      "tflops",     "gemm_frac",    "host_parts",   "note"};
   void Row(const std::map<std::string, std::string>& cols) {
     for (size_t i = 0; i < kColumns.size(); ++i) {
       auto it = cols.find(kColumns[i]);
