@@ -10,7 +10,10 @@
 # measured (bench/traces/README.md): fit with `pkv-bench calibrate` defaults (or the v3 variant,
 # if the v2 CV rule picks it) on sweep_calibration.tsv only, score once on sweep_unseen.tsv; bar:
 # learned worst-cell regret <= 1.05 at 132 and 66 SMs. After the call, on the build machine (no
-# GPU; the same commands reproduce run 3's held-out 1.058 / 1.298 from its sweeps):
+# GPU), one command runs fit, choice and score in the rule's order (it reproduces run 3's
+# held-out 1.058 / 1.298 and v3's rejection from run 3's sweeps):
+#   bench/policy/score_unseen.py --bench build/bin/pkv-bench --sweeps <results>/r --out /tmp/pol15
+# By hand, the same steps:
 #   R=<results>/r; T=bench/traces; B=build/bin/pkv-bench; mkdir -p /tmp/pol15/base /tmp/pol15/v3
 #   $B calibrate --measurements=$R/sweep_calibration.tsv --traces=$T/calibration-20260622.tsv \
 #     --out_dir=/tmp/pol15/base --cv=true > base.txt
