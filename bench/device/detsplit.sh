@@ -8,7 +8,7 @@
 #   2. the prefill device tests: PrefillSplitAttentionTest (split tiles against the CPU reference,
 #      and bitwise the same for a row planned whole, in 300-query chunks and as one-query rows)
 #      and fp8_kv_device_test (the FP8 prefill tests, split tiles over FP8 pages among them).
-# Bundle (~2 min incremental):
+# Bundle (~2 min incremental; rebuilt at 8e206b6+ in the sixteenth session):
 #   bash bench/device/bundle.sh detsplit determinism_device_test pkv-bench pkv-worker pkv-router \
 #     pkv pkv-make-model prefill_attention_device_test fp8_kv_device_test
 # Call: carry [".device/detsplit.tar.xz"], `bash bench/device/detsplit.sh` (~4 min warm).
