@@ -5,6 +5,8 @@
 //   fused          the fused small-batch path (<= 8 tokens): 5 launches a layer
 //   fused+pdl      fused with programmatic dependent launch between the GEMVs
 //   fused+pdl+pfN  fused+pdl, each GEMV prefetching N K-steps per warp into L2 before its wait
+//   fused+pdl+prenormN  fused+pdl, steps of >= N tokens normalizing the q/k/v and gate/up inputs
+//                  in one RMSNorm launch each (plain-input GEMVs; fused_prenorm_min_tokens)
 //   lt             cublas with each projection's cuBLASLt algorithm autotuned at its batch bucket
 //   lt+pdl         lt with programmatic dependent launch
 //   eager          cublas without CUDA graphs
@@ -31,6 +33,8 @@ struct Variant {
   bool fused = false;
   bool pdl = false;
   int32_t prefetch_steps = 0;
+  int32_t prenorm_min_tokens =
+      0;               // fused+pdl+prenormN: CudaBackendOptions::fused_prenorm_min_tokens
   bool tuned = false;  // autotuned cuBLASLt GEMMs
   bool deterministic = false;
 };

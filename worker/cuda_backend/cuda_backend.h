@@ -74,6 +74,13 @@ struct CudaBackendOptions {
   // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
+  // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
+  // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)
+  // instead of normalizing inside every GEMV step or staging x per CTA. On the H200 a
+  // normalized-input 8B gate/up GEMV at 8 tokens takes 57 us (fp8) / 73.6 (bf16) against 40 /
+  // 60 for the same plain-input GEMV (bench/NOTES.md, "Fourteenth session"); off until measured
+  // end to end (pkv-bench e2e variant fused+pdl+prenormN).
+  int32_t fused_prenorm_min_tokens = 0;
   // Time cuBLASLt's candidate algorithms against cublasGemmEx for every projection at every
   // graph batch bucket at load, and run the fastest (gemm.h). Adds seconds to the load of an 8B
   // model. Off: measured -0.9% at B=8 and +0.25% at B=64 on the H200 (final-2026-11-29-h200).
@@ -156,6 +163,7 @@ class CudaModelBackend : public ModelBackend {
   bool deterministic() const;
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);
+  void SetFusedPrenormMinTokens(int32_t tokens);  // CudaBackendOptions::fused_prenorm_min_tokens
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.
   absl::Status SetGemmAutotune(bool enabled);
   bool fused_available() const;
