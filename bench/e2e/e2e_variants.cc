@@ -17,20 +17,27 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
                           absl::SimpleAtoi(pf, &v.prefetch_steps) && v.prefetch_steps > 0;
+    absl::string_view pn = name;
+    const bool prenorm = absl::ConsumePrefix(&pn, "fused+pdl+prenorm") &&
+                         absl::SimpleAtoi(pn, &v.prenorm_min_tokens) && v.prenorm_min_tokens > 0;
     if (name == "skinny") {
       v.skinny = true;
     } else if (name == "pdl") {
       v.pdl = true;
     } else if (name == "fused") {
       v.fused = true;
-    } else if (name == "fused+pdl" || prefetch) {
+    } else if (name == "fused+pdl+prenorm") {  // the worker's default: auto
+      v.fused = v.pdl = true;
+      v.prenorm_min_tokens = kFusedPrenormAuto;
+    } else if (name == "fused+pdl" || prefetch || prenorm) {
       v.fused = v.pdl = true;
     } else if (name == "lt") {
       v.tuned = true;
     } else if (name == "lt+pdl") {
       v.tuned = v.pdl = true;
-    } else if (name == "det") {
+    } else if (name == "det") {  // the first form: whole rows, fixed-row GEMM chunks
       v.deterministic = v.pdl = true;
+      v.det_form = DeterministicForm{false, false};
     } else if (name == "det-split" || name == "det-pinned" || name == "det-fast") {
       v.deterministic = v.pdl = true;
       v.det_form.split_tiles = name != "det-pinned";
@@ -38,10 +45,11 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     } else if (name == "eager") {
       v.graphs = false;
     } else if (name != "cublas") {  // cublas: the defaults
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown variant '", v.name,
-                       "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, lt, "
-                       "lt+pdl, eager, det, det-split, det-pinned, det-fast"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown variant '", v.name,
+          "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
+          "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
+          "det-fast"));
     }
     out.push_back(v);
   }
@@ -62,6 +70,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
+  b->SetFusedPrenormMinTokens(v.prenorm_min_tokens);
   PKV_RETURN_IF_ERROR(b->SetDeterministic(v.deterministic, v.det_form));
   return b->SetGemmAutotune(v.tuned);
 }

@@ -5,13 +5,18 @@
 //   fused          the fused small-batch path (<= 8 tokens): 5 launches a layer
 //   fused+pdl      fused with programmatic dependent launch between the GEMVs
 //   fused+pdl+pfN  fused+pdl, each GEMV prefetching N K-steps per warp into L2 before its wait
+//   fused+pdl+prenormN  fused+pdl, steps of >= N tokens normalizing the q/k/v and gate/up inputs
+//                  in one RMSNorm launch each (plain-input GEMVs; fused_prenorm_min_tokens);
+//                  fused+pdl+prenorm: the worker's default N (kFusedPrenormAuto). The other
+//                  fused variants run without it
 //   lt             cublas with each projection's cuBLASLt algorithm autotuned at its batch bucket
 //   lt+pdl         lt with programmatic dependent launch
 //   eager          cublas without CUDA graphs
-//   det            deterministic (batch-invariant) mode with PDL: fixed-row cuBLAS GEMMs and the
-//                  prefill kernel for every attention row (CudaBackendOptions::deterministic);
+//   det            deterministic (batch-invariant) mode with PDL in its first form: fixed-row
+//                  cuBLAS GEMMs and the whole-row prefill kernel for every attention row;
 //                  compare with pdl (the 8B worker's default) and fused+pdl (the 1B worker's)
-//   det-split      det with split attention tiles (DeterministicForm::split_tiles)
+//   det-split      det with split attention tiles (DeterministicForm::split_tiles; the mode's
+//                  default)
 //   det-pinned     det with pinned GEMMs (DeterministicForm::pinned_gemm)
 //   det-fast       det with both
 // A variant that cannot run on a line (batch too large, shape unsupported, PDL unavailable) is
@@ -34,6 +39,8 @@ struct Variant {
   bool fused = false;
   bool pdl = false;
   int32_t prefetch_steps = 0;
+  int32_t prenorm_min_tokens =
+      0;               // fused+pdl+prenormN: CudaBackendOptions::fused_prenorm_min_tokens
   bool tuned = false;  // autotuned cuBLASLt GEMMs
   bool deterministic = false;
   DeterministicForm det_form;  // det-split, det-pinned, det-fast

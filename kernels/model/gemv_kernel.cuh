@@ -442,15 +442,20 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
   if (in == In::kPlain && ep == Ep::kResidual) {
     return fn(GemvKernel<T, W, In::kPlain, Ep::kResidual, kStage>);
   }
-  if (in == In::kRmsNorm && ep == Ep::kRopeKv) {
-    return fn(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv, kStage>);
+  // q/k/v and gate/up take their block input normalized (rmsnorm) or, with a step's rows
+  // normalized by one RMSNorm launch before them (CudaBackendOptions::fused_prenorm_min_tokens),
+  // plain.
+  if (ep == Ep::kRopeKv) {
+    return in == In::kRmsNorm ? fn(GemvKernel<T, W, In::kRmsNorm, Ep::kRopeKv, kStage>)
+                              : fn(GemvKernel<T, W, In::kPlain, Ep::kRopeKv, kStage>);
   }
-  if (in == In::kRmsNorm && ep == Ep::kSiluMul) {
-    return fn(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul, kStage>);
+  if (ep == Ep::kSiluMul) {
+    return in == In::kRmsNorm ? fn(GemvKernel<T, W, In::kRmsNorm, Ep::kSiluMul, kStage>)
+                              : fn(GemvKernel<T, W, In::kPlain, Ep::kSiluMul, kStage>);
   }
   return absl::InvalidArgumentError(
       "gemv: supported (input, epilogue) pairs: (plain, store), (rmsnorm, store), (plain, "
-      "residual), (rmsnorm, rope_kv), (rmsnorm, silu_mul)");
+      "residual), (rmsnorm or plain, rope_kv), (rmsnorm or plain, silu_mul)");
 }
 
 // Launches the instantiation for (a.input, a.epilogue), staging x when it fits. Instantiated
@@ -514,7 +519,8 @@ absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
   using Ep = GemvEpilogue;
   for (auto [in, ep] : {std::pair{In::kPlain, Ep::kStore}, std::pair{In::kRmsNorm, Ep::kStore},
                         std::pair{In::kPlain, Ep::kResidual}, std::pair{In::kRmsNorm, Ep::kRopeKv},
-                        std::pair{In::kRmsNorm, Ep::kSiluMul}}) {
+                        std::pair{In::kRmsNorm, Ep::kSiluMul}, std::pair{In::kPlain, Ep::kRopeKv},
+                        std::pair{In::kPlain, Ep::kSiluMul}}) {
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
   }

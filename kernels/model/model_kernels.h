@@ -51,7 +51,8 @@ absl::Status LaunchEmbedRmsNorm(const EmbedNormArgs& a, cudaStream_t stream);
 struct AddNormArgs {
   DType dtype = DType::kBFloat16;
   float* x = nullptr;             // [tokens][hidden] residual stream (fp32)
-  const void* delta = nullptr;    // [tokens][hidden] dtype: the block's output projection
+  const void* delta = nullptr;    // [tokens][hidden] dtype: the block's output projection, or
+                                  // nullptr (then x alone is normalized)
   const float* bias = nullptr;    // [hidden] added with delta (o_proj bias), or nullptr
   const int32_t* rows = nullptr;  // [num_out] source token of each output row, or nullptr
   int32_t num_out = 0;

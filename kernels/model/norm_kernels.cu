@@ -53,10 +53,10 @@ __global__ void __launch_bounds__(kAddNormMaxThreads) AddRmsNormKernel(const Add
   const int r = blockIdx.x;
   const int64_t t = a.rows != nullptr ? a.rows[r] : r;
   float* x = a.x + t * a.hidden;
-  const T* d = static_cast<const T*>(a.delta) + t * a.hidden;
+  const T* d = a.delta != nullptr ? static_cast<const T*>(a.delta) + t * a.hidden : nullptr;
   float sum_sq = 0.f;
   for (int i = threadIdx.x; i < a.hidden; i += blockDim.x) {
-    float v = x[i] + dev::ToF(d[i]);
+    float v = d != nullptr ? x[i] + dev::ToF(d[i]) : x[i];
     if (a.bias != nullptr) v += a.bias[i];
     row[i] = v;
     if (a.write_x) x[i] = v;

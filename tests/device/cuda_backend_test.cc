@@ -43,13 +43,15 @@ struct ModelCase {
   bool fused = false;     // CudaBackendOptions::fused_small_batch (steps of <= 8 tokens)
   bool pdl = false;       // CudaBackendOptions::pdl (where the device allows it)
   bool tuned = false;     // CudaBackendOptions::gemm_autotune
+  int32_t prenorm = 0;    // CudaBackendOptions::fused_prenorm_min_tokens
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
   std::string n = info.param.name + "_" + std::string(DTypeName(info.param.dtype)) + "_" +
                   info.param.attention + (info.param.skinny ? "_skinny" : "") +
                   (info.param.fused ? "_fused" : "") + (info.param.pdl ? "_pdl" : "") +
-                  (info.param.tuned ? "_tuned" : "");
+                  (info.param.tuned ? "_tuned" : "") +
+                  (info.param.prenorm > 0 ? "_prenorm" + std::to_string(info.param.prenorm) : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -86,6 +88,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.pdl = mc.pdl;
     o.fused_prefetch_steps = mc.pdl ? 2 : 0;
     o.gemm_autotune = mc.tuned;
+    o.fused_prenorm_min_tokens = mc.prenorm;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
@@ -319,7 +322,11 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true},
                       ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true},
                       ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true, true},
-                      ModelCase{"qwen3-d128", DType::kF16, "auto", false, false, false, true}),
+                      ModelCase{"qwen3-d128", DType::kF16, "auto", false, false, false, true},
+                      // Fused steps with the block inputs normalized by RMSNorm launches (every
+                      // fused step; qwen2: biases in the RoPE + KV epilogue).
+                      ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 1},
+                      ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true, false, 1}),
     CaseName);
 
 }  // namespace

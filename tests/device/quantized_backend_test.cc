@@ -45,13 +45,15 @@ struct QuantCase {
   std::string fp8_strategy = "channel";
   DType dtype = DType::kF16;
   bool fused = true;
+  int32_t prenorm = 0;  // CudaBackendOptions::fused_prenorm_min_tokens
 };
 
 std::string CaseName(const ::testing::TestParamInfo<QuantCase>& info) {
   const QuantCase& c = info.param;
   return c.method + (c.method == "gptq" ? (c.gptq_sym ? "_sym" : "_asym") : "") +
          (c.method == "fp8" ? "_" + c.fp8_strategy : "") + "_" + std::string(DTypeName(c.dtype)) +
-         (c.fused ? "_fused" : "_cublas");
+         (c.fused ? "_fused" : "_cublas") +
+         (c.prenorm > 0 ? "_prenorm" + std::to_string(c.prenorm) : "");
 }
 
 using ::pkv::testing::QuantTestConfig;
@@ -65,13 +67,14 @@ absl::Status WriteQuantModel(const std::string& dir, const QuantCase& qc, int32_
   return testing::WriteQuantModel(dir, QuantTestConfig(), qc.dtype, f);
 }
 
-CudaBackendOptions GpuOptions(bool fused) {
+CudaBackendOptions GpuOptions(bool fused, int32_t prenorm = 0) {
   CudaBackendOptions o;
   o.page_size = kPageSize;
   o.num_kv_pages = kPool;
   o.max_step_tokens = 1024;
   o.max_rows = 64;
   o.fused_small_batch = fused;
+  o.fused_prenorm_min_tokens = prenorm;
   return o;
 }
 
@@ -84,7 +87,7 @@ class QuantizedBackendTest : public ::testing::TestWithParam<QuantCase> {
     auto cpu = LoadCpuBackend(dir_, kPageSize, kPool);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = *std::move(cpu);
-    auto gpu = CudaModelBackend::Load(dir_, GpuOptions(GetParam().fused));
+    auto gpu = CudaModelBackend::Load(dir_, GpuOptions(GetParam().fused, GetParam().prenorm));
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
     if (GetParam().fused) {
@@ -185,7 +188,12 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedBackendTest,
                                            QuantCase{"gptq", false, "channel", DType::kBF16, true},
                                            QuantCase{"fp8", true, "channel", DType::kBF16, true},
                                            QuantCase{"fp8", true, "tensor", DType::kBF16, true},
-                                           QuantCase{"fp8", true, "channel", DType::kBF16, false}),
+                                           QuantCase{"fp8", true, "channel", DType::kBF16, false},
+                                           // Fused steps of >= 3 tokens with the block inputs
+                                           // normalized by RMSNorm launches.
+                                           QuantCase{"awq", true, "channel", DType::kF16, true, 3},
+                                           QuantCase{"fp8", true, "channel", DType::kBF16, true,
+                                                     3}),
                          CaseName);
 
 // The packed weights are what a step reads: the quantized twin of a random model reads exactly

@@ -107,6 +107,7 @@ class CudaModelBackend::Impl {
   absl::Status SetDeterministic(bool enabled, DeterministicForm form);
   void SetPdl(bool enabled) { options_.pdl = enabled; }
   void SetFusedPrefetchSteps(int32_t steps);
+  void SetFusedPrenormMinTokens(int32_t tokens);
 
   const ModelConfig& config() const { return config_; }
   const CudaBackendOptions& options() const { return options_; }
@@ -132,6 +133,8 @@ class CudaModelBackend::Impl {
   bool UseFused(const DeviceStep& s) const;
   bool UsePdl() const { return options_.pdl && fused_.pdl_usable(); }
   bool UsePdlAttention(const DeviceStep& s) const;
+  bool UsePrenorm(const DeviceStep& s) const;  // fused_prenorm_min_tokens
+  int32_t PrenormMinTokens() const;            // the option, auto resolved for the weights
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
 

@@ -45,11 +45,13 @@ absl::Status ValidateOptions(const CudaBackendOptions& o) {
         absl::StrCat("fused_max_hidden ", o.fused_max_hidden, " is negative (0: no limit)"));
   }
   if (o.fused_max_tokens < 1 || o.fused_max_tokens > 8 || o.fused_wide_max_tokens < 0 ||
-      o.fused_wide_max_tokens > 8 || o.fused_prefetch_steps < 0) {
+      o.fused_wide_max_tokens > 8 || o.fused_prefetch_steps < 0 ||
+      o.fused_prenorm_min_tokens < kFusedPrenormAuto) {
     return absl::InvalidArgumentError(absl::StrCat(
         "fused_max_tokens ", o.fused_max_tokens, " is not in [1, 8], fused_wide_max_tokens ",
         o.fused_wide_max_tokens, " is not in [0, 8] or fused_prefetch_steps ",
-        o.fused_prefetch_steps, " is negative"));
+        o.fused_prefetch_steps, " or fused_prenorm_min_tokens ", o.fused_prenorm_min_tokens,
+        " is below -1 (auto)"));
   }
   if (o.deterministic_gemm_rows < 1 || o.deterministic_gemm_rows > 4096) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -242,6 +244,18 @@ void CudaModelBackend::Impl::SetSkinnyGemm(bool enabled) {
 
 void CudaModelBackend::Impl::SetFusedPrefetchSteps(int32_t steps) {
   options_.fused_prefetch_steps = std::max(0, steps);
+}
+
+void CudaModelBackend::Impl::SetFusedPrenormMinTokens(int32_t tokens) {
+  options_.fused_prenorm_min_tokens = std::max(kFusedPrenormAuto, tokens);
+}
+
+int32_t CudaModelBackend::Impl::PrenormMinTokens() const {
+  if (options_.fused_prenorm_min_tokens != kFusedPrenormAuto) {
+    return options_.fused_prenorm_min_tokens;
+  }
+  const QuantMethod m = config_.quant.method;
+  return m == QuantMethod::kAwq || m == QuantMethod::kGptq ? 8 : 4;
 }
 
 }  // namespace pkv

@@ -80,6 +80,9 @@ absl::Status CudaModelBackend::SetDeterministic(bool enabled, DeterministicForm 
 }
 bool CudaModelBackend::deterministic() const { return impl_->options().deterministic; }
 void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) { impl_->SetFusedPrefetchSteps(steps); }
+void CudaModelBackend::SetFusedPrenormMinTokens(int32_t tokens) {
+  impl_->SetFusedPrenormMinTokens(tokens);
+}
 absl::Status CudaModelBackend::SetGemmAutotune(bool enabled) {
   return impl_->SetGemmAutotune(enabled);
 }

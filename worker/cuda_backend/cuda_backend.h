@@ -41,12 +41,17 @@ namespace pkv {
 // The deterministic mode's faster parts (docs/DESIGN.md, "Deterministic mode"), each off until a
 // GPU has run it: written in the fifteenth session without one (bench/device/detsplit.sh runs
 // both; predicted 8B B=1 2.1x -> ~1.1x of pdl, prefill 2048 2.6x -> ~1.2-1.5x).
+inline constexpr int32_t kFusedPrenormAuto = -1;  // CudaBackendOptions::fused_prenorm_min_tokens
+
 struct DeterministicForm {
   // Attention rows as split tiles (up to 16 CTAs a q head for a decode row, kv_attention.h)
-  // instead of one CTA a q head reading the row whole.
-  bool split_tiles = false;
+  // instead of one CTA a q head reading the row whole. On by default since the H200 run of
+  // 2026-12-05 (bench/NOTES.md "Sixteenth session": 8B B=1 10.87 -> 5.74 ms, bimodal B=64 97.5
+  // -> 31.1; every determinism and prefill device test passes).
+  bool split_tiles = true;
   // One cuBLASLt algorithm per projection shape at every token count (gemm.h, pinned form)
-  // instead of deterministic_gemm_rows-row chunks that each re-read the weights.
+  // instead of deterministic_gemm_rows-row chunks that each re-read the weights. Off: its first
+  // form failed a 2048-token prompt on the H200 (CUBLAS_STATUS_INVALID_VALUE; see gemm_tune.cc).
   bool pinned_gemm = false;
 };
 
@@ -76,9 +81,12 @@ struct CudaBackendOptions {
   // SetFusedSmallBatch(true) still forces it on up to fused_max_tokens). Measured on the H200
   // with pdl: llama3-1b (hidden 2048) fused is 2-14% faster than cuBLAS at B = 1..8
   // (bench/results/norm-rope-2026-11-29-h200); llama3-8b (4096) fused 4.58 ms vs cuBLAS 5.05 at
-  // B = 1, cuBLAS 9.39 vs 9.70 at B = 8 (bench/results/2026-12-03-h200-served).
+  // B = 1, cuBLAS 9.39 vs 9.70 at B = 8 (bench/results/2026-12-03-h200-served). With the
+  // normalized inputs done once (fused_prenorm_min_tokens) the 8B fused path beats cuBLAS at B = 4
+  // (5.01 vs 5.28 ms) and B = 8 (5.48 vs 5.80; 2026-12-05), so the default limit is the whole
+  // fused range.
   int32_t fused_max_hidden = 2048;
-  int32_t fused_wide_max_tokens = 1;
+  int32_t fused_wide_max_tokens = 8;
   // Programmatic dependent launch between the per-layer kernels (sm_90+ running sm_90 code;
   // ignored elsewhere): each kernel starts while the previous one drains. On: 2-6% faster than
   // without it in the same run (bench/results/final-2026-11-29-h200/README.md).
@@ -86,6 +94,15 @@ struct CudaBackendOptions {
   // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
+  // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
+  // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)
+  // instead of normalizing inside every GEMV step or staging x per CTA. On the H200 a
+  // normalized-input 8B gate/up GEMV at 8 tokens takes 57 us (fp8) / 73.6 (bf16) against 40 /
+  // 60 for the same plain-input GEMV (bench/NOTES.md, "Fourteenth session"); off until measured
+  // end to end (pkv-bench e2e variant fused+pdl+prenormN). kFusedPrenormAuto: from 4 tokens,
+  // or 8 with 4-bit weights (H200, 2026-12-05: at 8 tokens every format gains 6-14%, at 4 tokens
+  // dense and FP8 gain 2-4% and 4-bit loses 2%; bench/NOTES.md "Sixteenth session").
+  int32_t fused_prenorm_min_tokens = kFusedPrenormAuto;
   // Time cuBLASLt's candidate algorithms against cublasGemmEx for every projection at every
   // graph batch bucket at load, and run the fastest (gemm.h). Adds seconds to the load of an 8B
   // model. Off: measured -0.9% at B=8 and +0.25% at B=64 on the H200 (final-2026-11-29-h200).
@@ -172,6 +189,7 @@ class CudaModelBackend : public ModelBackend {
   bool deterministic() const;
   void SetPdl(bool enabled);
   void SetFusedPrefetchSteps(int32_t steps);
+  void SetFusedPrenormMinTokens(int32_t tokens);  // CudaBackendOptions::fused_prenorm_min_tokens
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.
   absl::Status SetGemmAutotune(bool enabled);
   bool fused_available() const;

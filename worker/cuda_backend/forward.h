@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "kernels/model/gemv.h"
 #include "worker/cuda_backend/device_step.h"
 #include "worker/cuda_backend/device_weights.h"
 #include "worker/cuda_backend/fused_path.h"
@@ -53,6 +54,7 @@ struct ForwardFlags {
   bool pdl = false;            // programmatic dependent launch
   bool pdl_attention = false;  // pdl for decode attention too (kPdlAttentionMaxTokens)
   int32_t prefetch_steps = 0;  // fused GEMVs' L2 prefetch with pdl
+  bool prenorm = false;        // fused: RMSNorm launches feed plain-input q/k/v, gate/up GEMVs
 };
 
 class ForwardPass {
@@ -75,6 +77,12 @@ class ForwardPass {
   // fused_forward.cc
   absl::Status EnqueueFusedLayer(int layer, const DeviceStep& s) const;
   absl::Status EnqueueFusedHead(const DeviceStep& s) const;
+  // The block input of a normalized-input projection (q/k/v, gate/up) into `a`: the residual
+  // stream with its norm weight and sums-of-squares parts, or (flags.prenorm) the rows
+  // normalized by one RMSNorm launch into the xn buffer, as plain input.
+  absl::Status SetFusedInput(const DeviceStep& s, const float* norm_weight,
+                             const float* sum_sq_parts, int32_t num_sum_sq_parts,
+                             gpu::GemvArgs* a) const;
 
   const ForwardParts p_;
   const ForwardFlags f_;

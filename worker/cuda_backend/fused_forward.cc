@@ -31,6 +31,33 @@ gpu::GemvArgs GemvBase(const ForwardParts& p, const ForwardFlags& f, const gpu::
 
 }  // namespace
 
+absl::Status ForwardPass::SetFusedInput(const DeviceStep& s, const float* norm_weight,
+                                        const float* sum_sq_parts, int32_t num_sum_sq_parts,
+                                        gpu::GemvArgs* a) const {
+  if (!f_.prenorm) {  // the GEMV normalizes (per step, or once per CTA when it stages x)
+    a->input = gpu::GemvInput::kRmsNorm;
+    a->x = p_.buffers.x();
+    a->norm_weight = norm_weight;
+    a->sum_sq_parts = sum_sq_parts;
+    a->num_sum_sq_parts = num_sum_sq_parts;
+    return absl::OkStatus();
+  }
+  gpu::AddNormArgs n;  // x alone (no delta), normalized into xn: the GEMV's plain input
+  n.dtype = p_.weights.dtype;
+  n.x = p_.buffers.x();
+  n.num_out = s.tokens;
+  n.hidden = p_.config.hidden_size;
+  n.norm_weight = norm_weight;
+  n.eps = p_.config.rms_norm_eps;
+  n.write_x = false;
+  n.xn = p_.buffers.xn();
+  n.pdl = f_.pdl;
+  PKV_RETURN_IF_ERROR(gpu::LaunchAddRmsNorm(n, p_.stream));
+  a->input = gpu::GemvInput::kPlain;
+  a->x = p_.buffers.xn();
+  return absl::OkStatus();
+}
+
 absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   const ModelConfig& c = p_.config;
   const StepBuffers& b = p_.buffers;
@@ -42,11 +69,8 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   float* ss_mlp = p_.fused.sum_sq_mlp();
 
   gpu::GemvArgs a = GemvBase(p_, f_, p.qkv, w.qkv, s.tokens);
-  a.input = gpu::GemvInput::kRmsNorm;
-  a.x = res;
-  a.norm_weight = w.input_norm;
-  a.sum_sq_parts = ss_mlp;
-  a.num_sum_sq_parts = l == 0 ? 1 : p.residual_parts;  // layer 0: the embedding's one part
+  // Layer 0's sums of squares: the embedding's one part.
+  PKV_RETURN_IF_ERROR(SetFusedInput(s, w.input_norm, ss_mlp, l == 0 ? 1 : p.residual_parts, &a));
   // The GEMV's RoPE+KV epilogue writes 16-bit pages only: with FP8 pages q/k/v go out as fp32
   // and the RoPE+KV write kernel quantizes them (one more launch and a (H_q + 2 H_kv) D fp32
   // round trip per layer and token).
@@ -82,11 +106,7 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));
 
   a = GemvBase(p_, f_, p.gate_up, w.gate_up, s.tokens);  // act = silu(gate) * up of RMSNorm(x)
-  a.input = gpu::GemvInput::kRmsNorm;
-  a.x = res;
-  a.norm_weight = w.post_norm;
-  a.sum_sq_parts = ss_attn;
-  a.num_sum_sq_parts = p.residual_parts;
+  PKV_RETURN_IF_ERROR(SetFusedInput(s, w.post_norm, ss_attn, p.residual_parts, &a));
   a.epilogue = gpu::GemvEpilogue::kSiluMul;
   a.act = b.act();
   PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));

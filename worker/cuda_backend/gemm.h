@@ -19,12 +19,12 @@
 // fixed workspace and atomics off, its default). The skinny kernel and tuned algorithms are
 // bypassed. The caller's x and y must hold ceil(T / R) * R rows; the padding rows' y is garbage.
 // Pinned form (set_fixed_rows(R, true)): one cuBLASLt algorithm per projection shape, cuBLASLt's
-// first heuristic choice for R tokens with its whole configuration (tile, split-K count,
-// reduction scheme), runs every call whatever its T, so a prompt is one GEMM instead of
+// first heuristic choice for R tokens without split-K reduction, with its whole configuration
+// (tile, stages, swizzle), runs every call whatever its T, so a prompt is one GEMM instead of
 // ceil(T / R), each re-reading the weights. A row's result still does not depend on T: the
-// configuration fixes how K is cut into parts and each reduction scheme adds the parts in a fixed
-// order, and T only changes how many token tiles there are. Not yet run on a GPU (fifteenth
-// session): the determinism device test is what confirms it.
+// configuration fixes each output's summation over K, and T only changes how many token tiles
+// there are. The H200 run of 2026-12-05 passed the determinism device test with the first form
+// (split-K reductions in place allowed) but failed a 2048-token prompt; this form is not yet run.
 // Thread-safety: not thread-safe (one handle, owned by the backend).
 #pragma once
 
@@ -119,6 +119,10 @@ class Gemm {
   // The pinned form: the shape's plan (made on first use), its B and C layouts set to T tokens.
   absl::Status RunPinned(decode::DType dtype, const void* x, int64_t num_tokens, int64_t in,
                          const void* w, int64_t out, void* y, bool y_f32, cudaStream_t stream);
+  // Whether cuBLASLt accepts `algo` for `plan` at `tokens` columns within the workspace (sets the
+  // plan's B and C layouts to that many; RunPinned sets them per call).
+  bool PinnedAlgoFits(const LtPlan& plan, cublasLtMatmulAlgo_t* algo, int64_t tokens) const;
+  static constexpr int64_t kPinnedCheckTokens = 8192;  // a long prompt's chunk
   absl::StatusOr<std::unique_ptr<LtPlan>> MakePinnedPlan(decode::DType dtype, int64_t in,
                                                          int64_t out, bool y_f32);
 

@@ -102,6 +102,20 @@ absl::StatusOr<int> Gemm::Heuristics(const LtPlan& plan,
   return hs == CUBLAS_STATUS_SUCCESS ? n : 0;
 }
 
+bool Gemm::PinnedAlgoFits(const LtPlan& plan, cublasLtMatmulAlgo_t* algo, int64_t tokens) const {
+  const uint64_t cols = static_cast<uint64_t>(tokens);
+  if (cublasLtMatrixLayoutSetAttribute(plan.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      cublasLtMatrixLayoutSetAttribute(plan.c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)) !=
+          CUBLAS_STATUS_SUCCESS) {
+    return false;
+  }
+  cublasLtMatmulHeuristicResult_t checked;
+  return cublasLtMatmulAlgoCheck(lt_, plan.op, plan.a, plan.b, plan.c, plan.c, algo, &checked) ==
+             CUBLAS_STATUS_SUCCESS &&
+         checked.workspaceSize <= static_cast<size_t>(workspace_.bytes());
+}
+
 absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType dtype, int64_t in,
                                                                    int64_t out, bool y_f32) {
   if (lt_ == nullptr) PKV_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&lt_), "cublasLtCreate"));
@@ -113,20 +127,18 @@ absl::StatusOr<std::unique_ptr<Gemm::LtPlan>> Gemm::MakePinnedPlan(decode::DType
   p.y_f32 = y_f32;
   PKV_ASSIGN_OR_RETURN(std::unique_ptr<LtPlan> plan, MakeLtPlan(p));
   cublasLtMatmulHeuristicResult_t found[kTuneCandidates];
-  // cuBLASLt's own first choice for R tokens, kept as it is (tile, split-K count and reduction
-  // scheme: a fixed number of K parts added in a fixed order), so decode steps run about what the
-  // chunked form ran and a prompt is one call. Reductions in place or none only: the out-of-place
-  // schemes need workspace in proportion to T, which a prompt would outgrow.
-  PKV_ASSIGN_OR_RETURN(
-      const int n,
-      Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE));
+  // cuBLASLt's own first choice for R tokens without split-K reduction (tile and configuration
+  // kept as they are), so a prompt is one call. No reduction scheme at all: the first form allowed
+  // in-place split-K reductions and failed a 2048-token prompt on the H200 with
+  // CUBLAS_STATUS_INVALID_VALUE (2026-12-05: their workspace counters grow with the output tiles,
+  // so T; bench/NOTES.md "Sixteenth session"). Each candidate must also pass cuBLASLt's check at
+  // kPinnedCheckTokens.
+  PKV_ASSIGN_OR_RETURN(const int n, Heuristics(*plan, found, CUBLASLT_REDUCTION_SCHEME_NONE));
   for (int i = 0; i < n; ++i) {
     if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
     cublasLtMatmulAlgo_t algo = found[i].algo;
-    cublasLtMatmulHeuristicResult_t checked;
-    if (cublasLtMatmulAlgoCheck(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, &algo,
-                                &checked) != CUBLAS_STATUS_SUCCESS ||
-        checked.workspaceSize > static_cast<size_t>(workspace_.bytes())) {
+    if (!PinnedAlgoFits(*plan, &algo, fixed_rows_) ||
+        !PinnedAlgoFits(*plan, &algo, kPinnedCheckTokens)) {
       continue;
     }
     plan->algo = algo;

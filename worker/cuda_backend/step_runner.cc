@@ -95,11 +95,17 @@ cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
   flags.pdl = UsePdl();
   flags.pdl_attention = UsePdlAttention(s);
   flags.prefetch_steps = options_.fused_prefetch_steps;
+  flags.prenorm = UsePrenorm(s);
   return cuda_backend::ForwardPass(parts, flags);
 }
 
 bool CudaModelBackend::Impl::UsePdlAttention(const DeviceStep& s) const {
   return UsePdl() && s.tokens <= cuda_backend::kPdlAttentionMaxTokens;
+}
+
+bool CudaModelBackend::Impl::UsePrenorm(const DeviceStep& s) const {
+  const int32_t min_tokens = PrenormMinTokens();
+  return UseFused(s) && min_tokens > 0 && s.tokens >= min_tokens;
 }
 
 bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
@@ -112,6 +118,7 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   if (UseFused(s)) sig ^= 0xC2B2AE3D27D4EB4Full;
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
   if (UsePdlAttention(s)) sig ^= 0x9E3779B97F4A7C15ull;
+  if (UsePrenorm(s)) sig ^= 0xA0761D6478BD642Full;
   if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
   // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row, or (split
   // tiles) max_splits tiles a row in windows with a merge each.

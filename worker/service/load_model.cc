@@ -126,6 +126,7 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.fused_small_batch = o.fused_small_batch;
     c.fused_max_hidden = o.fused_max_hidden;
     c.fused_wide_max_tokens = o.fused_wide_max_tokens;
+    c.fused_prenorm_min_tokens = o.fused_prenorm_min_tokens;
     c.pdl = o.pdl;
     c.gemm_autotune = o.gemm_autotune;
     c.deterministic = o.deterministic;

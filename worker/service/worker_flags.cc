@@ -42,9 +42,15 @@ ABSL_FLAG(bool, fused_small_batch, kDefaults.fused_small_batch,
 ABSL_FLAG(int32_t, fused_max_hidden, kDefaults.fused_max_hidden,
           "CUDA: models with a larger hidden size keep the cuBLAS path for steps of more than "
           "--fused_wide_max_tokens tokens (faster there on the H200); 0: no limit");
-ABSL_FLAG(int32_t, fused_wide_max_tokens, kDefaults.fused_wide_max_tokens,
-          "CUDA: steps of up to this many tokens (0..8) run the fused GEMV layer even for models "
-          "wider than --fused_max_hidden (8B at B=1: 4.58 vs 5.05 ms on the H200)");
+ABSL_FLAG(
+    int32_t, fused_wide_max_tokens, kDefaults.fused_wide_max_tokens,
+    "CUDA: steps of up to this many tokens (0..8) run the fused GEMV layer even for models "
+    "wider than --fused_max_hidden (8B on the H200: fused 4.57 / 5.01 / 5.48 ms at B = 1 / 4 / 8 "
+    "against cuBLAS 4.95 / 5.28 / 5.80)");
+ABSL_FLAG(int32_t, fused_prenorm_min_tokens, kDefaults.fused_prenorm_min_tokens,
+          "CUDA: fused steps of at least this many tokens normalize the q/k/v and gate/up inputs "
+          "once (one RMSNorm launch each) instead of inside every GEMV step; -1: auto (4, or 8 "
+          "with 4-bit weights), 0: never");
 ABSL_FLAG(bool, pdl, kDefaults.pdl,
           "CUDA (sm_90+): programmatic dependent launch between layer kernels");
 ABSL_FLAG(bool, deterministic, kDefaults.deterministic,
@@ -135,6 +141,7 @@ WorkerOptions WorkerOptionsFromFlags() {
   o.fused_small_batch = absl::GetFlag(FLAGS_fused_small_batch);
   o.fused_max_hidden = absl::GetFlag(FLAGS_fused_max_hidden);
   o.fused_wide_max_tokens = absl::GetFlag(FLAGS_fused_wide_max_tokens);
+  o.fused_prenorm_min_tokens = absl::GetFlag(FLAGS_fused_prenorm_min_tokens);
   o.pdl = absl::GetFlag(FLAGS_pdl);
   o.deterministic = absl::GetFlag(FLAGS_deterministic);
   o.deterministic_split_tiles = absl::GetFlag(FLAGS_deterministic_split_tiles);

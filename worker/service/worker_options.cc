@@ -43,6 +43,11 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--fused_wide_max_tokens must be in [0, 8], got ", o.fused_wide_max_tokens));
   }
+  if (o.fused_prenorm_min_tokens < -1) {  // -1: auto, 0: never
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--fused_prenorm_min_tokens must be -1 (auto), 0 (never) or a token count, got ",
+        o.fused_prenorm_min_tokens));
+  }
   if (absl::StatusOr<KvCacheDtype> d = ParseKvCacheDtype(o.kv_cache_dtype); !d.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype: ", d.status().message()));
   }
@@ -55,11 +60,15 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
         absl::StrCat("--gpu_memory_limit_gib must be a size in GiB >= 0 (0: the whole GPU), got ",
                      o.gpu_memory_limit_gib));
   }
-  // The faster forms of the deterministic mode mean nothing without it: refuse rather than ignore.
-  for (const auto& [flag, on] :
-       {std::pair{"deterministic_split_tiles", o.deterministic_split_tiles},
-        std::pair{"deterministic_pinned_gemm", o.deterministic_pinned_gemm}}) {
-    if (on && !o.deterministic) {
+  // The deterministic mode's forms mean nothing without it: a form other than the default is
+  // refused rather than ignored.
+  const WorkerOptions defaults;
+  for (const auto& [flag, changed] :
+       {std::pair{"deterministic_split_tiles",
+                  o.deterministic_split_tiles != defaults.deterministic_split_tiles},
+        std::pair{"deterministic_pinned_gemm",
+                  o.deterministic_pinned_gemm != defaults.deterministic_pinned_gemm}}) {
+    if (changed && !o.deterministic) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag, " changes how --deterministic runs; add --deterministic"));
     }

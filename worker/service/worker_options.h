@@ -33,18 +33,20 @@ struct WorkerOptions {
   std::string policy_file;
   std::string policy_dir = "policies";
   std::string decode_policy;
-  bool fused_small_batch = true;      // CUDA: fused GEMV layer for steps of <= 8 tokens
-  int32_t fused_max_hidden = 2048;    // CUDA: wider models keep cuBLAS (CudaBackendOptions)
-  int32_t fused_wide_max_tokens = 1;  // CUDA: ... except for steps of up to this many tokens
-  bool pdl = true;                    // CUDA: programmatic dependent launch
-  bool gemm_autotune = false;         // CUDA: cuBLASLt algorithm search at load
+  bool fused_small_batch = true;    // CUDA: fused GEMV layer for steps of <= 8 tokens
+  int32_t fused_max_hidden = 2048;  // CUDA: wider models keep cuBLAS (CudaBackendOptions)
+  int32_t fused_wide_max_tokens = 8;
+  int32_t fused_prenorm_min_tokens = -1;  // CUDA: kFusedPrenormAuto (CudaBackendOptions)  // CUDA:
+                                          // ... except for steps of up to this many tokens
+  bool pdl = true;                        // CUDA: programmatic dependent launch
+  bool gemm_autotune = false;             // CUDA: cuBLASLt algorithm search at load
   // CUDA: batch-invariant decoding (CudaBackendOptions::deterministic): greedy and seeded outputs
   // do not depend on the other requests of a step. Off by default: it costs more than 5% (see
   // bench/results/*-determinism). The CPU backend is batch-invariant either way. Needs --tp 1.
   bool deterministic = false;
   // CUDA: the mode's faster parts (CudaBackendOptions::deterministic_form: split attention tiles,
   // pinned GEMMs), each off until a GPU has run it.
-  bool deterministic_split_tiles = false;
+  bool deterministic_split_tiles = true;
   bool deterministic_pinned_gemm = false;
   int32_t tp = 1;    // tensor-parallel ranks (CPU backend: in-process rank threads)
   int32_t gpu = -1;  // CUDA device ordinal of this worker; -1: device 0 of CUDA_VISIBLE_DEVICES

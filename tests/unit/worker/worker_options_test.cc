@@ -54,6 +54,7 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--max_message_bytes", [](WorkerOptions& o) { o.max_message_bytes = 10; }},
       {"--fused_wide_max_tokens", [](WorkerOptions& o) { o.fused_wide_max_tokens = -1; }},
       {"--fused_wide_max_tokens", [](WorkerOptions& o) { o.fused_wide_max_tokens = 9; }},
+      {"--fused_prenorm_min_tokens", [](WorkerOptions& o) { o.fused_prenorm_min_tokens = -2; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 1.5; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 0; }},
       {"--gpu_memory_limit_gib", [](WorkerOptions& o) { o.gpu_memory_limit_gib = -1; }},
@@ -65,7 +66,8 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--backend", [](WorkerOptions& o) { o.backend = "tpu"; }},
       {"--kv_cache_dtype", [](WorkerOptions& o) { o.kv_cache_dtype = "fp8"; }},
       {"--kv_cache_dtype", [](WorkerOptions& o) { o.kv_cache_dtype = "int8"; }},
-      {"--deterministic_split_tiles", [](WorkerOptions& o) { o.deterministic_split_tiles = true; }},
+      {"--deterministic_split_tiles",
+       [](WorkerOptions& o) { o.deterministic_split_tiles = false; }},
       {"--deterministic_pinned_gemm", [](WorkerOptions& o) { o.deterministic_pinned_gemm = true; }},
   };
   for (const auto& [flag, spoil] : cases) {
@@ -77,10 +79,14 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
   }
 }
 
-// The deterministic mode's faster forms are accepted with the mode, refused without it.
+// The deterministic mode's forms other than the default are accepted with the mode, refused
+// without it; the defaults pass either way.
 TEST(WorkerOptionsTest, DeterministicFormsNeedTheMode) {
   WorkerOptions o;
-  o.deterministic_split_tiles = o.deterministic_pinned_gemm = true;
+  EXPECT_TRUE(o.deterministic_split_tiles);  // the mode's default form (H200, 2026-12-05)
+  EXPECT_TRUE(ValidateWorkerOptions(o).ok());
+  o.deterministic_split_tiles = false;
+  o.deterministic_pinned_gemm = true;
   EXPECT_EQ(ValidateWorkerOptions(o).code(), absl::StatusCode::kInvalidArgument);
   o.deterministic = true;
   EXPECT_TRUE(ValidateWorkerOptions(o).ok());
