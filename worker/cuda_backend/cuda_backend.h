@@ -50,8 +50,8 @@ struct DeterministicForm {
   // -> 31.1; every determinism and prefill device test passes).
   bool split_tiles = true;
   // One cuBLASLt algorithm per projection shape at every token count (gemm.h, pinned form)
-  // instead of deterministic_gemm_rows-row chunks that each re-read the weights. Off: its first
-  // form failed a 2048-token prompt on the H200 (CUBLAS_STATUS_INVALID_VALUE; see gemm_tune.cc).
+  // instead of deterministic_gemm_rows-row chunks that each re-read the weights. Off: faster
+  // prompts but 2.6x slower one-token steps on the H200 (gemm.h, 2026-12-05).
   bool pinned_gemm = false;
 };
 

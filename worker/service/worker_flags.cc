@@ -57,13 +57,14 @@ ABSL_FLAG(bool, deterministic, kDefaults.deterministic,
           "CUDA: batch-invariant decoding: a request's greedy and seeded outputs do not depend on "
           "which other requests share its steps (fixed-shape GEMMs, one attention kernel for "
           "every row); costs speed, single GPU only");
-ABSL_FLAG(bool, deterministic_split_tiles, kDefaults.deterministic_split_tiles,
-          "CUDA, with --deterministic: attention rows as split tiles (up to 16 CTAs a query head "
-          "for a decode row, same bits) instead of whole rows; not yet run on a GPU");
+ABSL_FLAG(
+    bool, deterministic_split_tiles, kDefaults.deterministic_split_tiles,
+    "CUDA, with --deterministic: attention rows as split tiles (up to 16 CTAs a query head "
+    "for a decode row, same bits) instead of whole rows (8B B=1 on the H200: 5.7 vs 10.9 ms)");
 ABSL_FLAG(bool, deterministic_pinned_gemm, kDefaults.deterministic_pinned_gemm,
           "CUDA, with --deterministic: one cuBLASLt algorithm per projection at every token "
-          "count instead of 64-row GEMM chunks (a prompt reads the weights once); not yet run on "
-          "a GPU");
+          "count instead of 64-row GEMM chunks (a prompt reads the weights once: 8B prefill 2048 "
+          "103 vs 156 ms on the H200, but decode steps 2.6x slower)");
 ABSL_FLAG(bool, gemm_autotune, kDefaults.gemm_autotune,
           "CUDA: time cuBLASLt algorithms per projection at load");
 ABSL_FLAG(std::string, decode_policy, kDefaults.decode_policy,
