@@ -7,7 +7,7 @@
 # Prediction (e2e confirm16: B=8 5.49 vs 5.84 ms, B=4 5.00 vs 5.29): TPOT -5..-7% at
 # concurrency 8 (steps mix 8 decode rows with prefill chunks, which run eagerly either way).
 # Bundle: bash bench/device/bundle.sh served16 pkv-worker pkv-router pkv pkv-make-model
-# Call: carry [".device/served16.tar.xz"], `bash bench/device/served16.sh` (~5 min).
+# Call: carry [".device/served16.tar.xz"], `bash bench/device/served16.sh` (~4 min).
 set -u
 source "$(dirname "$0")/common.sh"
 start_call served16
@@ -29,6 +29,6 @@ serve8() {  # serve8 TAG FLAG...
 }
 serve8 new
 serve8 old --fused_wide_max_tokens=1 --fused_prenorm_min_tokens=0
-serve8 new2
+
 el done
 cat "$S"
