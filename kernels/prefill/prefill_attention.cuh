@@ -163,34 +163,21 @@ __device__ __forceinline__ void StoreKvFp8(const Fp8KvRegs<kD>& regs, T* sk, T* 
   }
 }
 
-// Split tiles' packed rows (see above): row r is query r / group, q head kvh * group + r % group.
+// The tile's Q rows: row r is query r / group with q head first_head * group + r % group (split
+// tiles pack a KV head's q heads: first_head = the KV head, group = H_q / H_kv; whole tiles hold
+// one q head: first_head = h, group 1). Rows from `rows` on are zero-filled.
 template <typename T, int kD>
-__device__ __forceinline__ void LoadQTilePacked(const PrefillParams& p, const PrefillTile& tile,
-                                                int kvh, int rows, T* sq) {
+__device__ __forceinline__ void LoadQTile(const PrefillParams& p, const PrefillTile& tile,
+                                          int first_head, int group, int rows, T* sq) {
   constexpr int kChunks = kD / 8;
   const T* q = static_cast<const T*>(p.q);
 #pragma unroll
   for (int i = threadIdx.x; i < kBlockM * kChunks; i += kThreads) {
     const int r = i / kChunks, c = i % kChunks;
     const bool valid = r < rows;
-    const int qi = r / p.group;
+    const int qi = r / group;
     const int64_t token = int64_t{tile.q_begin} + tile.m_begin + qi;
-    const int h = kvh * p.group + (r - qi * p.group);
-    const T* src = valid ? q + (token * p.num_q_heads + h) * kD + c * 8 : q;
-    CpAsync16(SmemAddr(sq + Swz<kD>(r, c)), src, valid);
-  }
-}
-
-template <typename T, int kD>
-__device__ __forceinline__ void LoadQTile(const PrefillParams& p, const PrefillTile& tile, int h,
-                                          int m_rows, T* sq) {
-  constexpr int kChunks = kD / 8;
-  const T* q = static_cast<const T*>(p.q);
-#pragma unroll
-  for (int i = threadIdx.x; i < kBlockM * kChunks; i += kThreads) {
-    const int r = i / kChunks, c = i % kChunks;
-    const bool valid = r < m_rows;
-    const int64_t token = int64_t{tile.q_begin} + tile.m_begin + r;
+    const int h = first_head * group + (r - qi * group);
     const T* src = valid ? q + (token * p.num_q_heads + h) * kD + c * 8 : q;
     CpAsync16(SmemAddr(sq + Swz<kD>(r, c)), src, valid);
   }
@@ -383,9 +370,9 @@ __global__ void __launch_bounds__(kThreads) PrefillAttentionKernel(const Prefill
   }
 
   if constexpr (kSplit) {
-    LoadQTilePacked<T, kD>(p, tile, kvh, m_rows * p.group, sq);
+    LoadQTile<T, kD>(p, tile, kvh, p.group, m_rows * p.group, sq);
   } else {
-    LoadQTile<T, kD>(p, tile, h, m_rows, sq);
+    LoadQTile<T, kD>(p, tile, h, 1, m_rows, sq);
   }
   if constexpr (kFp8) {
     Fp8KvRegs<kD> first;
