@@ -39,6 +39,17 @@ absl::StatusOr<float> TimeRuns(cudaStream_t stream, Run&& run) {
   return ms / kTuneReps;
 }
 
+// Sets a plan's B [in][T] and C [out][T] layouts to T = tokens columns.
+absl::Status SetTokens(cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, int64_t tokens) {
+  const uint64_t cols = static_cast<uint64_t>(tokens);
+  for (cublasLtMatrixLayout_t layout : {b, c}) {
+    PKV_RETURN_IF_ERROR(CublasStatus(
+        cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
+        "cublasLtMatrixLayoutSetAttribute"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Gemm::LtPlan::~LtPlan() {
@@ -103,13 +114,7 @@ absl::StatusOr<int> Gemm::Heuristics(const LtPlan& plan,
 }
 
 bool Gemm::PinnedAlgoFits(const LtPlan& plan, cublasLtMatmulAlgo_t* algo, int64_t tokens) const {
-  const uint64_t cols = static_cast<uint64_t>(tokens);
-  if (cublasLtMatrixLayoutSetAttribute(plan.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)) !=
-          CUBLAS_STATUS_SUCCESS ||
-      cublasLtMatrixLayoutSetAttribute(plan.c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)) !=
-          CUBLAS_STATUS_SUCCESS) {
-    return false;
-  }
+  if (!SetTokens(plan.b, plan.c, tokens).ok()) return false;
   cublasLtMatmulHeuristicResult_t checked;
   return cublasLtMatmulAlgoCheck(lt_, plan.op, plan.a, plan.b, plan.c, plan.c, algo, &checked) ==
              CUBLAS_STATUS_SUCCESS &&
@@ -160,13 +165,7 @@ absl::Status Gemm::RunPinned(decode::DType dtype, const void* x, int64_t num_tok
     }
     plan = *std::move(made);
   }
-  const uint64_t cols = static_cast<uint64_t>(num_tokens);  // B [in][T], C [out][T]
-  PKV_RETURN_IF_ERROR(CublasStatus(
-      cublasLtMatrixLayoutSetAttribute(plan->b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
-      "cublasLtMatrixLayoutSetAttribute"));
-  PKV_RETURN_IF_ERROR(CublasStatus(
-      cublasLtMatrixLayoutSetAttribute(plan->c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)),
-      "cublasLtMatrixLayoutSetAttribute"));
+  PKV_RETURN_IF_ERROR(SetTokens(plan->b, plan->c, num_tokens));
   return RunLt(*plan, x, w, y, stream);
 }
 
