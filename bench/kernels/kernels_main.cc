@@ -31,6 +31,8 @@ ABSL_FLAG(std::string, configs, "default",
           "(decode::ChooseKernelConfig)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
+ABSL_FLAG(bool, workqueue_balanced, pkv::decode::PlanOptions{}.workqueue_balanced,
+          "kernels: the workqueue's balanced layout (PlanOptions::workqueue_balanced)");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
 ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
 ABSL_FLAG(bool, graph, true, "kernels: time the steps as one CUDA graph");
@@ -108,7 +110,9 @@ bool Selected(const std::string& name, const std::string& filter) {
 
 // --plan_only: planner counters for every line and variant, no GPU needed (the device limits come
 // from --sm_count and --ctas_per_sm). With --paper_counters the workqueue is also planned at the
-// split route's chunk size, the comparison the paper's merge-traffic claim makes.
+// split route's chunk size, the comparison the paper's merge-traffic claim makes. Plans are
+// graph-sized as the worker's (one bucket of the line's rows); plan_us is the mean of
+// kPlanRepeats calls after a warm-up call (a single cold call also times the vectors' growth).
 absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cfg, int sm_count) {
   decode::DeviceLimits limits{sm_count > 0 ? sm_count : 132, absl::GetFlag(FLAGS_ctas_per_sm)};
   std::printf(
@@ -128,6 +132,7 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
       opt.route = v.route;
       opt.merge = v.merge;
       opt.min_split_tokens = cfg.min_split_tokens;
+      opt.workqueue_balanced = cfg.workqueue_balanced;
       std::string label = v.label;
       if (absl::GetFlag(FLAGS_paper_counters) && v.route == decode::Route::kWorkqueue) {
         decode::PlanOptions sopt = opt;
@@ -138,12 +143,19 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
         opt.workqueue_chunk_tokens = chunk;
         label += "@split-chunk";
       }
+      opt.capacity_rows = std::max<int32_t>(1, in.num_rows);
+      constexpr int kPlanRepeats = 200;
       PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits, opt, &plan));
+      double plan_us = 0.0;
+      for (int i = 0; i < kPlanRepeats; ++i) {
+        PKV_RETURN_IF_ERROR(decode::PlanDecode(in, limits, opt, &plan));
+        plan_us += plan.counters.plan_us / kPlanRepeats;
+      }
       const auto& c = plan.counters;
       std::printf("%s\t%s\t%s\t%d\t%d\t%d\t%.4f\t%lld\t%d\t%.2f\n", line.name.c_str(),
                   std::string(decode::RouteName(v.route)).c_str(), label.c_str(), c.launches,
                   c.items, c.items_nonempty, c.occupancy(),
-                  static_cast<long long>(c.merge_state_bytes), c.num_merges, c.plan_us);
+                  static_cast<long long>(c.merge_state_bytes), c.num_merges, plan_us);
     }
   }
   return absl::OkStatus();
@@ -164,6 +176,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   cfg.iters = std::max(1, absl::GetFlag(FLAGS_iters).value_or(100));
   cfg.wall_iters = std::max(1, absl::GetFlag(FLAGS_wall_iters));
   cfg.min_split_tokens = absl::GetFlag(FLAGS_min_split);
+  cfg.workqueue_balanced = absl::GetFlag(FLAGS_workqueue_balanced);
   cfg.flush_bytes = int64_t{absl::GetFlag(FLAGS_flush_mb)} << 20;
   const std::string flush = absl::GetFlag(FLAGS_flush);
   if (flush != "read" && flush != "write") {

@@ -189,11 +189,12 @@ absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
   plan->counters = PlanCounters{};
   ComputeFeatures(input, plan);
   plan->features.num_sms = limits.num_sms;
-  plan->row_pages.resize(input.num_rows);
+  plan->scratch.row_pages.resize(input.num_rows);
   for (int32_t r = 0; r < input.num_rows; ++r) {
-    plan->row_pages[r] = (input.lengths[r] + input.shape.page_size - 1) / input.shape.page_size;
+    plan->scratch.row_pages[r] =
+        (input.lengths[r] + input.shape.page_size - 1) / input.shape.page_size;
   }
-  internal::PlanContext ctx{input, limits, options, plan, plan->row_pages.data()};
+  internal::PlanContext ctx{input, limits, options, plan, plan->scratch.row_pages.data()};
   ctx.min_split_pages = internal::SplitFloorPages(input.shape, options);
   switch (options.route) {
     case Route::kFused:

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -80,6 +81,11 @@ struct PlanOptions {
   // instead of choosing the chunk by the wave model. Used to compare counters with the split
   // route at its own chunk size (the paper's merge-traffic comparison).
   int32_t workqueue_chunk_tokens = 0;
+  // Workqueue only: lay the items out for the kernel's stride loop (item i runs on CTA i % grid):
+  // largest first, dealt to the CTAs in snake order, with the chunk chosen by the busiest CTA's
+  // load under that layout (plan_routes.cc, PlanWorkqueue). false: rows in LPT order, chunk by
+  // the wave model.
+  bool workqueue_balanced = false;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;
@@ -147,6 +153,23 @@ struct PlanFeatures {
   int32_t num_sms = 0;
 };
 
+// Working memory of PlanDecode (contents meaningless between calls).
+struct PlanScratch {
+  std::vector<int32_t> row_order;  // the order rows were emitted in
+  std::vector<int32_t> row_pages;  // pages each row's length spans
+  // Balanced workqueue (PlanOptions::workqueue_balanced): the items of one row and size.
+  struct SizeGroup {
+    int32_t pages = 0;  // each item's pages
+    int32_t row = 0;
+    int32_t splits = 0;  // the row's split count
+    int32_t count = 0;   // items: the row's splits of this size times the KV heads
+  };
+  std::vector<SizeGroup> size_groups;  // largest first
+  // A candidate layout's load changes: (first CTA of a range, pair-pages added from there on).
+  std::vector<std::pair<int32_t, double>> load_steps;
+  std::vector<int32_t> first_partials;  // [row * kv heads + head]
+};
+
 struct DecodePlan {
   Route route = Route::kFused;
   MergeMode merge = MergeMode::kInKernel;
@@ -163,8 +186,7 @@ struct DecodePlan {
   // block-table entries page_ids[page_base + token_begin / page_size + k] for k below the item's
   // page count, 0 past it.
   std::vector<int32_t> item_pids;
-  std::vector<int32_t> row_order;  // planner scratch: the order rows were emitted in
-  std::vector<int32_t> row_pages;  // planner scratch: pages each row's length spans
+  PlanScratch scratch;  // the planner's working memory, kept so replanning does not allocate
   PlanCounters counters;
   PlanFeatures features;
 };

@@ -37,6 +37,15 @@ struct PlanContext {
   bool graph_sized() const { return options.capacity_rows > 0; }
 };
 
+// Split k of `row`'s KV head `head` cut into n splits (chunk_pages as EmitPair's), its partial
+// slots from first_partial.
+WorkItem SplitItem(const PlanContext& ctx, int32_t row, int32_t head, int32_t k, int32_t n,
+                   int32_t chunk_pages, int32_t first_partial);
+
+// Reserves the partial slots of a (row, kv head) cut into n splits (and, under
+// MergeMode::kSeparate, its merge entry); returns the first slot, 0 when n == 1.
+int32_t AllocatePartials(PlanContext& ctx, int32_t row, int32_t head, int32_t n);
+
 // Appends one (row, kv head) cut into `n` page-aligned splits. `chunk_pages` > 0: fixed chunks
 // (split k covers pages [k*chunk, (k+1)*chunk), trailing ones may be empty: the rectangular grid);
 // chunk_pages == 0: n splits of near-equal page counts (they differ by at most one page).

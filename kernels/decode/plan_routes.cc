@@ -35,36 +35,46 @@ int32_t CapGrid(const PlanContext& ctx, int32_t grid) {
 
 }  // namespace
 
-void EmitPair(PlanContext& ctx, int32_t row, int32_t head, int32_t n, int32_t chunk_pages) {
-  DecodePlan& plan = *ctx.plan;
-  const int32_t len = ctx.in.lengths[row];
-  const int32_t ps = ctx.page_size();
+WorkItem SplitItem(const PlanContext& ctx, int32_t row, int32_t head, int32_t k, int32_t n,
+                   int32_t chunk_pages, int32_t first_partial) {
   const int32_t pages = ctx.Pages(row);
-  const int32_t first_partial = n > 1 ? ctx.num_partials : 0;
-  if (n > 1) ctx.num_partials += n;
-  for (int32_t k = 0; k < n; ++k) {
-    int64_t bp, ep;
-    if (chunk_pages > 0) {
-      bp = std::min<int64_t>(int64_t{k} * chunk_pages, pages);
-      ep = std::min<int64_t>(int64_t{k + 1} * chunk_pages, pages);
-    } else {
-      bp = int64_t{k} * pages / n;
-      ep = int64_t{k + 1} * pages / n;
-    }
-    WorkItem it;
-    it.row = row;
-    it.kv_head = head;
-    // Empty splits (the rectangular grid's neutral states) carry [0, 0).
-    it.token_begin = ep > bp ? static_cast<int32_t>(bp * ps) : 0;
-    it.token_end = ep > bp ? static_cast<int32_t>(std::min<int64_t>(ep * ps, len)) : 0;
-    it.page_base = ctx.in.page_indptr[row];
-    it.split_index = k;
-    it.num_splits = n;
-    it.first_partial = first_partial;
-    plan.items.push_back(it);
+  int64_t bp, ep;
+  if (chunk_pages > 0) {
+    bp = std::min<int64_t>(int64_t{k} * chunk_pages, pages);
+    ep = std::min<int64_t>(int64_t{k + 1} * chunk_pages, pages);
+  } else {
+    bp = int64_t{k} * pages / n;
+    ep = int64_t{k + 1} * pages / n;
   }
-  if (n > 1 && plan.merge == MergeMode::kSeparate) {
-    plan.merges.push_back(MergeEntry{row, head, first_partial, n});
+  const int32_t ps = ctx.page_size();
+  WorkItem it;
+  it.row = row;
+  it.kv_head = head;
+  // Empty splits (the rectangular grid's neutral states) carry [0, 0).
+  it.token_begin = ep > bp ? static_cast<int32_t>(bp * ps) : 0;
+  it.token_end =
+      ep > bp ? static_cast<int32_t>(std::min<int64_t>(ep * ps, ctx.in.lengths[row])) : 0;
+  it.page_base = ctx.in.page_indptr[row];
+  it.split_index = k;
+  it.num_splits = n;
+  it.first_partial = first_partial;
+  return it;
+}
+
+int32_t AllocatePartials(PlanContext& ctx, int32_t row, int32_t head, int32_t n) {
+  if (n <= 1) return 0;
+  const int32_t first_partial = ctx.num_partials;
+  ctx.num_partials += n;
+  if (ctx.plan->merge == MergeMode::kSeparate) {
+    ctx.plan->merges.push_back(MergeEntry{row, head, first_partial, n});
+  }
+  return first_partial;
+}
+
+void EmitPair(PlanContext& ctx, int32_t row, int32_t head, int32_t n, int32_t chunk_pages) {
+  const int32_t first_partial = AllocatePartials(ctx, row, head, n);
+  for (int32_t k = 0; k < n; ++k) {
+    ctx.plan->items.push_back(SplitItem(ctx, row, head, k, n, chunk_pages, first_partial));
   }
 }
 
@@ -177,6 +187,138 @@ int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pag
   return hi;
 }
 
+// Position in the item array of the i-th largest of n items when CTA c of a `grid`-CTA launch
+// runs positions c, c + grid, ... (the kernel's stride loop): wave w = i / grid is dealt to the
+// CTAs in order when w is even and in reverse when it is odd (a partial last wave over its own
+// width), so the CTA that took one wave's largest item takes the next wave's smallest. `w` and
+// `b` are i's wave and place in it; callers step them instead of dividing.
+int64_t SnakePosition(int64_t w, int64_t b, int64_t n, int64_t grid) {
+  const int64_t width = std::min(grid, n - w * grid);
+  return w * grid + ((w & 1) != 0 ? width - 1 - b : b);
+}
+
+// The items of a workqueue plan with splits of at most `chunk` pages as groups of one row and size
+// into scratch.size_groups, largest first (equal sizes in row order): a row of p pages in n splits
+// has p % n items of p / n + 1 pages and the rest of p / n (EmitPair's near-equal cut), heads() of
+// each. Returns the item count; *split: some row is split.
+int64_t SizeGroups(PlanContext& ctx, int64_t chunk, bool* split) {
+  std::vector<PlanScratch::SizeGroup>& groups = ctx.plan->scratch.size_groups;
+  groups.clear();
+  int64_t n = 0;
+  *split = false;
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
+    const int32_t pages = ctx.Pages(r);
+    const int32_t splits = SplitsOf(ctx, pages, chunk);
+    const int32_t longer = pages % splits;
+    if (longer > 0) groups.push_back({pages / splits + 1, r, splits, longer * ctx.heads()});
+    groups.push_back({pages / splits, r, splits, (splits - longer) * ctx.heads()});
+    n += int64_t{splits} * ctx.heads();
+    *split = *split || splits > 1;
+  }
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    return a.pages != b.pages ? a.pages > b.pages : a.row < b.row;
+  });
+  return n;
+}
+
+// The busiest CTA's load, in pair-pages plus item_overhead_pages an item, when the items of a
+// workqueue plan with splits of at most `chunk` pages are laid out by EmitBalanced over `grid`
+// CTAs; plus the merge's fixed cost when a row is split. A group covers whole CTA ranges of a
+// wave, so the loads change only at range ends: O(s log s) in the s = groups + waves ranges, not
+// O(items) or O(grid) (one row at 264 slots: ~10 ranges).
+double BalancedCost(PlanContext& ctx, int64_t chunk, int64_t grid, double item_overhead_pages,
+                    double merge_overhead_pages) {
+  bool split = false;
+  const int64_t n = SizeGroups(ctx, chunk, &split);
+  std::vector<std::pair<int32_t, double>>& steps = ctx.plan->scratch.load_steps;
+  steps.clear();
+  int64_t w = 0, b = 0;  // the next item's wave and place in it
+  for (const PlanScratch::SizeGroup& g : ctx.plan->scratch.size_groups) {
+    const double item = g.pages + item_overhead_pages;
+    for (int64_t left = g.count; left > 0;) {
+      const int64_t width = std::min(grid, n - w * grid);
+      const int64_t take = std::min(left, width - b);
+      const int64_t first = (w & 1) != 0 ? width - b - take : b;  // SnakePosition's CTAs
+      steps.push_back({static_cast<int32_t>(first), item});
+      steps.push_back({static_cast<int32_t>(first + take), -item});
+      left -= take;
+      b += take;
+      if (b == width) b = 0, ++w;
+    }
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  double busiest = 0.0, load = 0.0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    load += steps[i].second;
+    if (i + 1 == steps.size() || steps[i + 1].first != steps[i].first) {
+      busiest = std::max(busiest, load);
+    }
+  }
+  return busiest + (split ? merge_overhead_pages : 0.0);
+}
+
+// Rule (balanced): the unsplit plan and, for k = 4..16, the smallest split size whose items fit
+// in k / 4 waves of slots (never below min_split_tokens); keep the one whose busiest CTA is least
+// loaded under the balanced layout (BalancedCost), ties to the larger split (fewer items).
+// Quarter-wave steps matter because a step's time is its busiest CTA's: on the unseen grid's
+// bimodal B = 32 line (bench/traces/unseen-20261204.tsv) at 264 slots the wave model's 528 items of
+// at most 311 pages leave 120 CTAs two whole items (593 pair-pages against a mean of 401), and 456
+// items of at most 418 pages lay out to 433.
+int64_t BalancedChunk(PlanContext& ctx, int64_t total_pages, int64_t max_pages,
+                      double item_overhead_pages, double merge_overhead_pages) {
+  const int64_t grid = CapGrid(ctx, ctx.limits.slots());
+  int64_t best_chunk = max_pages;
+  double best_cost = BalancedCost(ctx, best_chunk, grid, item_overhead_pages, merge_overhead_pages);
+  int64_t last = best_chunk;
+  for (int32_t k = 4; k <= 4 * kMaxWaves && total_pages > 0; ++k) {
+    const int64_t target = int64_t{k} * ctx.limits.slots() / 4;
+    const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
+    // Targets grow with k, so the chunk only shrinks: search below the last one.
+    const int64_t chunk = SmallestChunkFitting(ctx, lo, last, target);
+    if (chunk == last) continue;
+    last = chunk;
+    const double cost = BalancedCost(ctx, chunk, grid, item_overhead_pages, merge_overhead_pages);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best_chunk = chunk;
+    }
+  }
+  return best_chunk;
+}
+
+// Emits the items of a workqueue plan with splits of at most `chunk` pages for a launch of `grid`
+// CTAs: largest first (SizeGroups' order; a row's heads and splits in order within a group), the
+// i-th at SnakePosition. With one CTA an item (grid >= count) that is the LPT order the hardware's
+// in-order CTA dispatch packs best.
+void EmitBalanced(PlanContext& ctx, int64_t chunk, int64_t grid) {
+  PlanScratch& s = ctx.plan->scratch;
+  bool split = false;
+  const int64_t n = SizeGroups(ctx, chunk, &split);
+  const int32_t heads = ctx.heads();
+  s.first_partials.resize(static_cast<size_t>(ctx.in.num_rows) * heads);
+  for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
+    const int32_t splits = SplitsOf(ctx, ctx.Pages(r), chunk);
+    for (int32_t h = 0; h < heads; ++h) {
+      s.first_partials[r * heads + h] = AllocatePartials(ctx, r, h, splits);
+    }
+  }
+  std::vector<WorkItem>& items = ctx.plan->items;
+  items.resize(static_cast<size_t>(n));
+  int64_t w = 0, b = 0;
+  for (const PlanScratch::SizeGroup& g : s.size_groups) {
+    const int64_t pages = ctx.Pages(g.row);
+    for (int32_t h = 0; h < heads; ++h) {
+      for (int32_t k = 0; k < g.splits; ++k) {
+        if ((k + 1) * pages / g.splits - k * pages / g.splits != g.pages) continue;
+        items[SnakePosition(w, b, n, grid)] =
+            SplitItem(ctx, g.row, h, k, g.splits, 0, s.first_partials[g.row * heads + h]);
+        if (++b == grid) b = 0, ++w;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // Rule: for w = 1..kMaxWaves take the smallest split size whose items fit in w * slots (never
@@ -189,6 +331,8 @@ int64_t SmallestChunkFitting(const PlanContext& ctx, int64_t lo, int64_t max_pag
 // max(94.8, 110) + 12 + 3 (merge) = 125; w = 2: chunk 49 pages (520 items), cost
 // max(93.3, 49) + 24 + 3 = 120.3, so two waves of 520 items are planned. B = 1 of 135 tokens
 // (9 pages): shorter than two pieces of 8 pages (min_split_tokens 128), so the row stays whole.
+// With options.workqueue_balanced the chunk comes from BalancedChunk and EmitBalanced lays the
+// items out instead.
 void PlanWorkqueue(PlanContext& ctx) {
   const int32_t rows = ctx.in.num_rows;
   int64_t total_pages = 0;
@@ -202,24 +346,37 @@ void PlanWorkqueue(PlanContext& ctx) {
   const double pair_page_bytes = 2.0 * s.kv_elem_bytes * s.page_size * s.head_dim;  // K+V
   const double overhead = kItemOverheadBytes / pair_page_bytes;
   const double merge_overhead = kMergeOverheadBytes / pair_page_bytes;
+  const bool balanced = ctx.options.workqueue_balanced;
   int64_t best_chunk = std::max(max_pages, 1);
-  double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead, merge_overhead);
   const bool fixed = ctx.options.workqueue_chunk_tokens > 0;
   if (fixed) {
     best_chunk = std::max<int64_t>(1, CeilDiv(ctx.options.workqueue_chunk_tokens, ctx.page_size()));
-  }
-  for (int32_t w = 1; w <= kMaxWaves && total_pages > 0 && !fixed; ++w) {
-    const int64_t target = int64_t{w} * ctx.limits.slots();
-    const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
-    const int64_t chunk = SmallestChunkFitting(ctx, lo, best_chunk, target);
-    const double cost = WorkqueueCost(ctx, total_pages, chunk, overhead, merge_overhead);
-    if (cost < best_cost) {  // ties keep the fewer, larger items of the smaller wave count
-      best_cost = cost;
-      best_chunk = chunk;
+  } else if (balanced) {
+    best_chunk = BalancedChunk(ctx, total_pages, best_chunk, overhead, merge_overhead);
+  } else {
+    double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead, merge_overhead);
+    for (int32_t w = 1; w <= kMaxWaves && total_pages > 0; ++w) {
+      const int64_t target = int64_t{w} * ctx.limits.slots();
+      const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
+      const int64_t chunk = SmallestChunkFitting(ctx, lo, best_chunk, target);
+      const double cost = WorkqueueCost(ctx, total_pages, chunk, overhead, merge_overhead);
+      if (cost < best_cost) {  // ties keep the fewer, larger items of the smaller wave count
+        best_cost = cost;
+        best_chunk = chunk;
+      }
     }
   }
+  if (balanced) {
+    // AddLaunches' grid: the resident slots when graph-sized, else one CTA an item.
+    const int64_t items = WorkqueueItems(ctx, best_chunk);
+    EmitBalanced(
+        ctx, best_chunk,
+        CapGrid(ctx, static_cast<int32_t>(ctx.graph_sized() ? ctx.limits.slots() : items)));
+    AddLaunches(ctx, 0, 0);
+    return;
+  }
   // LPT order: rows by descending split size (stable, so equal rows keep batch order).
-  std::vector<int32_t>& order = ctx.plan->row_order;
+  std::vector<int32_t>& order = ctx.plan->scratch.row_order;
   order.resize(rows);
   for (int32_t r = 0; r < rows; ++r) order[r] = r;
   auto split_pages = [&](int32_t r) {
@@ -239,7 +396,7 @@ void PlanWorkqueue(PlanContext& ctx) {
 // it on its own and launched on its own (attention, then merge): launches = groups * 2.
 void PlanBucketedExact(PlanContext& ctx) {
   const int32_t rows = ctx.in.num_rows;
-  std::vector<int32_t>& order = ctx.plan->row_order;
+  std::vector<int32_t>& order = ctx.plan->scratch.row_order;
   order.resize(rows);
   for (int32_t r = 0; r < rows; ++r) order[r] = r;
   std::stable_sort(order.begin(), order.end(),

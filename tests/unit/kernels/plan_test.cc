@@ -273,6 +273,7 @@ TEST(DecodePlanTest, RandomBatchesKeepEveryInvariant) {
         const bool graph = opt.route != Route::kBucketedExact && rng() % 2 == 0;
         opt.capacity_rows = graph ? std::max(rows, 1) + static_cast<int>(rng() % 5) : 0;
         opt.max_grid_ctas = rng() % 4 == 0 ? 1 + static_cast<int>(rng() % 64) : 0;
+        opt.workqueue_balanced = trial % 2 == 1;
         DecodePlan plan;
         ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
         SCOPED_TRACE(testing::Message() << "trial " << trial << " route " << RouteName(opt.route)
@@ -326,6 +327,64 @@ TEST(DecodePlanTest, RouteShapesMatchTheirRules) {
   opt.merge = MergeMode::kSeparate;
   ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &wq).ok());
   EXPECT_EQ(wq.counters.launches, 2);
+}
+
+// The busiest CTA's pages (plus `overhead` an item) when CTA c runs items c, c + grid, ... of a
+// one-launch plan (the graph-sized stride loop).
+double BusiestCta(const DecodePlan& plan, int32_t page_size, double overhead) {
+  const int32_t grid = plan.launches.front().grid;
+  std::vector<double> load(grid, 0.0);
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const WorkItem& it = plan.items[i];
+    load[i % grid] += (it.token_end + page_size - 1) / page_size - it.token_begin / page_size;
+    load[i % grid] += overhead;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+// The balanced workqueue layout (largest items first, dealt in snake order) on the unseen grid's
+// bimodal B = 32 line (bench/traces/unseen-20261204.tsv) at 264 slots: the wave model's plan
+// leaves some CTAs two whole items of the long rows; the balanced one keeps the busiest CTA within
+// 10% of the mean and well under the wave model's.
+TEST(DecodePlanTest, BalancedWorkqueueEvensTheCtasOfARaggedBatch) {
+  KvShape shape{32, 8, 128, 16};
+  const DeviceLimits limits{132, 2};
+  Batch b;
+  b.shape = shape;
+  b.lengths = {17803, 332,   907,   375, 508,   610, 681, 542,   486, 944,  169,
+               19144, 29250, 18623, 906, 29789, 542, 675, 27922, 186, 1001, 509,
+               26743, 27363, 731,   838, 152,   712, 405, 957,   987, 922};
+  b.page_indptr = {0};
+  int64_t pages = 0;
+  for (int32_t len : b.lengths) {
+    pages += (len + 15) / 16;
+    b.page_indptr.push_back(static_cast<int32_t>(pages));
+  }
+  PlanOptions opt;
+  opt.route = Route::kWorkqueue;
+  opt.capacity_rows = 32;
+  DecodePlan waves, balanced;
+  ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &waves).ok());
+  opt.workqueue_balanced = true;
+  ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &balanced).ok());
+  CheckPlan(b, limits, opt, balanced);
+  ASSERT_EQ(balanced.launches.front().grid, 264);
+  const double overhead = 12.0;  // kItemOverheadBytes over one pair-page (8 KB)
+  const double mean = (8.0 * pages + overhead * balanced.items.size()) / 264;
+  const double busiest_waves = BusiestCta(waves, 16, overhead);
+  const double busiest = BusiestCta(balanced, 16, overhead);
+  EXPECT_LT(busiest, 1.1 * mean) << "mean " << mean;
+  EXPECT_LT(busiest, 0.8 * busiest_waves);
+  // Largest first: the first wave's items are at least as long as any later one.
+  int32_t first_wave_min = INT32_MAX, later_max = 0;
+  for (size_t i = 0; i < balanced.items.size(); ++i) {
+    const int32_t n = balanced.items[i].token_end - balanced.items[i].token_begin;
+    if (i < 264)
+      first_wave_min = std::min(first_wave_min, n);
+    else
+      later_max = std::max(later_max, n);
+  }
+  EXPECT_GE(first_wave_min + 16, later_max);
 }
 
 // A row shorter than two min_split_tokens pieces stays whole (each split pays the merge): 135
