@@ -168,6 +168,7 @@ struct PlanScratch {
   // A candidate layout's load changes: (first CTA of a range, pair-pages added from there on).
   std::vector<std::pair<int32_t, double>> load_steps;
   std::vector<int32_t> first_partials;  // [row * kv heads + head]
+  std::vector<WorkItem> group_items;    // one size group's items of KV head 0
 };
 
 struct DecodePlan {

@@ -307,12 +307,19 @@ void EmitBalanced(PlanContext& ctx, int64_t chunk, int64_t grid) {
   items.resize(static_cast<size_t>(n));
   int64_t w = 0, b = 0;
   for (const PlanScratch::SizeGroup& g : s.size_groups) {
-    const int64_t pages = ctx.Pages(g.row);
+    // The group's splits of KV head 0, then every head's copies.
+    s.group_items.clear();
+    for (int32_t k = 0; k < g.splits; ++k) {
+      WorkItem it = SplitItem(ctx, g.row, 0, k, g.splits, 0, 0);
+      const int32_t ps = ctx.page_size();
+      if ((it.token_end + ps - 1) / ps - it.token_begin / ps == g.pages)
+        s.group_items.push_back(it);
+    }
     for (int32_t h = 0; h < heads; ++h) {
-      for (int32_t k = 0; k < g.splits; ++k) {
-        if ((k + 1) * pages / g.splits - k * pages / g.splits != g.pages) continue;
-        items[SnakePosition(w, b, n, grid)] =
-            SplitItem(ctx, g.row, h, k, g.splits, 0, s.first_partials[g.row * heads + h]);
+      for (WorkItem it : s.group_items) {
+        it.kv_head = h;
+        it.first_partial = s.first_partials[g.row * heads + h];
+        items[SnakePosition(w, b, n, grid)] = it;
         if (++b == grid) b = 0, ++w;
       }
     }
@@ -336,10 +343,11 @@ void EmitBalanced(PlanContext& ctx, int64_t chunk, int64_t grid) {
 void PlanWorkqueue(PlanContext& ctx) {
   const int32_t rows = ctx.in.num_rows;
   int64_t total_pages = 0;
-  int32_t max_pages = 0;
+  int32_t max_pages = 0, min_pages = rows > 0 ? ctx.Pages(0) : 0;
   for (int32_t r = 0; r < rows; ++r) {
     total_pages += ctx.Pages(r);
     max_pages = std::max(max_pages, ctx.Pages(r));
+    min_pages = std::min(min_pages, ctx.Pages(r));
   }
   total_pages *= ctx.heads();
   const KvShape& s = ctx.in.shape;
@@ -351,7 +359,9 @@ void PlanWorkqueue(PlanContext& ctx) {
   const bool fixed = ctx.options.workqueue_chunk_tokens > 0;
   if (fixed) {
     best_chunk = std::max<int64_t>(1, CeilDiv(ctx.options.workqueue_chunk_tokens, ctx.page_size()));
-  } else if (balanced) {
+  } else if (balanced && min_pages < max_pages) {
+    // (Rows of one length cut into items of one size, to a page, where WorkqueueCost already is
+    // the busiest CTA's load: the wave model's choice below stands and costs less to find.)
     best_chunk = BalancedChunk(ctx, total_pages, best_chunk, overhead, merge_overhead);
   } else {
     double best_cost = WorkqueueCost(ctx, total_pages, best_chunk, overhead, merge_overhead);
