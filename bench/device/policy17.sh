@@ -21,10 +21,10 @@ set -u
 source "$(dirname "$0")/common.sh"
 start_call policy17
 mkdir -p "$RD/balanced" "$RD/waves"
-sweep() {  # sweep LAYOUT OUT_NAME TRACE_FILE SMS ROUTES
+sweep() {  # sweep LAYOUT OUT_NAME TRACE_FILE SMS ROUTES [FLAG...]
   local part=$RD/part.tsv bal=false
   [ "$1" = balanced ] && bal=true
-  timeout 120 "$R" pkv-bench kernels --trace "$3" --sm_count "$4" --routes "$5" \
+  timeout 120 "$R" pkv-bench kernels --trace "$3" --sm_count "$4" --routes "$5" "${@:6}" \
     --workqueue_balanced=$bal --iters 30 --wall_iters 5 --nofloor --out "$part" \
     >> "$RD/sweeps.log" 2>&1
   echo "rc=$? $1 $2 $3 sms=$4" >> "$S"
@@ -52,6 +52,11 @@ done
 # The wave layout's calibration sweep with every route (the fit's data if step 1 keeps it).
 for sms in 0 66 28; do
   sweep waves sweep_calibration.tsv $T/calibration-20260622.tsv $sms "$ALL"
+done
+# FP8 pages (the -fp8 policy files): calibration under both layouts, every route.
+for sms in 0 66 28; do
+  sweep balanced sweep_calibration_fp8.tsv $T/calibration-20260622.tsv $sms "$ALL" --kv_dtype fp8_e4m3
+  sweep waves sweep_calibration_fp8.tsv $T/calibration-20260622.tsv $sms "$ALL" --kv_dtype fp8_e4m3
 done
 el done
 cat "$S"
