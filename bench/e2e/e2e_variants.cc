@@ -14,6 +14,9 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
   for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
     Variant v;
     v.name = std::string(name);
+    // "<variant>+waves": the same with the decode workqueue's wave-model layout (the baseline of
+    // the balanced one, decode::PlanOptions::workqueue_balanced).
+    v.workqueue_waves = absl::ConsumeSuffix(&name, "+waves");
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
                           absl::SimpleAtoi(pf, &v.prefetch_steps) && v.prefetch_steps > 0;
@@ -49,7 +52,7 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast"));
+          "det-fast; any of them + \"+waves\""));
     }
     out.push_back(v);
   }
@@ -69,6 +72,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetSkinnyGemm(v.skinny);
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
+  b->SetWorkqueueBalanced(!v.workqueue_waves);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
   b->SetFusedPrenormMinTokens(v.prenorm_min_tokens);
   PKV_RETURN_IF_ERROR(b->SetDeterministic(v.deterministic, v.det_form));

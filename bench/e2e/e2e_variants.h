@@ -44,6 +44,7 @@ struct Variant {
   bool tuned = false;  // autotuned cuBLASLt GEMMs
   bool deterministic = false;
   DeterministicForm det_form;  // det-split, det-pinned, det-fast
+  bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

@@ -84,8 +84,9 @@ struct PlanOptions {
   // Workqueue only: lay the items out for the kernel's stride loop (item i runs on CTA i % grid):
   // largest first, dealt to the CTAs in snake order, with the chunk chosen by the busiest CTA's
   // load under that layout (plan_routes.cc, PlanWorkqueue). false: rows in LPT order, chunk by
-  // the wave model.
-  bool workqueue_balanced = false;
+  // the wave model (the comparison's baseline: graph-sized workqueue steps 3-6% slower in
+  // geometric mean, up to 30% on ragged B = 16-128 cells; bench/NOTES.md, seventeenth session).
+  bool workqueue_balanced = true;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;

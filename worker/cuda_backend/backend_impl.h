@@ -106,6 +106,7 @@ class CudaModelBackend::Impl {
   // summation order depends on the message size).
   absl::Status SetDeterministic(bool enabled, DeterministicForm form);
   void SetPdl(bool enabled) { options_.pdl = enabled; }
+  void SetWorkqueueBalanced(bool on) { kv_->SetWorkqueueBalanced(on); }
   void SetFusedPrefetchSteps(int32_t steps);
   void SetFusedPrenormMinTokens(int32_t tokens);
 

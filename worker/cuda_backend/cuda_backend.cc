@@ -75,6 +75,7 @@ void CudaModelBackend::SetCudaGraphs(bool enabled) { impl_->SetCudaGraphs(enable
 void CudaModelBackend::SetSkinnyGemm(bool enabled) { impl_->SetSkinnyGemm(enabled); }
 void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBatch(enabled); }
 void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
+void CudaModelBackend::SetWorkqueueBalanced(bool on) { impl_->SetWorkqueueBalanced(on); }
 absl::Status CudaModelBackend::SetDeterministic(bool enabled, DeterministicForm form) {
   return impl_->SetDeterministic(enabled, form);
 }

@@ -188,6 +188,8 @@ class CudaModelBackend : public ModelBackend {
   absl::Status SetDeterministic(bool enabled, DeterministicForm form = {});
   bool deterministic() const;
   void SetPdl(bool enabled);
+  // The decode workqueue's layout (decode::PlanOptions::workqueue_balanced). REQUIRES: loaded.
+  void SetWorkqueueBalanced(bool on);
   void SetFusedPrefetchSteps(int32_t steps);
   void SetFusedPrenormMinTokens(int32_t tokens);  // CudaBackendOptions::fused_prenorm_min_tokens
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.

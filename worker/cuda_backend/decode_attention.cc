@@ -171,6 +171,7 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   }
   decode::PlanOptions options;
   choice_.ApplyTo(&options);
+  options.workqueue_balanced = workqueue_balanced_;
   options.capacity_rows = bucket;
   if (num_rows <= kSmallStepMaxRows) options.min_split_kv_elems = kSmallStepMinSplitKvElems;
   PKV_RETURN_IF_ERROR(decode::PlanDecode(in, config_limits_[chosen_], options, &plan_));

@@ -77,6 +77,9 @@ class DecodeAttention {
                       cudaStream_t stream, bool pdl) const;
 
   const decode::DecodePlan& plan() const { return plan_; }
+  // The workqueue route's layout for the next plans (decode::PlanOptions::workqueue_balanced);
+  // off: the wave model, the baseline `pkv-bench e2e`'s "+waves" variants measure against.
+  void set_workqueue_balanced(bool on) { workqueue_balanced_ = on; }
   // The policy's last choice (route, split parameters, predicted GPU time).
   const policy::RouteChoice& last_choice() const { return choice_; }
   // Identifies the prepared plan's launch sequence: two plans with equal signatures replay the
@@ -110,6 +113,7 @@ class DecodeAttention {
   decode::DecodePlan plan_;
   std::unique_ptr<policy::RoutePolicy> policy_;
   policy::RouteChoice choice_;
+  bool workqueue_balanced_ = decode::PlanOptions{}.workqueue_balanced;
   int64_t steps_ = 0;          // Prepare calls
   int64_t route_changes_ = 0;  // for the route-change log lines
 };

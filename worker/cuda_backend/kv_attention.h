@@ -97,6 +97,9 @@ class KvAttention {
     return static_cast<const double*>(inv_freq_.get());
   }
   bool decode_engine() const { return decode_ != nullptr; }  // false: decode rows run generic
+  void SetWorkqueueBalanced(bool on) {  // DecodeAttention::set_workqueue_balanced
+    if (decode_ != nullptr) decode_->set_workqueue_balanced(on);
+  }
   // Uniform attention on or off (see above), with split tiles or whole ones. With the prefill
   // kernel, the step must carry a tile for every row (StepShape::tiles_for_every_row; split
   // tiles: StepShape::split_tiles). Split tiles allocate the partial slots on first use.

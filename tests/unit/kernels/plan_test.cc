@@ -363,6 +363,7 @@ TEST(DecodePlanTest, BalancedWorkqueueEvensTheCtasOfARaggedBatch) {
   PlanOptions opt;
   opt.route = Route::kWorkqueue;
   opt.capacity_rows = 32;
+  opt.workqueue_balanced = false;
   DecodePlan waves, balanced;
   ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &waves).ok());
   opt.workqueue_balanced = true;
