@@ -5,12 +5,12 @@
 # geomean, up to 15% on zipf-B128@66).
 #   1. decode_attention_device_test (the graph-replay test runs with and without claims: same
 #      bits as a fresh run, counters back at zero after every replay);
-#   2. kernel sweeps, held-out and calibration at 132 and 66 SMs, routes fused/split/workqueue,
+#   2. kernel sweeps, held-out at 132 and 66 SMs, routes fused/split/workqueue,
 #      --claim_items=false then true; compare graph_us.
 # Prediction: workqueue graph_us geomean -1..-3%, ragged B >= 16 cells up to -10% (toward their
 # gpu_us); cells of one wave unchanged (no claim is made); split/fused within +-1%.
 # Rule: claims become the default if the device test passes and the workqueue's graph_us
-# geomean over the four sweeps is <= 0.99x with no cell > 1.05x.
+# geomean over both sweeps is <= 0.99x with no cell > 1.05x.
 # Bundle: bash bench/device/bundle.sh claims17 decode_attention_device_test pkv-bench
 # Call: carry [".device/claims17.tar.xz"], `bash bench/device/claims17.sh` (~3 min).
 set -u
@@ -31,7 +31,6 @@ sweep() {  # sweep CLAIM OUT_NAME TRACE_FILE SMS
 for sms in 0 66; do
   for claim in false true; do
     sweep $claim sweep_heldout_claim_$claim.tsv bench/traces/heldout-20260623.tsv $sms
-    sweep $claim sweep_calibration_claim_$claim.tsv bench/traces/calibration-20260622.tsv $sms
   done
 done
 el done

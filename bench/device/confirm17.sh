@@ -4,8 +4,8 @@
 # calibration sweep. This call checks it end to end:
 #   1. device tests of this tree: decode, FP8 KV, CUDA backend (every route plans with the new
 #      layout);
-#   2. e2e, 8B bf16, two rounds, variants pdl (the balanced layout, now the default) and pdl+waves
-#      (the wave model) side by side per line, on the held-out grid's ragged mid-batch lines.
+#   2. e2e, 8B bf16, variants pdl (the balanced layout, now the default) and pdl+waves (the wave
+#      model) side by side per line, A B B A, on the held-out grid's ragged mid-batch lines.
 # Prediction: the lines where the policy picks the workqueue -2..-8% (attention is 60-80% of
 # those steps), the others within +-1%.
 # Bundle: bash bench/device/bundle.sh confirm17 decode_attention_device_test \
@@ -19,10 +19,9 @@ parallel_tests "$RD/tests" decode_attention_device_test:200 decode_fp8_device_te
 grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
 pack
 LINES=uniform-B16,uniform-B32,bimodal-B16,bimodal-B32,bimodal-B64,zipf-B32,zipf-B64,zipf-B128
-for round in 1 2; do
-  e2e_line "$R" pkv-bench "layout_$round" "$RD" --shapes llama3-8b --variants pdl,pdl+waves \
-    --decode_lines $LINES
-  pack
-done
+# One process, each line measured A B B A (the variants run line by line).
+e2e_line "$R" pkv-bench layout "$RD" --shapes llama3-8b --variants pdl,pdl+waves,pdl+waves,pdl \
+  --decode_lines $LINES
+pack
 el done
 cat "$S"
