@@ -43,7 +43,7 @@ struct Variant {
       0;               // fused+pdl+prenormN: CudaBackendOptions::fused_prenorm_min_tokens
   bool tuned = false;  // autotuned cuBLASLt GEMMs
   bool deterministic = false;
-  DeterministicForm det_form;  // det-split, det-pinned, det-fast
+  DeterministicForm det_form;    // det-split, det-pinned, det-fast
   bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
 };
 

@@ -185,8 +185,8 @@ struct DecodePlan {
   // Grids sized for PlanOptions::capacity_rows: kernels read their item and merge counts from
   // the workspace header and padding CTAs exit, so one captured graph replays any such plan.
   bool graph_sized = false;
-  bool claim_items = false;  // graph-sized launches claim items (PlanOptions::claim_items)
-  std::vector<WorkItem> items;           // all launches' items, launch by launch
+  bool claim_items = false;     // graph-sized launches claim items (PlanOptions::claim_items)
+  std::vector<WorkItem> items;  // all launches' items, launch by launch
   std::vector<int32_t> cta_item_indptr;  // persistent launches only: [grid + 1]
   std::vector<MergeEntry> merges;        // pairs merged by a separate launch (kSeparate)
   std::vector<LaunchSpec> launches;

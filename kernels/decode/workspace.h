@@ -27,7 +27,7 @@
 namespace pkv::decode {
 
 inline constexpr int64_t kWorkspaceAlign = 256;
-inline constexpr int32_t kMaxWaves = 4;  // workqueue plans at most this many waves of items
+inline constexpr int32_t kMaxWaves = 4;       // workqueue plans at most this many waves of items
 inline constexpr int32_t kClaimCounters = 2;  // DecodeParams::claims
 
 struct PlanSizes {
