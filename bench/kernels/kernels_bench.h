@@ -38,7 +38,6 @@ struct BenchConfig {
   int wall_iters = 20;
   int min_split_tokens = 128;
   bool workqueue_balanced = decode::PlanOptions{}.workqueue_balanced;  // the planner's layout rule
-  bool claim_items = decode::PlanOptions{}.claim_items;  // graph-sized launches claim items
   int64_t flush_bytes = int64_t{256} << 20;
   bool flush_write = false;  // L2 flush by writing instead of reading (see L2Flusher)
   bool graph = true;         // also time CUDA-graph replays of graph-sized plans

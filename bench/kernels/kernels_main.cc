@@ -33,8 +33,6 @@ ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning inc
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(bool, workqueue_balanced, pkv::decode::PlanOptions{}.workqueue_balanced,
           "kernels: the workqueue's balanced layout (PlanOptions::workqueue_balanced)");
-ABSL_FLAG(bool, claim_items, pkv::decode::PlanOptions{}.claim_items,
-          "kernels: graph-sized launches claim items from a counter (PlanOptions::claim_items)");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
 ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
 ABSL_FLAG(bool, graph, true, "kernels: time the steps as one CUDA graph");
@@ -135,7 +133,6 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
       opt.merge = v.merge;
       opt.min_split_tokens = cfg.min_split_tokens;
       opt.workqueue_balanced = cfg.workqueue_balanced;
-      opt.claim_items = cfg.claim_items;
       std::string label = v.label;
       if (absl::GetFlag(FLAGS_paper_counters) && v.route == decode::Route::kWorkqueue) {
         decode::PlanOptions sopt = opt;
@@ -180,7 +177,6 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   cfg.wall_iters = std::max(1, absl::GetFlag(FLAGS_wall_iters));
   cfg.min_split_tokens = absl::GetFlag(FLAGS_min_split);
   cfg.workqueue_balanced = absl::GetFlag(FLAGS_workqueue_balanced);
-  cfg.claim_items = absl::GetFlag(FLAGS_claim_items);
   cfg.flush_bytes = int64_t{absl::GetFlag(FLAGS_flush_mb)} << 20;
   const std::string flush = absl::GetFlag(FLAGS_flush);
   if (flush != "read" && flush != "write") {

@@ -419,32 +419,11 @@ __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
   const int step = persistent ? 1 : static_cast<int>(gridDim.x);
   // Graph-sized grids: the CTA's first item is requested together with the count (index
   // blockIdx.x < grid <= the item capacity); later ones only once the count is known (an L1 hit).
-  // Claimed items (p.claims, graph-sized launches only): past its first item a CTA takes the next
-  // unclaimed index, gridDim.x + claims[0]++, so CTAs that finish early take the tail's items.
-  const bool claim = from_header && p.claims != nullptr;
-  const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages, kKvElemBytes<Kv>};
-  int32_t* claimed = reinterpret_cast<int32_t*>(smem + lay.misc_offset()) + 1;
-  while (i < end) {
+  for (; i < end; i += step) {
     const bool first = i == static_cast<int>(blockIdx.x);
     if (from_header && !first && i >= p.header[0]) break;
     if (!ProcessItem<kD, T, Kv>(p, p.first + i, smem, from_header && first ? p.header : nullptr)) {
       break;
-    }
-    if (!claim) {
-      i += step;
-      continue;
-    }
-    // ProcessItem's opening barrier keeps thread 0 from overwriting `claimed` before every thread
-    // has read it.
-    if (threadIdx.x == 0) *claimed = static_cast<int>(gridDim.x) + atomicAdd(p.claims, 1);
-    __syncthreads();
-    i = *claimed;
-  }
-  if (claim && threadIdx.x == 0) {  // the last CTA to stop claiming resets the counters
-    __threadfence();                // this CTA's last claim lands before its count
-    if (atomicAdd(p.claims + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-      p.claims[0] = 0;
-      p.claims[1] = 0;
     }
   }
   gpu::PdlWait();  // a CTA that ran no item still completes only after the previous kernel

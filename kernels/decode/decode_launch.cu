@@ -192,7 +192,6 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
   p.partial_lse = reinterpret_cast<float*>(ws + layout.partial_lse);
   p.partial_o = reinterpret_cast<float*>(ws + layout.partial_o);
   p.counters = reinterpret_cast<int32_t*>(ws + layout.counters);
-  int32_t* const claims = p.counters + (layout.counters_bytes / 4 - kClaimCounters);
   p.count_from_header = plan.graph_sized ? 1 : 0;
   p.num_q_heads = s.num_q_heads;
   p.num_kv_heads = s.num_kv_heads;
@@ -216,12 +215,10 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
     if (l.kind == LaunchSpec::Kind::kAttention) {
       p.cta_item_indptr =
           l.persistent ? reinterpret_cast<const int32_t*>(ws + layout.cta_indptr) : nullptr;
-      p.claims = plan.claim_items && !l.persistent ? claims : nullptr;
       PKV_CUDA_RETURN_IF_ERROR(gpu::LaunchMaybePdl(
           k.attention, dim3(l.grid), dim3(config.warps * 32), smem, stream, pdl, args));
     } else {
       p.cta_item_indptr = nullptr;
-      p.claims = nullptr;
       PKV_CUDA_RETURN_IF_ERROR(gpu::LaunchMaybePdl(k.merge, dim3(l.grid), dim3(kMergeThreads),
                                                    dev::kMergeSmemBytes, stream, pdl, args));
     }

@@ -65,10 +65,6 @@ struct DecodeParams {
   float* partial_lse = nullptr;        // [num_partials][group], log2 units
   float* partial_o = nullptr;          // [num_partials][group][head_dim], normalised output
   int32_t* counters = nullptr;         // [num_rows * num_kv_heads] merge tickets, zero at rest
-  // Graph-sized stride launches with DecodePlan::claim_items: {next item past the first wave,
-  // CTAs finished}, zero at rest (the last CTA to finish resets both). nullptr: the static
-  // stride (CTA c runs items c, c + grid, ...).
-  int32_t* claims = nullptr;
 };
 
 inline constexpr int kMaxStages = 8;

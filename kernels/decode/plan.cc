@@ -182,7 +182,6 @@ absl::Status PlanDecode(const PlanInput& input, const DeviceLimits& limits,
   plan->shape = input.shape;
   plan->num_rows = input.num_rows;
   plan->graph_sized = options.capacity_rows > 0;
-  plan->claim_items = plan->graph_sized && options.claim_items;
   plan->items.clear();
   plan->cta_item_indptr.clear();
   plan->merges.clear();

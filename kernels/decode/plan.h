@@ -87,11 +87,6 @@ struct PlanOptions {
   // the wave model (the comparison's baseline: graph-sized workqueue steps 3-6% slower in
   // geometric mean, up to 30% on ragged B = 16-128 cells; bench/NOTES.md, seventeenth session).
   bool workqueue_balanced = true;
-  // Graph-sized launches (capacity_rows > 0): CTAs take the items past the first wave from an
-  // atomic counter as they finish, largest first (the workqueue lays its items out in that order
-  // instead of the stride loop's snake), so the hardware's timing, not the plan's estimate, packs
-  // the tail. false: the static stride loop.
-  bool claim_items = false;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;
 inline constexpr int32_t kMaxGroupSize = 8;
@@ -185,8 +180,7 @@ struct DecodePlan {
   // Grids sized for PlanOptions::capacity_rows: kernels read their item and merge counts from
   // the workspace header and padding CTAs exit, so one captured graph replays any such plan.
   bool graph_sized = false;
-  bool claim_items = false;     // graph-sized launches claim items (PlanOptions::claim_items)
-  std::vector<WorkItem> items;  // all launches' items, launch by launch
+  std::vector<WorkItem> items;           // all launches' items, launch by launch
   std::vector<int32_t> cta_item_indptr;  // persistent launches only: [grid + 1]
   std::vector<MergeEntry> merges;        // pairs merged by a separate launch (kSeparate)
   std::vector<LaunchSpec> launches;

@@ -377,12 +377,11 @@ void PlanWorkqueue(PlanContext& ctx) {
     }
   }
   if (balanced) {
-    // AddLaunches' grid: the resident slots when graph-sized, else one CTA an item; claimed
-    // items run in index order, so those take the plain largest-first order too.
+    // AddLaunches' grid: the resident slots when graph-sized, else one CTA an item.
     const int64_t items = WorkqueueItems(ctx, best_chunk);
-    const bool stride = ctx.graph_sized() && !ctx.options.claim_items;
-    EmitBalanced(ctx, best_chunk,
-                 CapGrid(ctx, static_cast<int32_t>(stride ? ctx.limits.slots() : items)));
+    EmitBalanced(
+        ctx, best_chunk,
+        CapGrid(ctx, static_cast<int32_t>(ctx.graph_sized() ? ctx.limits.slots() : items)));
     AddLaunches(ctx, 0, 0);
     return;
   }

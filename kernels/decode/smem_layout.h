@@ -6,7 +6,7 @@
 //   q     [8][head_dim + 8]: the group's query rows (rows >= G are zero); +8 pads the row stride
 //         off a multiple of 128 bytes for conflict-free ldmatrix
 //   pids  int32[stages * tile tokens]: page ids of the first `stages` tiles (page size >= 1)
-//   misc  int32[4]: the merge ticket, the CTA's claimed item (DecodeParams::claims)
+//   misc  int32[4]: the merge ticket
 // After the ring is drained, the cross-warp combine ([warps][8][head_dim + 4] fp32 plus m, l)
 // and the in-kernel merge (kMergeSmemBytes) reuse the ring; both fit in two stages.
 #pragma once

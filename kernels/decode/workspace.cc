@@ -83,7 +83,7 @@ WorkspaceLayout LayoutWorkspace(const PlanSizes& sizes, const KvShape& shape,
   const int64_t g = shape.group_size();
   l.partial_lse = Region(&cur, int64_t{sizes.partials} * g * 4, nullptr, nullptr, 0);
   l.partial_o = Region(&cur, int64_t{sizes.partials} * g * shape.head_dim * 4, nullptr, nullptr, 0);
-  l.counters_bytes = (int64_t{sizes.pairs} + kClaimCounters) * 4;
+  l.counters_bytes = int64_t{sizes.pairs} * 4;
   l.counters = Region(&cur, l.counters_bytes, nullptr, nullptr, 0);
   l.total_bytes = AlignUp(cur);
   return l;

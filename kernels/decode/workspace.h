@@ -10,8 +10,7 @@
 //   ---------------------------------------- the regions above are the per-step upload
 //   partial_lse float[partials][group]          log2 units (see decode_params.h)
 //   partial_o   float[partials][group][head_dim]
-//   counters    int32[pairs + kClaimCounters]  merge tickets, then the item claims of graph-sized
-//                                               stride launches; zero between launches
+//   counters    int32[pairs]                    merge tickets; zero between launches
 // Sizes come from PlanSizes: the plan's own (exact fit) or CapacityFor (fixed offsets, so one
 // captured CUDA graph serves every plan of the bucket). LayoutWorkspace is the one function that
 // both computes the layout (counting mode, image == nullptr) and writes a plan's upload image
@@ -27,8 +26,7 @@
 namespace pkv::decode {
 
 inline constexpr int64_t kWorkspaceAlign = 256;
-inline constexpr int32_t kMaxWaves = 4;       // workqueue plans at most this many waves of items
-inline constexpr int32_t kClaimCounters = 2;  // DecodeParams::claims
+inline constexpr int32_t kMaxWaves = 4;  // workqueue plans at most this many waves of items
 
 struct PlanSizes {
   int32_t items = 0;
