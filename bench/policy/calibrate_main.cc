@@ -42,6 +42,9 @@ ABSL_FLAG(std::string, source, "",
 ABSL_FLAG(std::string, selection, "regret",
           "calibrate: input selection of the learned fit: regret | per_route | regret_per_route");
 ABSL_FLAG(bool, drop_never_best, true, "calibrate: leave routes that are never fastest unmodelled");
+ABSL_FLAG(double, min_best_lead, pkv::policy::CostFitOptions{}.min_best_lead,
+          "calibrate: a route counts as fastest on a cell only when it leads the next by this "
+          "factor (CostFitOptions::min_best_lead)");
 ABSL_FLAG(bool, clamp, true, "calibrate: clamp the model's inputs to the calibration range");
 ABSL_FLAG(bool, route_inputs, true, "calibrate: start each route from its base inputs");
 ABSL_FLAG(bool, cv, false,
@@ -151,6 +154,7 @@ absl::StatusOr<PolicyFile> Calibrate(const std::vector<CellTimes>& cells,
   file.has_threshold = true;
   policy::CostFitOptions fit;
   fit.drop_never_best = absl::GetFlag(FLAGS_drop_never_best);
+  fit.min_best_lead = absl::GetFlag(FLAGS_min_best_lead);
   fit.clamp_inputs = absl::GetFlag(FLAGS_clamp);
   if (!absl::GetFlag(FLAGS_route_inputs)) fit.route_base = {};
   const std::string selection = absl::GetFlag(FLAGS_selection);

@@ -19,6 +19,7 @@ using RouteInputs = std::array<std::vector<Input>, decode::kNumRoutes>;  // by d
 // margin being tried).
 struct FitFlags {
   bool drop_never_best = false;
+  double min_best_lead = 1.0;  // CostFitOptions::min_best_lead
   bool clamp_inputs = false;
   double margin = 0.0;  // CostModel::margin
 };

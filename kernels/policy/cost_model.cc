@@ -200,7 +200,9 @@ absl::StatusOr<CostModel> FitExcept(const std::vector<CellTimes>& cells,
   hi.fill(-INFINITY);
   for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
     if (i == skip) continue;
-    ever_best[static_cast<int>(cells[i].best())] = true;
+    if (cells[i].best_lead() >= flags.min_best_lead) {
+      ever_best[static_cast<int>(cells[i].best())] = true;
+    }
     const ModelInputs x = ComputeInputs(cells[i].features);
     for (int k = 0; k < kNumInputs; ++k) {
       lo[k] = std::min(lo[k], x[k]);
@@ -213,7 +215,9 @@ absl::StatusOr<CostModel> FitExcept(const std::vector<CellTimes>& cells,
   }
   for (Route r : kCandidateRoutes) {
     const int ri = static_cast<int>(r);
-    if (flags.drop_never_best && !ever_best[ri]) continue;
+    // The default route (the best single route) is always modelled: with min_best_lead > 1 a
+    // calibration set of near-ties may have no route that is decisively the fastest anywhere.
+    if (flags.drop_never_best && !ever_best[ri] && r != m.default_route) continue;
     PKV_ASSIGN_OR_RETURN(m.routes[ri], FitRoute(cells, in[ri], ridge, skip, r));
   }
   // Only inputs a route uses keep a range (clamping the others changes nothing; the policy file
@@ -339,7 +343,7 @@ absl::StatusOr<CostModel> FitCostModel(const std::vector<CellTimes>& cells,
       options.ridges.empty() ? std::vector<double>{0.0} : options.ridges;
   CostFitOptions opt = options;
   opt.ridges = ridges;
-  FitFlags flags{opt.drop_never_best, opt.clamp_inputs, 0.0};
+  FitFlags flags{opt.drop_never_best, opt.min_best_lead, opt.clamp_inputs, 0.0};
   std::array<std::vector<Input>, decode::kNumRoutes> in =
       Shared(WithOneFirst(opt.base), opt.route_base);
   double ridge = ridges.front();

@@ -127,6 +127,15 @@ struct CostFitOptions {
   // Leave routes that are the fastest on no calibration cell unmodelled (never chosen): a route
   // the calibration never saw win can only be chosen by a prediction error.
   bool drop_never_best = true;
+  // ... and a route counts as the fastest on a cell only when it leads the next route by at least
+  // this factor (1.0: any lead). A route that wins only within one sweep's noise (2026-12-05:
+  // fused on zipf-B1 by 0.6-1.9%) is otherwise modelled from cells it never wins and chosen by
+  // its prediction error (fused on bucketed-B8-N1024 at 66 SMs: 26.6 us for 20.6). 1.03 passed
+  // policy v2's rule on the balanced-workqueue calibration sweeps, 16-bit and FP8 (nested
+  // leave-one-out and leave-one-kind-out both better at 132 and 66 SMs, no worse worst cell;
+  // 16-bit nested 1.0163 / 1.530 -> 1.0087 / 1.118 at 132, 1.0310 / 1.544 -> 1.0058 / 1.040 at
+  // 66: bench/NOTES.md, seventeenth session).
+  double min_best_lead = 1.03;
   // Clamp inputs to the calibration range (CostModel::input_lo/hi).
   bool clamp_inputs = true;
   SplitParams split;

@@ -1,5 +1,7 @@
 #include "kernels/policy/measurements.h"
 
+#include <algorithm>
+
 #include "kernels/policy/route_policy.h"
 
 namespace pkv::policy {
@@ -17,6 +19,15 @@ decode::Route CellTimes::best() const {
     if (time(r) < time(best)) best = r;
   }
   return best;
+}
+
+double CellTimes::best_lead() const {
+  const decode::Route b = best();
+  double second = INFINITY;
+  for (decode::Route r : kCandidateRoutes) {
+    if (r != b) second = std::min(second, time(r));
+  }
+  return second / time(b);
 }
 
 }  // namespace pkv::policy

@@ -30,6 +30,9 @@ struct CellTimes {
   // The fastest candidate route; REQUIRES: complete().
   decode::Route best() const;
   double best_us() const { return time(best()); }
+  // The best route's lead: the second-fastest candidate's time over the fastest's (>= 1).
+  // REQUIRES: complete().
+  double best_lead() const;
 };
 
 }  // namespace pkv::policy
