@@ -25,6 +25,9 @@
 #                                     alternating order (ab_bins), tags BIN_ROUND, packed each
 #   gemv_ab DIR "BIN..." ARGS...      gemv_line of each BIN for both inputs (rmsnorm, plain)
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
+#   sweep_into FILE TRACE SMS ROUTES FLAG...  pkv-bench kernels (30 iterations, L2 flushed, no
+#                                     floor) of TRACE at SMS (0: all) appended to FILE (one header);
+#                                     an rc line into $S; pack
 #   ncu_env                           the bundle's and CUDA's libraries on LD_LIBRARY_PATH (ncu
 #                                     starts the binary itself) and NCU = the ncu on the machine
 #   ncu_gemv BIN TAG FMT SHAPE INPUT  ncu (after ncu_env) on one GemvKernel launch of the bundle's
@@ -175,3 +178,12 @@ gemv_tests() {
   pack
 }
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+sweep_into() {
+  local part=$RD/part.tsv file=$1 trace=$2 sms=$3 routes=$4; shift 4
+  timeout 120 "$R" pkv-bench kernels --trace "$trace" --sm_count "$sms" --routes "$routes" "$@" \
+    --iters 30 --wall_iters 5 --nofloor --out "$part" >> "$RD/sweeps.log" 2>&1
+  echo "rc=$? ${file#$RD/} $trace sms=$sms $*" >> "$S"
+  if [ -s "$file" ]; then tail -n +2 "$part" >> "$file"; else cat "$part" > "$file"; fi
+  rm -f "$part"
+  pack
+}

@@ -22,15 +22,9 @@ source "$(dirname "$0")/common.sh"
 start_call policy17
 mkdir -p "$RD/balanced" "$RD/waves"
 sweep() {  # sweep LAYOUT OUT_NAME TRACE_FILE SMS ROUTES [FLAG...]
-  local part=$RD/part.tsv bal=false
+  local bal=false
   [ "$1" = balanced ] && bal=true
-  timeout 120 "$R" pkv-bench kernels --trace "$3" --sm_count "$4" --routes "$5" "${@:6}" \
-    --workqueue_balanced=$bal --iters 30 --wall_iters 5 --nofloor --out "$part" \
-    >> "$RD/sweeps.log" 2>&1
-  echo "rc=$? $1 $2 $3 sms=$4" >> "$S"
-  if [ -s "$RD/$1/$2" ]; then tail -n +2 "$part" >> "$RD/$1/$2"; else cat "$part" > "$RD/$1/$2"; fi
-  rm -f "$part"
-  pack
+  sweep_into "$RD/$1/$2" "$3" "$4" "$5" --workqueue_balanced=$bal "${@:6}"
 }
 T=bench/traces
 ALL=fused,split,workqueue,bucketed-exact,persistent

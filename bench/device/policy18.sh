@@ -13,17 +13,10 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call policy18
-sweep() {  # sweep OUT_NAME TRACE_FILE SMS
-  local part=$RD/part.tsv
-  timeout 120 "$R" pkv-bench kernels --trace "$2" --sm_count "$3" \
-    --routes fused,split,workqueue,bucketed-exact,persistent --iters 30 --wall_iters 5 \
-    --nofloor --out "$part" >> "$RD/sweeps.log" 2>&1
-  echo "rc=$? $1 $2 sms=$3" >> "$S"
-  if [ -s "$RD/$1" ]; then tail -n +2 "$part" >> "$RD/$1"; else cat "$part" > "$RD/$1"; fi
-  rm -f "$part"
-  pack
-}
-for sms in 0 66 28; do sweep sweep_calibration.tsv bench/traces/calibration-20260622.tsv $sms; done
-for sms in 0 66; do sweep sweep_unseen3.tsv bench/traces/unseen3-20261206.tsv $sms; done
+ALL=fused,split,workqueue,bucketed-exact,persistent
+for sms in 0 66 28; do
+  sweep_into "$RD/sweep_calibration.tsv" bench/traces/calibration-20260622.tsv $sms $ALL
+done
+for sms in 0 66; do sweep_into "$RD/sweep_unseen3.tsv" bench/traces/unseen3-20261206.tsv $sms $ALL; done
 el done
 cat "$S"
