@@ -18,9 +18,10 @@
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
 #   start_call NAME                   unpack NAME, RD=$OUT/r, and a first summary line: NAME and
 #                                     the bundle's REVISION
-#   gemv_tests [NAME:SECONDS...]      parallel_tests into $RD/tests of the GEMV calls' device tests
-#                                     (gemv, quantized backend, CUDA backend) and any NAME given;
-#                                     their first failure lines into $S; pack
+#   device_tests NAME:SECONDS...      parallel_tests into $RD/tests; their first failure lines into
+#                                     $S; pack
+#   gemv_tests [NAME:SECONDS...]      device_tests of the GEMV calls' device tests (gemv, quantized
+#                                     backend, CUDA backend) and any NAME given
 #   e2e_ab DIR ARGS...                e2e_line of pkv-bench-base and pkv-bench, two rounds in
 #                                     alternating order (ab_bins), tags BIN_ROUND, packed each
 #   gemv_ab DIR "BIN..." ARGS...      gemv_line of each BIN for both inputs (rmsnorm, plain)
@@ -171,11 +172,14 @@ start_call() {
   RD=$OUT/r; mkdir -p "$RD"
   el "$1 $(tr '\n' ' ' < "$B/REVISION")"
 }
-gemv_tests() {
-  parallel_tests "$RD/tests" gemv_device_test:200 quantized_backend_device_test:200 \
-    cuda_backend_device_test:240 "$@"
+device_tests() {
+  parallel_tests "$RD/tests" "$@"
   grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
   pack
+}
+gemv_tests() {
+  device_tests gemv_device_test:200 quantized_backend_device_test:200 \
+    cuda_backend_device_test:240 "$@"
 }
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 sweep_into() {

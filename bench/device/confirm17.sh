@@ -14,10 +14,8 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call confirm17
-parallel_tests "$RD/tests" decode_attention_device_test:200 decode_fp8_device_test:200 \
+device_tests decode_attention_device_test:200 decode_fp8_device_test:200 \
   fp8_kv_device_test:200 cuda_backend_device_test:240
-grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"
-pack
 LINES=uniform-B16,uniform-B32,bimodal-B16,bimodal-B32,bimodal-B64,zipf-B32,zipf-B64,zipf-B128
 # One process, each line measured A B B A (the variants run line by line).
 e2e_line "$R" pkv-bench layout "$RD" --shapes llama3-8b --variants pdl,pdl+waves,pdl+waves,pdl \

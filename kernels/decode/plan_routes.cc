@@ -33,6 +33,13 @@ int32_t CapGrid(const PlanContext& ctx, int32_t grid) {
   return ctx.options.max_grid_ctas > 0 ? std::min(grid, ctx.options.max_grid_ctas) : grid;
 }
 
+// The CTAs of a (non-persistent) attention launch of `items` items. Graph-sized grids are the
+// same for every plan of the bucket: a resident grid that strides over the items (the count comes
+// from the workspace header at run time); otherwise one CTA an item.
+int32_t LaunchGrid(const PlanContext& ctx, int64_t items) {
+  return CapGrid(ctx, static_cast<int32_t>(ctx.graph_sized() ? ctx.limits.slots() : items));
+}
+
 }  // namespace
 
 WorkItem SplitItem(const PlanContext& ctx, int32_t row, int32_t head, int32_t k, int32_t n,
@@ -84,9 +91,7 @@ void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
   a.kind = LaunchSpec::Kind::kAttention;
   a.first = first_item;
   a.count = static_cast<int32_t>(plan.items.size()) - first_item;
-  // Graph-sized grids are the same for every plan of the bucket: a resident grid that strides
-  // over the items (the count comes from the workspace header at run time).
-  a.grid = CapGrid(ctx, ctx.graph_sized() ? ctx.limits.slots() : a.count);
+  a.grid = LaunchGrid(ctx, a.count);
   if (a.count > 0 || ctx.graph_sized()) plan.launches.push_back(a);
   if (plan.merge != MergeMode::kSeparate) return;
   LaunchSpec m;
@@ -287,14 +292,15 @@ int64_t BalancedChunk(PlanContext& ctx, int64_t total_pages, int64_t max_pages,
   return best_chunk;
 }
 
-// Emits the items of a workqueue plan with splits of at most `chunk` pages for a launch of `grid`
-// CTAs: largest first (SizeGroups' order; a row's heads and splits in order within a group), the
-// i-th at SnakePosition. With one CTA an item (grid >= count) that is the LPT order the hardware's
-// in-order CTA dispatch packs best.
-void EmitBalanced(PlanContext& ctx, int64_t chunk, int64_t grid) {
+// Emits the items of a workqueue plan with splits of at most `chunk` pages for the launch
+// AddLaunches will make (LaunchGrid): largest first (SizeGroups' order; a row's heads and splits in
+// order within a group), the i-th at SnakePosition. With one CTA an item (grid >= count) that is
+// the LPT order the hardware's in-order CTA dispatch packs best.
+void EmitBalanced(PlanContext& ctx, int64_t chunk) {
   PlanScratch& s = ctx.plan->scratch;
   bool split = false;
   const int64_t n = SizeGroups(ctx, chunk, &split);
+  const int64_t grid = LaunchGrid(ctx, n);
   const int32_t heads = ctx.heads();
   s.first_partials.resize(static_cast<size_t>(ctx.in.num_rows) * heads);
   for (int32_t r = 0; r < ctx.in.num_rows; ++r) {
@@ -377,11 +383,7 @@ void PlanWorkqueue(PlanContext& ctx) {
     }
   }
   if (balanced) {
-    // AddLaunches' grid: the resident slots when graph-sized, else one CTA an item.
-    const int64_t items = WorkqueueItems(ctx, best_chunk);
-    EmitBalanced(
-        ctx, best_chunk,
-        CapGrid(ctx, static_cast<int32_t>(ctx.graph_sized() ? ctx.limits.slots() : items)));
+    EmitBalanced(ctx, best_chunk);
     AddLaunches(ctx, 0, 0);
     return;
   }
