@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <new>
 #include <random>
+#include <tuple>
 
 #include "bench/policy/evaluate.h"
 #include "kernels/policy/policy_file.h"
@@ -132,6 +133,45 @@ TEST(CostModelTest, DegenerateCalibrationSetsStayFinite) {
   incomplete.gpu_us[static_cast<int>(Route::kSplit)] = std::nan("");
   EXPECT_EQ(FitCostModel({one, incomplete}, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A route is modelled only where it leads some cell by min_best_lead: the workqueue wins nine
+// cells by 20% (the default route); persistent wins three by `lead`. At 1.03 a 1% lead (noise)
+// leaves persistent unmodelled and a 5% one does not; at 1.0 any lead counts. Routes that win
+// nothing are never modelled.
+TEST(CostModelTest, RoutesThatWinOnlyWithinTheLeadAreNotModelled) {
+  auto cells_with_lead = [](double lead) {
+    std::mt19937 rng(11);
+    std::vector<CellTimes> cells(12);
+    for (size_t i = 0; i < cells.size(); ++i) {
+      CellTimes& c = cells[i];
+      c.features = testing::RandomBatch(rng);
+      for (Route r : kCandidateRoutes) c.gpu_us[static_cast<int>(r)] = 30.0 + rng() % 5;
+      const bool persistent_wins = i % 4 == 0;
+      c.gpu_us[static_cast<int>(Route::kWorkqueue)] = persistent_wins ? 25.0 : 25.0 / 1.2;
+      c.gpu_us[static_cast<int>(Route::kPersistent)] = persistent_wins ? 25.0 / lead : 25.0;
+    }
+    return cells;
+  };
+  const auto modelled = [](const CostModel& m, Route r) {
+    return !m.routes[static_cast<int>(r)].empty();
+  };
+  CostFitOptions opt;
+  ASSERT_EQ(opt.min_best_lead, 1.03);
+  for (const auto& [lead, min_lead, expected] : std::vector<std::tuple<double, double, bool>>{
+           {1.01, 1.03, false}, {1.05, 1.03, true}, {1.01, 1.0, true}}) {
+    SCOPED_TRACE(::testing::Message() << "lead " << lead << " min_best_lead " << min_lead);
+    const std::vector<CellTimes> cells = cells_with_lead(lead);
+    EXPECT_NEAR(cells[0].best_lead(), lead, 1e-9);
+    opt.min_best_lead = min_lead;
+    absl::StatusOr<CostModel> m = FitCostModel(cells, opt);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->default_route, Route::kWorkqueue);
+    EXPECT_TRUE(modelled(*m, Route::kWorkqueue));
+    EXPECT_EQ(modelled(*m, Route::kPersistent), expected);
+    EXPECT_FALSE(modelled(*m, Route::kFused));
+    EXPECT_FALSE(modelled(*m, Route::kSplit));
+  }
 }
 
 TEST(CostModelTest, CreateRejectsMalformedModels) {
