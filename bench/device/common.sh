@@ -41,7 +41,8 @@
 #   serve_model TAG MODEL DIR FLAG...  one worker (FLAG...) + router over MODEL, `pkv bench serve`
 #                                     of SERVE_REQUESTS (5) 4096-token prompts x 256 tokens at
 #                                     concurrency 1 into DIR/serve_TAG.{txt,json} and the worker's
-#                                     log DIR/worker_TAG.log; rc and TPOT/ITL/TTFT lines into $S
+#                                     log DIR/worker_TAG.log; rc and TPOT/ITL/TTFT lines and
+#                                     scrape_worker's means into $S
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S=$OUT/summary.txt
 T0=$(date +%s)
@@ -118,6 +119,7 @@ serve_model() {
     > "$dir/serve_$tag.txt" 2>&1
   echo "rc=$? served $tag" >> "$S"
   grep -E "TPOT|ITL|TTFT|errors" "$dir/serve_$tag.txt" | sed "s/^/$tag /" >> "$S"
+  scrape_worker "$tag"
   stop_all
   cp /tmp/w0.log "$dir/worker_$tag.log"
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -107,7 +108,7 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream) {
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       const SamplingParams& sampling_in) {
+                                       const SamplingParams& sampling_in, bool overlap) {
   DecodeResult r;
   r.trace = trace;
   r.batch = static_cast<int32_t>(lengths.size());
@@ -127,10 +128,51 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
   }
   SamplingParams sampling = sampling_in;
   sampling.seed = seed;
-  std::vector<double> step_ms, host_us, prep_us, launch_us, post_us, floor_ms, fracs;
+  std::vector<double> step_ms, host_us, prep_us, build_us, plan_us, launch_us, post_us, floor_ms,
+      fracs;
   std::vector<int64_t> kv_bytes;
   std::vector<BatchRow> rows(lengths.size());
   std::vector<SampleResult> samples;
+  // Finishes the step launched `s`-th: its samples become the next step's tokens (already fed on
+  // the device when overlapped), and from the warm-up on its time and parts are recorded.
+  auto last_finish = Clock::now();
+  auto finish = [&](int32_t s, Clock::time_point launched, int64_t kv_tokens,
+                    const StepStats& stats) -> absl::Status {
+    samples.clear();
+    PKV_RETURN_IF_ERROR(backend->Finish(&samples));
+    const auto done = Clock::now();
+    const double ms = Ms(std::max(launched, last_finish), done);
+    last_finish = done;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      (*seqs)[i].tokens[lengths[i] + s + 1] = samples[i].token_id;
+    }
+    if (s < warmup) return absl::OkStatus();
+    const int64_t kv = kv_tokens * backend->kv_bytes_per_token();
+    const double floor = (r.weight_bytes + kv) / (stream_gbps * 1e9) * 1e3;
+    step_ms.push_back(ms);
+    const StepTiming& timing = backend->last_timing();
+    host_us.push_back(timing.host_us());
+    prep_us.push_back(timing.prep_us);
+    build_us.push_back(timing.build_us);
+    plan_us.push_back(timing.plan_us);
+    launch_us.push_back(timing.launch_us);
+    post_us.push_back(timing.post_us);
+    floor_ms.push_back(floor);
+    fracs.push_back(floor / ms);
+    kv_bytes.push_back(kv);
+    ++r.routes[stats.decode_route];
+    r.launches = stats.decode_launches;
+    r.occupancy = stats.decode_split_occupancy;
+    r.graphs = timing.graph;
+    return absl::OkStatus();
+  };
+  struct Launched {
+    int32_t s;
+    Clock::time_point at;
+    int64_t kv_tokens;
+    StepStats stats;
+  };
+  std::optional<Launched> running;  // overlap: the step launched and not finished
   for (int32_t s = 0; s < total; ++s) {
     int64_t kv_tokens = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {
@@ -144,37 +186,31 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
       row.sample = true;
       row.params = &sampling;
       row.sample_index = s;
+      // Overlapped, the token is sample i of the step still running.
+      row.feedback = running.has_value() ? static_cast<int32_t>(i) : -1;
       kv_tokens += row.start_pos + 1;
     }
-    samples.clear();
-    StepStats stats;
-    const auto t0 = Clock::now();
-    PKV_RETURN_IF_ERROR(backend->Step(rows, &samples, &stats));
-    const double ms = Ms(t0, Clock::now());
-    for (size_t i = 0; i < lengths.size(); ++i) {  // decode the sampled token next step
-      (*seqs)[i].tokens[rows[i].start_pos + 1] = samples[i].token_id;
+    Launched now{s, Clock::now(), kv_tokens, {}};
+    PKV_RETURN_IF_ERROR(backend->Launch(rows, &now.stats));
+    if (running.has_value()) {
+      PKV_RETURN_IF_ERROR(finish(running->s, running->at, running->kv_tokens, running->stats));
+      running.reset();
     }
-    if (s < warmup) continue;
-    const int64_t kv = kv_tokens * backend->kv_bytes_per_token();
-    const double floor = (r.weight_bytes + kv) / (stream_gbps * 1e9) * 1e3;
-    step_ms.push_back(ms);
-    const StepTiming& timing = backend->last_timing();
-    host_us.push_back(timing.host_us());
-    prep_us.push_back(timing.prep_us);
-    launch_us.push_back(timing.launch_us);
-    post_us.push_back(timing.post_us);
-    floor_ms.push_back(floor);
-    fracs.push_back(floor / ms);
-    kv_bytes.push_back(kv);
-    ++r.routes[stats.decode_route];
-    r.launches = stats.decode_launches;
-    r.occupancy = stats.decode_split_occupancy;
-    r.graphs = backend->last_timing().graph;
+    if (overlap) {
+      running = now;
+    } else {
+      PKV_RETURN_IF_ERROR(finish(now.s, now.at, now.kv_tokens, now.stats));
+    }
+  }
+  if (running.has_value()) {
+    PKV_RETURN_IF_ERROR(finish(running->s, running->at, running->kv_tokens, running->stats));
   }
   r.step_ms = Percentile(step_ms, 0.5);
   r.tokens_per_s = r.batch / (r.step_ms * 1e-3);
   r.host_us = Percentile(host_us, 0.5);
   r.prep_us = Percentile(prep_us, 0.5);
+  r.build_us = Percentile(build_us, 0.5);
+  r.plan_us = Percentile(plan_us, 0.5);
   r.launch_us = Percentile(launch_us, 0.5);
   r.post_us = Percentile(post_us, 0.5);
   r.floor_ms = Percentile(floor_ms, 0.5);

@@ -44,8 +44,9 @@ struct DecodeResult {
   // Medians of host_us's parts (StepTiming): the GPU idles through post and the next prep, and
   // through launch until the first kernel is enqueued.
   double prep_us = 0, launch_us = 0, post_us = 0;
-  double floor_ms = 0;    // byte floor at the measured bandwidth (median step)
-  double floor_frac = 0;  // floor_ms / step_ms
+  double build_us = 0, plan_us = 0;  // parts of prep_us (StepTiming)
+  double floor_ms = 0;               // byte floor at the measured bandwidth (median step)
+  double floor_frac = 0;             // floor_ms / step_ms
   int64_t weight_bytes = 0;
   int64_t kv_bytes = 0;               // K/V bytes of the median step
   std::map<std::string, int> routes;  // route -> steps
@@ -65,11 +66,13 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream);
 
 // Every row samples with `sampling` (its seed replaced by `seed`): temperature 0 greedily; above 0
 // each row draws from the whole vocabulary (the OpenAI API's default), or from what its top_k /
-// top_p / min_p keep.
+// top_p / min_p keep. `overlap`: each step is launched before the previous one is finished, its
+// rows feeding that step's samples on the device (the worker's --overlap_steps); a step's time is
+// then the interval between consecutive finishes, else the wall time of its Step().
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       const SamplingParams& sampling);
+                                       const SamplingParams& sampling, bool overlap = false);
 
 absl::StatusOr<PrefillResult> RunPrefill(CudaModelBackend* backend, int32_t tokens, int32_t reps,
                                          double gemm_tflops, uint32_t seed);

@@ -16,6 +16,10 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     v.name = std::string(name);
     // "<variant>+waves": the same with the decode workqueue's wave-model layout (the baseline of
     // the balanced one, decode::PlanOptions::workqueue_balanced).
+    // "<variant>+overlap": steps pipelined (ModelBackend::Launch / Finish, the worker's
+    // --overlap_steps): step N+1 launched, its tokens fed back on the device, before step N is
+    // finished; the step time is then the interval between finishes.
+    v.overlap = absl::ConsumeSuffix(&name, "+overlap");
     v.workqueue_waves = absl::ConsumeSuffix(&name, "+waves");
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
@@ -52,7 +56,7 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+waves\""));
+          "det-fast; any of them + \"+waves\" and/or then \"+overlap\""));
     }
     out.push_back(v);
   }

@@ -45,6 +45,7 @@ struct Variant {
   bool deterministic = false;
   DeterministicForm det_form;    // det-split, det-pinned, det-fast
   bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
+  bool overlap = false;          // "+overlap": steps pipelined (RunDecode's overlap)
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

@@ -29,8 +29,12 @@ using DType = decode::DType;  // kFloat16 | kBFloat16: the weights' and activati
 // x = embed[token]; xn = RMSNorm(x) * norm_weight, for every token.
 struct EmbedNormArgs {
   DType dtype = DType::kBFloat16;
-  const void* embed = nullptr;         // [vocab][hidden] dtype
-  const int32_t* token_ids = nullptr;  // [num_tokens], each in [0, vocab)
+  const void* embed = nullptr;  // [vocab][hidden] dtype
+  // [num_tokens], each in [0, vocab), or -1 - k: the token is feedback_ids[k * feedback_stride]
+  // (sample k of the previous step, which wrote it on the device: step pipelining).
+  const int32_t* token_ids = nullptr;
+  const int32_t* feedback_ids = nullptr;
+  int32_t feedback_stride = 1;
   int32_t num_tokens = 0;
   int32_t hidden = 0;
   const float* norm_weight = nullptr;  // [hidden]

@@ -29,7 +29,10 @@ __global__ void __launch_bounds__(kNormThreads) EmbedRmsNormKernel(const EmbedNo
   extern __shared__ float row[];  // [hidden]
   __shared__ float scratch[kNormThreads / 32];
   const int t = blockIdx.x;
-  const T* src = static_cast<const T*>(a.embed) + static_cast<int64_t>(a.token_ids[t]) * a.hidden;
+  int32_t id = a.token_ids[t];
+  if (id < 0) id = a.feedback_ids != nullptr ? a.feedback_ids[(-1 - id) * a.feedback_stride] : 0;
+  if (id < 0) id = 0;  // a failed sample (-1): its step reports the error, this row's is dropped
+  const T* src = static_cast<const T*>(a.embed) + static_cast<int64_t>(id) * a.hidden;
   float* x = a.x + static_cast<int64_t>(t) * a.hidden;
   float sum_sq = 0.f;
   for (int i = threadIdx.x; i < a.hidden; i += blockDim.x) {

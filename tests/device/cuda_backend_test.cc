@@ -302,6 +302,114 @@ TEST_P(CudaBackendTest, RejectsBadBatchesLikeTheCpuBackend) {
   EXPECT_EQ(gpu_->Forward({&few_pages, 1}, &logits).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Step pipelining (Launch / Finish, model_backend.h): steps launched before the previous one is
+// finished, each decode row's token fed back from the previous step's device results, give the
+// same samples and log-probabilities as the same steps run one at a time with the tokens from
+// the host. The rows change order every step (a feedback row names its sample by the previous
+// step's order), and one step adds a prefill row (an eager mixed step between graph replays).
+TEST_P(CudaBackendTest, PipelinedStepsEqualSerialSteps) {
+  constexpr int32_t kSteps = 12, kJoinStep = 6;
+  SamplingParams seeded;
+  seeded.temperature = 0.8f;
+  seeded.seed = 5;
+  seeded.logprobs = true;
+  seeded.top_logprobs = 3;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t len : {9, 30, 70, 20}) prompts.push_back(NewSeq(len, 0).tokens);
+  // [sequence][generated token] for one run of the schedule, serial or pipelined.
+  using Samples = std::vector<std::vector<SampleResult>>;
+  auto run = [&](bool pipelined, Samples* result) {
+    std::vector<Seq> seqs;
+    std::vector<int32_t> length;  // tokens so far, a pending one included
+    for (const auto& p : prompts) {
+      Seq q;
+      q.tokens = p;
+      q.pages = pages_.Take((static_cast<int32_t>(p.size()) + kSteps + kPageSize) / kPageSize);
+      seqs.push_back(std::move(q));
+      length.push_back(static_cast<int32_t>(p.size()));
+    }
+    Samples& out = *result;
+    out.assign(seqs.size(), {});
+    std::vector<size_t> order, running_order;  // row order of this step and of the running one
+    auto take = [&](const std::vector<size_t>& rows_order, std::vector<SampleResult> samples) {
+      EXPECT_EQ(samples.size(), rows_order.size());
+      for (size_t k = 0; k < rows_order.size() && k < samples.size(); ++k) {
+        seqs[rows_order[k]].tokens.push_back(samples[k].token_id);
+        out[rows_order[k]].push_back(std::move(samples[k]));
+      }
+    };
+    for (int32_t step = 0; step <= kSteps; ++step) {
+      const size_t active = step < kJoinStep ? 3 : 4;
+      order.clear();
+      for (size_t j = 0; j < 3; ++j) order.push_back((j + step) % 3);
+      if (step == kJoinStep) order.push_back(3);  // joins with its prompt
+      if (step > kJoinStep) order.insert(order.begin() + step % 4, 3);
+      std::vector<BatchRow> rows;
+      for (size_t i : order) {
+        const bool prompt = step == 0 || (i == 3 && step == kJoinStep);
+        const int32_t n = static_cast<int32_t>(prompts[i].size());
+        BatchRow row = prompt
+                           ? Row(seqs[i], 0, n, true, &seeded, 0)
+                           : Row(seqs[i], 0, 1, true, &seeded, static_cast<int32_t>(length[i]) - n);
+        if (!prompt) {
+          row.start_pos = length[i] - 1;
+          if (pipelined) {  // the token is still on the device: the running step's sample
+            const auto k = std::find(running_order.begin(), running_order.end(), i);
+            ASSERT_NE(k, running_order.end());
+            row.tokens = nullptr;
+            row.feedback = static_cast<int32_t>(k - running_order.begin());
+          } else {
+            row.tokens = &seqs[i].tokens[length[i] - 1];
+          }
+        }
+        rows.push_back(row);
+      }
+      ASSERT_EQ(rows.size(), active);
+      std::vector<SampleResult> samples;
+      if (!pipelined) {
+        ASSERT_TRUE(gpu_->Step(rows, &samples, nullptr).ok());
+        take(order, std::move(samples));
+      } else {
+        const absl::Status launched = gpu_->Launch(rows, nullptr);
+        ASSERT_TRUE(launched.ok()) << launched;
+        if (step > 0) {
+          ASSERT_TRUE(gpu_->Finish(&samples).ok());
+          take(running_order, std::move(samples));
+        }
+        running_order = order;
+      }
+      for (size_t i : order) ++length[i];
+    }
+    if (pipelined) {
+      std::vector<SampleResult> samples;
+      EXPECT_TRUE(gpu_->Finish(&samples).ok());
+      take(running_order, std::move(samples));
+    }
+  };
+  Samples serial, pipelined;
+  run(false, &serial);
+  run(true, &pipelined);
+  ASSERT_EQ(serial.size(), pipelined.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    ASSERT_EQ(serial[i].size(), pipelined[i].size()) << "sequence " << i;
+    for (size_t t = 0; t < serial[i].size(); ++t) {
+      EXPECT_EQ(pipelined[i][t].token_id, serial[i][t].token_id)
+          << "sequence " << i << " token " << t;
+      EXPECT_NEAR(pipelined[i][t].logprob, serial[i][t].logprob, 1e-4);
+      EXPECT_EQ(pipelined[i][t].top.size(), serial[i][t].top.size());
+    }
+  }
+  // Misuse is refused: a Finish with nothing launched; a feedback row naming a sample the
+  // latest step (4 rows) did not take.
+  std::vector<SampleResult> none;
+  EXPECT_EQ(gpu_->Finish(&none).code(), absl::StatusCode::kFailedPrecondition);
+  Seq extra = NewSeq(4, 8);
+  BatchRow bad = Row(extra, 3, 4, true, &seeded, 0);
+  bad.tokens = nullptr;
+  bad.feedback = 4;
+  EXPECT_EQ(gpu_->Launch({&bad, 1}, nullptr).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // The fused small-batch path runs every step of <= 8 tokens (decode steps, the 1-token chunk,
 // batched decode up to 5 rows); longer prefills in the same cases keep the cuBLAS path, so mixed
 // sequences of both are covered too. q/k-normed qwen3 takes the fused path's unfused-RoPE branch.

@@ -199,6 +199,7 @@ StreamResult RunGenerate(pkv::v1::Generation::Stub* stub, const pkv::v1::Generat
     if (resp.has_chunk()) {
       if (r.num_chunks++ == 0) r.time_to_first_chunk = absl::Now() - start;
       for (uint32_t id : resp.chunk().token_ids()) r.token_ids.push_back(id);
+      for (const auto& lp : resp.chunk().logprobs()) r.logprobs.push_back(lp.logprob());
       r.text += resp.chunk().text();
     } else if (resp.has_complete()) {
       r.completed = true;

@@ -92,6 +92,7 @@ absl::Status WaitServing(const std::string& address, absl::Duration timeout,
 struct StreamResult {
   grpc::Status status;
   std::vector<uint32_t> token_ids;
+  std::vector<float> logprobs;  // each sampled token's, when the request asked for them
   std::string text;
   bool completed = false;
   pkv::v1::Complete complete;

@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,16 +77,19 @@ class CudaModelBackend::Impl {
   // vocabulary (tensor parallel: the whole model's, not the rank's slice).
   std::unique_ptr<cuda_backend::StepBuilder> NewStepBuilder(const ModelConfig& vocab_of) const;
 
-  // step_runner.cc: CudaModelBackend::Step and Forward.
+  // step_runner.cc: CudaModelBackend::Step, Launch, Finish (ModelBackend's contract: at most
+  // kMaxLaunched steps launched and unfinished; Step and Forward with none) and Forward.
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats);
+  absl::Status Launch(absl::Span<const BatchRow> rows, StepStats* stats);
+  absl::Status Finish(std::vector<SampleResult>* samples);
   absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits);
   // A step in parts, for a tensor-parallel rank, which stages the batch the group built once.
   // Resets the step's timing, takes `host` (built and validated elsewhere) and stages it.
   absl::Status PrepareBuilt(const cuda_backend::StepHost& host, bool allow_graph, DeviceStep* s);
   // Enqueues the forward pass (and sampling): a bucket's graph, its capture, or eagerly.
   absl::Status Run(const DeviceStep& s, bool sample);
-  // Copies the sampled ids back (synchronises the stream) and unpacks them.
+  // Copies the sampled ids back (waits for them) and unpacks them.
   absl::Status CollectSamples(std::vector<SampleResult>* samples);
   void FillStats(absl::Span<const BatchRow> rows, StepStats* stats) const;
   const StepTiming& timing() const { return timing_; }
@@ -139,6 +143,20 @@ class CudaModelBackend::Impl {
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
 
+  // A step's sampling results on their way to the host: the pinned copy they land in, the event
+  // after that copy, and what unpacking needs of the step (the staging holds only the latest).
+  struct SampledStep {
+    int slot = 0;
+    int32_t num_sampled = 0;
+    std::vector<int32_t> top_logprobs;  // [num_sampled] alternatives to return; -1: no logprob
+    StepTiming timing;                  // prep and launch; wait and post once unpacked
+  };
+  // Enqueues the results copy of the step `host` staged (null: a step without rows) into the next
+  // pinned slot and records its event.
+  absl::Status EnqueueResults(const cuda_backend::StepHost* host, SampledStep* step);
+  // Waits for `step`'s copy and appends its samples; timing_ becomes the step's.
+  absl::Status AwaitResults(SampledStep* step, std::vector<SampleResult>* samples);
+
   cuda_backend::DeviceStream stream_;  // first member: destroyed last, after every buffer
   ModelConfig config_;
   CudaBackendOptions options_;  // the setters above change the per-step choices
@@ -159,7 +177,11 @@ class CudaModelBackend::Impl {
   // the difference, counted against gpu_memory_limit_bytes.
   int64_t free_at_start_ = 0;
   bool gemms_tuned_ = false;
-  StepTiming timing_;                    // of the last step
+  StepTiming timing_;                 // of the last step finished (Step, Finish)
+  std::deque<SampledStep> launched_;  // launched, unfinished steps, oldest first
+  cuda_backend::DeviceEvent results_ready_[cuda_backend::StepBuffers::kHostSlots];
+  int next_slot_ = 0;                    // the pinned results slot the next step's copy lands in
+  int32_t latest_sampled_ = 0;           // samples of the latest launched step (its feedback range)
   int32_t current_bucket_ = 0;           // the staged step's graph bucket (0: eager)
   cuda_backend::TpHooks* tp_ = nullptr;  // this rank's collectives; null on one GPU. Not owned.
 };

@@ -62,6 +62,14 @@ absl::Status CudaModelBackend::Step(absl::Span<const BatchRow> rows,
   return impl_->Step(rows, samples, stats);
 }
 
+absl::Status CudaModelBackend::Launch(absl::Span<const BatchRow> rows, StepStats* stats) {
+  return impl_->Launch(rows, stats);
+}
+
+absl::Status CudaModelBackend::Finish(std::vector<SampleResult>* samples) {
+  return impl_->Finish(samples);
+}
+
 absl::Status CudaModelBackend::Forward(absl::Span<const BatchRow> rows,
                                        std::vector<float>* logits) {
   return impl_->Forward(rows, logits);

@@ -139,7 +139,9 @@ struct CudaBackendOptions {
 
 // Host-side timing of the last Step(), in microseconds.
 struct StepTiming {
-  double prep_us = 0;    // validation, staging, planning, uploads enqueued
+  double prep_us = 0;    // validation, staging, planning, uploads enqueued; of which
+  double build_us = 0;   //   validating and building the step on the host (StepBuilder)
+  double plan_us = 0;    //   the decode route, plan and its upload (DecodeAttention::Prepare)
   double launch_us = 0;  // enqueueing the forward pass (a graph launch, or every kernel)
   double wait_us = 0;    // until the sampled ids are back on the host
   double post_us = 0;    // unpacking results and statistics
@@ -170,6 +172,11 @@ class CudaModelBackend : public ModelBackend {
   absl::Status Step(absl::Span<const BatchRow> rows, std::vector<SampleResult>* samples,
                     StepStats* stats) override;
   absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits) override;
+  // Step pipelining: Launch enqueues the step (staging, plan, forward, sampling, the results'
+  // copy) and returns; feedback rows read their token from the previous step's device results.
+  absl::Status Launch(absl::Span<const BatchRow> rows, StepStats* stats) override;
+  absl::Status Finish(std::vector<SampleResult>* samples) override;
+  bool overlaps_steps() const override { return true; }
 
   // Overwrites every KV page with random values (benchmarks: attention over realistic data
   // without running prefill first). Synchronous.

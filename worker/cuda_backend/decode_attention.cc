@@ -121,7 +121,9 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
     b.caps = decode::CapacityFor(rows, shape, widest, options);
     const decode::WorkspaceLayout layout = decode::LayoutWorkspace(b.caps, shape, nullptr, nullptr);
     PKV_ASSIGN_OR_RETURN(b.workspace, DeviceBuffer::Allocate(layout.total_bytes));
-    PKV_ASSIGN_OR_RETURN(b.image, PinnedBuffer::Allocate(layout.partial_lse));
+    for (PinnedBuffer& image : b.images) {
+      PKV_ASSIGN_OR_RETURN(image, PinnedBuffer::Allocate(layout.partial_lse));
+    }
     // The merge tickets must start at zero; the kernels leave them at zero after every launch.
     PKV_CUDA_RETURN_IF_ERROR(
         cudaMemset(b.workspace.bytes_ptr() + layout.counters, 0, layout.counters_bytes));
@@ -176,10 +178,12 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   if (num_rows <= kSmallStepMaxRows) options.min_split_kv_elems = kSmallStepMinSplitKvElems;
   PKV_RETURN_IF_ERROR(decode::PlanDecode(in, config_limits_[chosen_], options, &plan_));
   PKV_RETURN_IF_ERROR(decode::CheckFits(plan_, current_->caps));
-  layout_ = decode::LayoutWorkspace(current_->caps, shape_, &plan_, current_->image.bytes_ptr());
+  uint8_t* image = current_->images[next_image_].bytes_ptr();
+  next_image_ ^= 1;
+  layout_ = decode::LayoutWorkspace(current_->caps, shape_, &plan_, image);
   // Only the plan's own bytes travel; the header carries the counts the graph-sized kernels read.
-  return decode::UploadPlan(current_->image.bytes_ptr(), layout_, /*graph_sized=*/false,
-                            current_->workspace.get(), stream);
+  return decode::UploadPlan(image, layout_, /*graph_sized=*/false, current_->workspace.get(),
+                            stream);
 }
 
 absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const void* v_cache,
@@ -225,7 +229,9 @@ uint64_t DecodeAttention::LaunchSignature() const {
 
 int64_t DecodeAttention::workspace_bytes() const {
   int64_t total = 0;
-  for (const Bucket& b : buckets_) total += b.workspace.bytes() + b.image.bytes();
+  for (const Bucket& b : buckets_) {
+    total += b.workspace.bytes() + b.images[0].bytes() + b.images[1].bytes();
+  }
   return total;
 }
 

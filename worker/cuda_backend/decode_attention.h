@@ -92,7 +92,9 @@ class DecodeAttention {
     int32_t rows = 0;
     decode::PlanSizes caps;
     DeviceBuffer workspace;
-    PinnedBuffer image;
+    // The pinned plan image, two copies used alternately: the previous step's upload may still be
+    // queued behind the running step when the next step is planned (step pipelining).
+    PinnedBuffer images[2];
   };
   DecodeAttention() = default;
 
@@ -108,6 +110,7 @@ class DecodeAttention {
   int32_t chosen_ = 0;                  // the prepared step's configuration (ChooseKernelConfig)
   decode::DeviceLimits policy_limits_;  // of the default config's kernels: the policy's
   std::vector<Bucket> buckets_;
+  int next_image_ = 0;  // the image copy the next Prepare fills
   const Bucket* current_ = nullptr;
   decode::WorkspaceLayout layout_;  // the prepared plan's layout (filling mode)
   decode::DecodePlan plan_;

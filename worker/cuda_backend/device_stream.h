@@ -58,4 +58,32 @@ class DeviceStream {
   cudaStream_t stream_ = nullptr;
 };
 
+// An event without timing (what a host waits on for one point of a stream), created on first use.
+class DeviceEvent {
+ public:
+  DeviceEvent() = default;
+  ~DeviceEvent() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  DeviceEvent(const DeviceEvent&) = delete;
+  DeviceEvent& operator=(const DeviceEvent&) = delete;
+
+  // Marks the stream's current end (the device current).
+  absl::Status Record(cudaStream_t stream) {
+    if (event_ == nullptr) {
+      PKV_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    }
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventRecord(event_, stream));
+    return absl::OkStatus();
+  }
+  // Blocks until the stream has run past the recorded point.
+  absl::Status Wait() const {
+    PKV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event_));
+    return absl::OkStatus();
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 }  // namespace pkv::cuda_backend

@@ -54,6 +54,10 @@ absl::Status ForwardPass::EnqueueForward(const DeviceStep& s) const {
   e.dtype = weights.dtype;
   e.embed = weights.embed;
   e.token_ids = s.token_ids;
+  // Feedback rows' tokens: the previous step's samples, still in the results buffer this step's
+  // sampling overwrites only after the embedding ran.
+  e.feedback_ids = &b.results()->token_id;
+  e.feedback_stride = sizeof(gpu::SampleRowResult) / sizeof(int32_t);
   e.num_tokens = s.tokens;
   e.hidden = c.hidden_size;
   e.norm_weight = weights.layers[0].input_norm;

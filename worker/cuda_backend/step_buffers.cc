@@ -28,8 +28,10 @@ absl::StatusOr<StepBuffers> StepBuffers::Allocate(const ModelConfig& c, int32_t 
   PKV_ASSIGN_OR_RETURN(b.top_, DeviceBuffer::AllocateZeroed(top_bytes, s));
   const int64_t sample_bytes = gpu::SampleWorkspaceBytes(max_rows);
   PKV_ASSIGN_OR_RETURN(b.sample_workspace_, DeviceBuffer::AllocateZeroed(sample_bytes, s));
-  PKV_ASSIGN_OR_RETURN(b.results_host_, PinnedBuffer::Allocate(results_bytes));
-  PKV_ASSIGN_OR_RETURN(b.top_host_, PinnedBuffer::Allocate(top_bytes));
+  for (int slot = 0; slot < kHostSlots; ++slot) {
+    PKV_ASSIGN_OR_RETURN(b.results_host_[slot], PinnedBuffer::Allocate(results_bytes));
+    PKV_ASSIGN_OR_RETURN(b.top_host_[slot], PinnedBuffer::Allocate(top_bytes));
+  }
   return b;
 }
 

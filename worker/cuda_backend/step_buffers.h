@@ -48,16 +48,20 @@ class StepBuffers {
     return static_cast<gpu::TopLogprob*>(top_.get());
   }
   void* sample_workspace() const { return sample_workspace_.get(); }  // [SampleWorkspaceBytes(R)]
-  // Pinned host copies of results() and top(), same shapes.
-  gpu::SampleRowResult* results_host() const {
-    return static_cast<gpu::SampleRowResult*>(results_host_.get());
+  // Pinned host copies of results() and top(), same shapes, one per launched step that may be
+  // unfinished (a step's copy may land while the host still reads the previous step's).
+  static constexpr int kHostSlots = 2;
+  gpu::SampleRowResult* results_host(int slot) const {
+    return static_cast<gpu::SampleRowResult*>(results_host_[slot].get());
   }
-  gpu::TopLogprob* top_host() const { return static_cast<gpu::TopLogprob*>(top_host_.get()); }
+  gpu::TopLogprob* top_host(int slot) const {
+    return static_cast<gpu::TopLogprob*>(top_host_[slot].get());
+  }
 
  private:
   DeviceBuffer x_, xn_, qkv_, q_, attn_, delta_, gate_up_, act_, final_xn_, logits_, results_, top_,
       sample_workspace_;
-  PinnedBuffer results_host_, top_host_;
+  PinnedBuffer results_host_[kHostSlots], top_host_[kHostSlots];
 };
 
 }  // namespace pkv::cuda_backend

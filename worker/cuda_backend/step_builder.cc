@@ -101,7 +101,11 @@ absl::Status StepBuilder::ValidateRow(const BatchRow& row, size_t r, bool need_p
   auto bad = [r](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat("batch row ", r, ": ", what));
   };
-  if (row.num_tokens < 1 || row.tokens == nullptr) return bad("feeds no tokens");
+  // A feedback row's one token is a sample of the previous launched step, still on the device
+  // (ModelBackend::Launch validated its index).
+  const bool feedback = row.feedback >= 0;
+  if (row.num_tokens < 1 || (row.tokens == nullptr && !feedback)) return bad("feeds no tokens");
+  if (feedback && row.num_tokens != 1) return bad("feeds a sample of the previous step and more");
   if (row.start_pos < 0) return bad("negative start_pos");
   const int64_t end = static_cast<int64_t>(row.start_pos) + row.num_tokens;
   if (end > shape_.max_position) {
@@ -118,7 +122,7 @@ absl::Status StepBuilder::ValidateRow(const BatchRow& row, size_t r, bool need_p
                               shape_.num_kv_pages, ")"));
     }
   }
-  for (int32_t i = 0; i < row.num_tokens; ++i) {
+  for (int32_t i = 0; i < row.num_tokens && !feedback; ++i) {
     if (row.tokens[i] < 0 || row.tokens[i] >= shape_.vocab_size) {
       return bad(absl::StrCat("token id ", row.tokens[i], " is outside the vocabulary"));
     }
@@ -181,7 +185,7 @@ absl::Status StepBuilder::Build(absl::Span<const BatchRow> rows, bool need_param
       q_begin[r] = static_cast<int32_t>(h.token_ids.size());
       for (int32_t i = 0; i < row.num_tokens; ++i) {
         const int32_t pos = row.start_pos + i;
-        h.token_ids.push_back(row.tokens[i]);
+        h.token_ids.push_back(row.feedback >= 0 ? FeedbackTokenId(row.feedback) : row.tokens[i]);
         h.positions.push_back(pos);
         h.kv_slots.push_back(row.pages[pos / ps] * ps + pos % ps);
         h.token_page_base.push_back(page_base);

@@ -8,7 +8,9 @@
 //
 // Staging image (one buffer; every region 16-byte aligned; offsets from LayoutStaging):
 //   header          int32[8]   {num_tokens, num_decode_rows, num_sampled, num_tiles, 0...}
-//   token_ids       int32[cap tokens]
+//   token_ids       int32[cap tokens]  FeedbackTokenId(k) (< 0) for a feedback row: the token is
+//                                      sample k of the previous launched step, which the
+//                                      embedding reads from the device's sampling results
 //   positions       int32[cap tokens]
 //   kv_slots        int32[cap tokens]  page * page_size + offset; -1 for graph padding
 //   token_page_base int32[cap tokens]  the token's row's first page-id entry; -1 for padding
@@ -46,6 +48,10 @@ inline constexpr int32_t kGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 std::vector<int32_t> GraphBuckets(int32_t max_rows);
 // The smallest bucket >= num_rows, or 0 when num_rows is not in [1, max_rows].
 int32_t GraphBucketFor(int32_t num_rows, int32_t max_rows);
+
+// A staged token id that stands for sample k of the previous launched step (BatchRow::feedback);
+// the embedding kernel resolves it on the device (EmbedNormArgs::feedback_ids).
+constexpr int32_t FeedbackTokenId(int32_t k) { return -1 - k; }
 
 struct StagingCaps {
   int32_t tokens = 0;

@@ -22,22 +22,56 @@ double Micros(Clock::time_point a, Clock::time_point b) {
 
 absl::Status CudaModelBackend::Impl::Step(absl::Span<const BatchRow> rows,
                                           std::vector<SampleResult>* samples, StepStats* stats) {
-  timing_ = StepTiming{};
+  if (!launched_.empty()) {
+    return absl::FailedPreconditionError("Step with a launched step unfinished");
+  }
   if (rows.empty()) {
+    timing_ = StepTiming{};
     if (stats != nullptr) *stats = StepStats{};
     return absl::OkStatus();
   }
+  PKV_RETURN_IF_ERROR(Launch(rows, stats));
+  return Finish(samples);
+}
+
+absl::Status CudaModelBackend::Impl::Launch(absl::Span<const BatchRow> rows, StepStats* stats) {
+  if (launched_.size() >= ModelBackend::kMaxLaunched) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Launch with ", launched_.size(), " launched steps unfinished"));
+  }
+  PKV_RETURN_IF_ERROR(ValidateFeedbackRows(rows, latest_sampled_));
   PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
-  DeviceStep s;
-  PKV_RETURN_IF_ERROR(Prepare(rows, /*need_params=*/true, /*allow_graph=*/true, &s));
-  PKV_RETURN_IF_ERROR(Run(s, /*sample=*/true));
-  PKV_RETURN_IF_ERROR(CollectSamples(samples));
-  if (stats != nullptr) FillStats(rows, stats);
+  timing_ = StepTiming{};
+  SampledStep step;
+  if (rows.empty()) {
+    PKV_RETURN_IF_ERROR(EnqueueResults(nullptr, &step));
+    if (stats != nullptr) *stats = StepStats{};
+  } else {
+    DeviceStep s;
+    PKV_RETURN_IF_ERROR(Prepare(rows, /*need_params=*/true, /*allow_graph=*/true, &s));
+    PKV_RETURN_IF_ERROR(Run(s, /*sample=*/true));
+    PKV_RETURN_IF_ERROR(EnqueueResults(&staging_.host(), &step));
+    if (stats != nullptr) FillStats(rows, stats);
+  }
+  latest_sampled_ = step.num_sampled;
+  step.timing = timing_;
+  launched_.push_back(std::move(step));
   return absl::OkStatus();
+}
+
+absl::Status CudaModelBackend::Impl::Finish(std::vector<SampleResult>* samples) {
+  if (launched_.empty()) return absl::FailedPreconditionError("Finish with no step launched");
+  SampledStep step = std::move(launched_.front());
+  launched_.pop_front();
+  PKV_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+  return AwaitResults(&step, samples);
 }
 
 absl::Status CudaModelBackend::Impl::Forward(absl::Span<const BatchRow> rows,
                                              std::vector<float>* logits) {
+  if (!launched_.empty()) {
+    return absl::FailedPreconditionError("Forward with a launched step unfinished");
+  }
   timing_ = StepTiming{};
   logits->clear();
   if (rows.empty()) return absl::OkStatus();
@@ -59,6 +93,7 @@ absl::Status CudaModelBackend::Impl::Prepare(absl::Span<const BatchRow> rows, bo
                                              bool allow_graph, DeviceStep* s) {
   const auto t0 = Clock::now();
   PKV_RETURN_IF_ERROR(staging_.Build(rows, need_params));
+  timing_.build_us = Micros(t0, Clock::now());
   PKV_RETURN_IF_ERROR(Stage(allow_graph, s));
   timing_.prep_us = Micros(t0, Clock::now());
   return absl::OkStatus();
@@ -81,7 +116,9 @@ absl::Status CudaModelBackend::Impl::Stage(bool allow_graph, DeviceStep* s) {
     bucket = cuda_backend::GraphBucketFor(host.num_tokens, options_.max_rows);
   }
   PKV_RETURN_IF_ERROR(staging_.Upload(bucket, stream(), s));
+  const auto t0 = Clock::now();
   PKV_RETURN_IF_ERROR(kv_->PrepareDecode(host, bucket, options_.max_rows, stream()));
+  timing_.plan_us = Micros(t0, Clock::now());
   current_bucket_ = bucket;
   timing_.bucket = bucket;
   return absl::OkStatus();
@@ -150,41 +187,63 @@ absl::Status CudaModelBackend::Impl::Run(const DeviceStep& s, bool sample) {
 }
 
 absl::Status CudaModelBackend::Impl::CollectSamples(std::vector<SampleResult>* samples) {
-  const auto t0 = Clock::now();
-  const cuda_backend::StepHost& host = staging_.host();
-  const int32_t n = host.num_sampled;
+  SampledStep step;
+  step.timing = timing_;
+  PKV_RETURN_IF_ERROR(EnqueueResults(&staging_.host(), &step));
+  return AwaitResults(&step, samples);
+}
+
+absl::Status CudaModelBackend::Impl::EnqueueResults(const cuda_backend::StepHost* host,
+                                                    SampledStep* step) {
+  // The slot's previous copy was unpacked: at most kHostSlots steps are launched and unfinished.
+  step->slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % cuda_backend::StepBuffers::kHostSlots;
+  step->num_sampled = host != nullptr ? host->num_sampled : 0;
+  step->top_logprobs.clear();
+  const int32_t n = step->num_sampled;
+  for (int32_t i = 0; i < n; ++i) {
+    step->top_logprobs.push_back(host->sample_params[i].logprobs != 0 ? host->sample_top_logprobs[i]
+                                                                      : -1);
+  }
   if (n > 0) {
-    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffers_.results_host(), buffers_.results(),
+    PKV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffers_.results_host(step->slot), buffers_.results(),
                                              int64_t{n} * sizeof(gpu::SampleRowResult),
                                              cudaMemcpyDeviceToHost, stream()));
-    if (host.any_logprobs) {
+    if (host->any_logprobs) {
       PKV_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(buffers_.top_host(), buffers_.top(),
+          cudaMemcpyAsync(buffers_.top_host(step->slot), buffers_.top(),
                           int64_t{n} * gpu::kMaxTopLogprobs * sizeof(gpu::TopLogprob),
                           cudaMemcpyDeviceToHost, stream()));
     }
   }
-  PKV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+  return results_ready_[step->slot].Record(stream());
+}
+
+absl::Status CudaModelBackend::Impl::AwaitResults(SampledStep* step,
+                                                  std::vector<SampleResult>* samples) {
+  const auto t0 = Clock::now();
+  PKV_RETURN_IF_ERROR(results_ready_[step->slot].Wait());
   const auto t1 = Clock::now();
-  timing_.wait_us = Micros(t0, t1);
-  const auto* res = static_cast<const gpu::SampleRowResult*>(buffers_.results_host());
-  const auto* tops = static_cast<const gpu::TopLogprob*>(buffers_.top_host());
-  for (int32_t i = 0; i < n; ++i) {
+  step->timing.wait_us = Micros(t0, t1);
+  const gpu::SampleRowResult* res = buffers_.results_host(step->slot);
+  const gpu::TopLogprob* tops = buffers_.top_host(step->slot);
+  for (int32_t i = 0; i < step->num_sampled; ++i) {
     if (res[i].status != gpu::kSampleOk) {
       return absl::InvalidArgumentError("sampling: logits are all -inf or NaN");
     }
     SampleResult out;
     out.token_id = res[i].token_id;
-    if (host.sample_params[i].logprobs != 0) {
+    if (step->top_logprobs[i] >= 0) {
       out.logprob = res[i].logprob;
       const gpu::TopLogprob* row = tops + int64_t{i} * gpu::kMaxTopLogprobs;
-      for (int32_t j = 0; j < res[i].num_top && j < host.sample_top_logprobs[i]; ++j) {
+      for (int32_t j = 0; j < res[i].num_top && j < step->top_logprobs[i]; ++j) {
         out.top.push_back({row[j].token_id, row[j].logprob});
       }
     }
     samples->push_back(std::move(out));
   }
-  timing_.post_us = Micros(t1, Clock::now());
+  step->timing.post_us = Micros(t1, Clock::now());
+  timing_ = step->timing;
   return absl::OkStatus();
 }
 

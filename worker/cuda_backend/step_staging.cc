@@ -26,7 +26,9 @@ absl::StatusOr<StepStaging> StepStaging::Create(std::unique_ptr<StepBuilder> bui
   caps.page_ids = limits.max_page_ids;
   const int64_t bytes = LayoutStaging(caps).total_bytes;
   PKV_ASSIGN_OR_RETURN(st.image_, DeviceBuffer::AllocateZeroed(bytes, stream));
-  PKV_ASSIGN_OR_RETURN(st.image_host_, PinnedBuffer::Allocate(bytes));
+  for (PinnedBuffer& host : st.image_host_) {
+    PKV_ASSIGN_OR_RETURN(host, PinnedBuffer::Allocate(bytes));
+  }
   return st;
 }
 
@@ -48,9 +50,13 @@ absl::Status StepStaging::Upload(int32_t bucket, cudaStream_t stream, DeviceStep
   } else {
     layout = LayoutStaging(host.Caps());
   }
-  const int64_t used = StepBuilder::FillStaging(host, layout, image_host_.bytes_ptr());
+  // The other copy may be the source of the previous step's upload, still queued on `stream`;
+  // this one's last upload (two steps ago) has run: that step finished before this one started.
+  PinnedBuffer& image_host = image_host_[next_host_];
+  next_host_ ^= 1;
+  const int64_t used = StepBuilder::FillStaging(host, layout, image_host.bytes_ptr());
   PKV_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(image_.get(), image_host_.get(), used, cudaMemcpyHostToDevice, stream));
+      cudaMemcpyAsync(image_.get(), image_host.get(), used, cudaMemcpyHostToDevice, stream));
   const uint8_t* base = image_.bytes_ptr();
   s->tokens = host.padded_tokens;
   s->decode_tokens = host.decode_only ? host.padded_tokens : host.num_decode_rows;

@@ -4,7 +4,9 @@
 // hands back the step's device view (DeviceStep).
 //
 // A CUDA graph bakes in the device image's addresses: a bucket's steps always use the bucket's
-// fixed layout, and the image is allocated once at load for the largest step.
+// fixed layout, and the image is allocated once at load for the largest step. The pinned host
+// image alternates between two copies: a step's upload may still be queued behind the running
+// step when the next step is staged (step pipelining, model_backend.h).
 // Thread-safety: not thread-safe (owned by the backend; the thread that runs its steps).
 #pragma once
 
@@ -50,8 +52,9 @@ class StepStaging {
  private:
   std::unique_ptr<StepBuilder> builder_;
   StepHost host_;
-  DeviceBuffer image_;       // the staging image on the device
-  PinnedBuffer image_host_;  // and on the host, filled each step
+  DeviceBuffer image_;          // the staging image on the device
+  PinnedBuffer image_host_[2];  // and on the host, filled each step, alternately
+  int next_host_ = 0;           // the one the next Upload fills
 };
 
 }  // namespace pkv::cuda_backend

@@ -240,13 +240,15 @@ void Engine::Loop() {
       absl::MutexLock lock(&mu_);
       // Sleep only when there is nothing to run; a waiting-but-unschedulable queue cannot exist
       // (Add rejects sequences that never fit), so the timeout only guards against a busy spin.
-      while (inbox_.empty() && !stopping_ && scheduler_.idle()) wake_.Wait(&mu_);
+      while (inbox_.empty() && !stopping_ && scheduler_.idle() && launched_.empty()) {
+        wake_.Wait(&mu_);
+      }
       if (stopping_) break;
       items.swap(inbox_);
     }
     ProcessInbox(&items);
     items.clear();
-    if (!scheduler_.idle()) RunStep();
+    if (!scheduler_.idle() || !launched_.empty()) RunStep();
     PublishLoad();
   }
   absl::Status status;
@@ -257,6 +259,13 @@ void Engine::Loop() {
   }
   ProcessInbox(&items);
   FailEverything(status, AbortReason::kShutdown);
+  // A step still running (overlap_steps) is waited for, its samples dropped: the backend is
+  // destroyed after this thread ends.
+  while (!launched_.empty()) {
+    std::vector<SampleResult> dropped;
+    (void)backend_->Finish(&dropped);
+    launched_.pop_front();
+  }
   PublishLoad();
 }
 

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,6 +57,11 @@ struct EngineOptions {
   // The model's chat template for ChatPrompt requests; null: chat is refused.
   std::shared_ptr<const ChatPromptRenderer> chat;
   std::function<void(absl::Status)> on_fatal;  // called once from the scheduler thread
+  // Step pipelining: schedule and launch step N+1 before finishing step N, so the host's work
+  // between steps (postprocess, schedule, the backend's staging and launch) runs while the device
+  // computes (model_backend.h). Outputs equal the unpipelined engine's for batch-invariant
+  // backends; a sequence that stops at step N has computed one more token in vain at N+1.
+  bool overlap_steps = false;
 };
 
 // What GetLoad reports (published after every step).
@@ -123,17 +129,31 @@ class Engine {
   // The inbox: adds, cancels, cancel-all (engine_step.cc).
   void ProcessInbox(std::vector<InboxItem>* items);
   void Admit(InboxItem& item);
-  // One step, schedule -> prepare -> run -> postprocess (engine_step.cc).
+  // A step handed to the backend and not finished yet.
+  struct LaunchedStep {
+    ScheduledBatch batch;        // an item's seq is nulled once that sequence leaves the engine
+    std::vector<uint64_t> ids;   // [items] each item's sequence id
+    std::vector<int32_t> slots;  // [items] where a sample item's token goes in seq->tokens, or -1
+    StepStats stats;
+    absl::Time launched;
+    bool committed = false;
+  };
+  // One step, schedule -> prepare -> launch -> commit, finishing launched steps (engine_step.cc):
+  // the one just launched too, unless overlap_steps keeps it running into the next call.
   void RunStep();
   // The scheduler's batch for this step; requests past their deadline fail here.
   ScheduledBatch Schedule(absl::Time now);
-  // The batch as the backend's rows (into step_.rows); notes each request's first scheduling.
+  // The batch as the backend's rows (into step_.rows), feeding a token still pending as feedback
+  // from the launched step that samples it; notes each request's first scheduling.
   void Prepare(const ScheduledBatch& batch, absl::Time now);
-  // The backend's forward pass and sampling over step_.rows (into step_.samples).
-  absl::Status Run(StepStats* stats);
-  // Step metrics, the scheduler's commit, each sampled token to its request (stop checks,
-  // detokenize, stream), and the sweep of broken streams.
-  void Postprocess(const ScheduledBatch& batch, const StepStats& stats, absl::Time start);
+  // Launches step_.rows as `batch` (appended to launched_); false after a fatal backend error.
+  bool Launch(ScheduledBatch batch, absl::Time start);
+  // The scheduler's commit of a launched step, its sampled tokens pending.
+  void Commit(LaunchedStep* step);
+  // Waits for the oldest launched step, then: metrics, each sampled token written over its
+  // pending place and handed to its request (stop checks, detokenize, stream), the sweep of
+  // broken streams. False after a fatal backend error.
+  bool FinishOldest();
   void RecordStepMetrics(const ScheduledBatch& batch, const StepStats& stats, double seconds);
   void AbortBrokenStreams();
   // A request's output and its terminal paths (engine_output.cc).
@@ -174,9 +194,14 @@ class Engine {
   struct StepBuffers {
     std::vector<BatchRow> rows;         // [batch items]
     std::vector<SampleResult> samples;  // [items with sample set], in item order
-    std::vector<int32_t> sampled;       // [items with sample set] the samples' token ids
+    std::vector<int32_t> sampled;       // [items with sample set] kPendingToken each (Commit)
+    // Sequence id -> its sample number in the running step (Prepare's feedback rows).
+    absl::flat_hash_map<uint64_t, int32_t> feedback;
   };
   StepBuffers step_;
+  // Steps launched and not finished, oldest first (at most ModelBackend::kMaxLaunched).
+  std::deque<LaunchedStep> launched_;
+  absl::Time last_finish_ = absl::InfinitePast();  // when the latest finished step's wait ended
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;

@@ -177,6 +177,7 @@ void Engine::Fatal(const absl::Status& cause) {
     if (item.kind != InboxItem::Kind::kAdd) continue;
     active_[item.id] = std::move(item.active);
   }
+  launched_.clear();  // nothing more is asked of a failed backend
   FailEverything(fatal, AbortReason::kError);
   if (options_.on_fatal) options_.on_fatal(fatal);
 }

@@ -1,9 +1,15 @@
 // The engine's scheduler-thread loop body: the inbox, then one step read as
-//   Schedule (the scheduler's batch) -> Prepare (the backend's rows) -> Run (forward + sample) ->
-//   Postprocess (metrics, commit, tokens to their requests, broken streams cut loose).
+//   Schedule (the scheduler's batch) -> Prepare (the backend's rows) -> Launch (forward + sample
+//   started) -> Commit (the scheduler's, tokens pending) -> FinishOldest (wait; metrics, tokens
+//   to their requests, broken streams cut loose).
+// Without overlap_steps a step is finished in the call that launched it; with it, step N+1 is
+// scheduled and launched before step N is finished, so N+1's rows may feed N's samples on the
+// device (BatchRow::feedback) while the host postprocesses N.
 // A request's output and terminal paths are in engine_output.cc.
+#include <algorithm>
 #include <utility>
 
+#include "common/status_macros.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/engine_internal.h"
 
@@ -43,15 +49,23 @@ void Engine::Admit(InboxItem& item) {
 
 void Engine::RunStep() {
   const absl::Time start = absl::Now();
-  const ScheduledBatch batch = Schedule(start);
-  if (batch.empty()) return;
-  Prepare(batch, start);
-  StepStats stats;
-  if (absl::Status st = Run(&stats); !st.ok()) {
-    Fatal(st);
-    return;
+  ScheduledBatch batch = Schedule(start);
+  const bool launching = !batch.empty();
+  if (launching) {
+    Prepare(batch, start);
+    if (!Launch(std::move(batch), start)) return;
   }
-  Postprocess(batch, stats, start);
+  // With overlap_steps the step just launched keeps running into the next call; every other
+  // launched step is finished now. A step is committed once every step launched before it has
+  // finished (so a sequence has at most one pending token) and before it finishes itself.
+  const size_t keep = options_.overlap_steps && launching ? 1 : 0;
+  while (launched_.size() > keep) {
+    if (!launched_.front().committed) Commit(&launched_.front());
+    if (!FinishOldest()) return;
+  }
+  for (LaunchedStep& step : launched_) {
+    if (!step.committed) Commit(&step);
+  }
 }
 
 ScheduledBatch Engine::Schedule(absl::Time now) {
@@ -65,6 +79,16 @@ ScheduledBatch Engine::Schedule(absl::Time now) {
 }
 
 void Engine::Prepare(const ScheduledBatch& batch, absl::Time now) {
+  // The samples of the step still running (overlap_steps), by sequence: a row feeding a pending
+  // token feeds that sample.
+  step_.feedback.clear();
+  if (!launched_.empty()) {
+    const LaunchedStep& running = launched_.back();
+    int32_t k = 0;
+    for (size_t i = 0; i < running.batch.items.size(); ++i) {
+      if (running.batch.items[i].sample) step_.feedback[running.ids[i]] = k++;
+    }
+  }
   step_.rows.clear();
   for (const ScheduledItem& item : batch.items) {
     Sequence* seq = item.seq;
@@ -80,28 +104,73 @@ void Engine::Prepare(const ScheduledBatch& batch, absl::Time now) {
     row.params = &seq->params;
     row.sample_index = seq->num_generated();
     row.sequence_id = seq->id;
+    if (seq->tokens[item.start_pos + item.num_new_tokens - 1] == kPendingToken) {
+      // Only a sequence's last token is ever pending, and it is fed alone (scheduler.h).
+      auto it = step_.feedback.find(seq->id);
+      PKV_CHECK_MSG(it != step_.feedback.end() && item.num_new_tokens == 1,
+                    "a pending token outside the running step's samples");
+      row.feedback = it->second;
+    }
     step_.rows.push_back(row);
   }
 }
 
-absl::Status Engine::Run(StepStats* stats) {
-  step_.samples.clear();
-  return backend_->Step(step_.rows, &step_.samples, stats);
+bool Engine::Launch(ScheduledBatch batch, absl::Time start) {
+  LaunchedStep step;
+  if (absl::Status st = backend_->Launch(step_.rows, &step.stats); !st.ok()) {
+    Fatal(st);
+    return false;
+  }
+  step.launched = start;
+  step.ids.reserve(batch.items.size());
+  for (const ScheduledItem& item : batch.items) step.ids.push_back(item.seq->id);
+  step.slots.assign(batch.items.size(), -1);
+  step.batch = std::move(batch);
+  launched_.push_back(std::move(step));
+  return true;
 }
 
-void Engine::Postprocess(const ScheduledBatch& batch, const StepStats& stats, absl::Time start) {
-  RecordStepMetrics(batch, stats, absl::ToDoubleSeconds(absl::Now() - start));
+void Engine::Commit(LaunchedStep* step) {
   step_.sampled.clear();
-  for (const SampleResult& s : step_.samples) step_.sampled.push_back(s.token_id);
-  scheduler_.CommitStep(batch, step_.sampled);
-
-  const absl::Time done = absl::Now();
-  size_t k = 0;
-  for (const ScheduledItem& item : batch.items) {
+  for (size_t i = 0; i < step->batch.items.size(); ++i) {
+    ScheduledItem& item = step->batch.items[i];
+    // A sequence that left the engine since the launch (finished, aborted) is gone.
+    if (!active_.contains(step->ids[i])) item.seq = nullptr;
     if (!item.sample) continue;
-    HandleSample(item.seq, step_.samples[k++], done);  // may finish (and free) item.seq
+    step_.sampled.push_back(kPendingToken);
+    if (item.seq != nullptr) step->slots[i] = item.seq->num_tokens();
+  }
+  scheduler_.CommitStep(step->batch, step_.sampled);
+  step->committed = true;
+}
+
+bool Engine::FinishOldest() {
+  LaunchedStep step = std::move(launched_.front());
+  launched_.pop_front();
+  step_.samples.clear();
+  if (absl::Status st = backend_->Finish(&step_.samples); !st.ok()) {
+    Fatal(st);
+    return false;
+  }
+  const absl::Time done = absl::Now();
+  // The step's own time: from its launch, or from the previous step's end when it was queued
+  // behind that one (overlap_steps).
+  const absl::Time began = std::max(step.launched, last_finish_);
+  last_finish_ = done;
+  RecordStepMetrics(step.batch, step.stats, absl::ToDoubleSeconds(done - began));
+  size_t k = 0;
+  for (size_t i = 0; i < step.batch.items.size(); ++i) {
+    const ScheduledItem& item = step.batch.items[i];
+    if (!item.sample) continue;
+    PKV_CHECK_MSG(k < step_.samples.size(), "the backend returned fewer samples than rows");
+    const SampleResult& sample = step_.samples[k++];
+    if (!active_.contains(step.ids[i])) continue;  // left the engine since the launch
+    Sequence* seq = item.seq;
+    seq->tokens[step.slots[i]] = sample.token_id;
+    HandleSample(seq, sample, done);  // may finish (and free) seq
   }
   AbortBrokenStreams();
+  return true;
 }
 
 void Engine::RecordStepMetrics(const ScheduledBatch& batch, const StepStats& stats,

@@ -7,10 +7,16 @@
 // attention over positions 0..start_pos+i. Rows with `sample` set get their next token sampled from
 // the logits of their last fed token.
 //
+// Step pipelining: Launch() starts a batch and returns, Finish() waits for the oldest launched
+// batch and hands back its samples, so the host can build and launch step N+1 while step N runs
+// on the device (the host's per-step work off the critical path). A row of step N+1 may feed, as
+// its one token, a token step N samples and the host has not seen yet (BatchRow::feedback).
+//
 // Thread-safety: not thread-safe; owned and called by the worker's scheduler thread only.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -34,6 +40,10 @@ struct BatchRow {
                                            // (0 = first generated token); keys the seeded RNG
   uint64_t sequence_id = 0;  // the engine's id of the row's sequence, stable over its steps; for
                              // wrappers that follow sequences (fault_injecting_backend.h)
+  // Launch() only: >= 0 when the row's one token (num_tokens == 1) is sample number `feedback`
+  // (in row order) of the batch launched just before this one, which may not have finished;
+  // `tokens` is then not read. -1: the token is tokens[0].
+  int32_t feedback = -1;
 };
 
 struct TopLogprobEntry {
@@ -80,6 +90,30 @@ class ModelBackend {
   // Runs the batch without sampling and writes the final-position logits of each row with `sample`
   // set into logits[i * vocab_size ...] (float32). For tests and cross-backend checks.
   virtual absl::Status Forward(absl::Span<const BatchRow> rows, std::vector<float>* logits) = 0;
+
+  // Step pipelining (see the top of this file). Launch() starts `rows` (stats describe it) and
+  // Finish() appends the samples of the oldest launched, unfinished batch, in row order. At most
+  // kMaxLaunched batches are launched and unfinished; Step() and Forward() require none. On an
+  // error from either, the caller fails every request and launches nothing more.
+  // The default runs Step() inside Launch(), resolving feedback rows from the previous batch's
+  // samples (same results, no overlap); backends that overlap override all three of these.
+  static constexpr int kMaxLaunched = 2;
+  virtual absl::Status Launch(absl::Span<const BatchRow> rows, StepStats* stats);
+  virtual absl::Status Finish(std::vector<SampleResult>* samples);
+  // Whether Launch() returns before the batch has run (false for the default).
+  virtual bool overlaps_steps() const { return false; }
+
+ private:
+  // The default Launch/Finish: samples of launched, unfinished batches (oldest first), and the
+  // token ids the latest launched batch sampled (what the next batch's feedback rows feed).
+  std::deque<std::vector<SampleResult>> launched_;
+  std::vector<int32_t> latest_tokens_;
+  std::vector<BatchRow> resolved_rows_;
+  std::vector<int32_t> resolved_tokens_;
 };
+
+// OK when every feedback row of `rows` names one of the `previous_samples` samples of the batch
+// launched before and feeds one token; else INVALID_ARGUMENT naming the row.
+absl::Status ValidateFeedbackRows(absl::Span<const BatchRow> rows, int32_t previous_samples);
 
 }  // namespace pkv

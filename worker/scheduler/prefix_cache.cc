@@ -59,7 +59,8 @@ void Scheduler::AdoptCachedPrefix(Sequence* seq, const std::vector<int32_t>& pag
 }
 
 // A page is published once full and written: CommitStep runs after the backend wrote the step's
-// K/V, and num_computed counts exactly the written positions.
+// K/V, or launched it (step pipelining: every reader of the page runs after it on the device),
+// and num_computed counts exactly those positions.
 void Scheduler::PublishFullPages(Sequence* seq) {
   if (!config_.prefix_caching) return;
   const int32_t page_size = config_.page_size;

@@ -23,7 +23,8 @@ struct Scheduler::StepBuilder {
 namespace {
 
 // A running sequence decodes when its prompt is in the cache and only the last sampled token is
-// still to feed. A recomputing sequence (preempted, re-admitted) prefills until it is there.
+// still to feed (that token may still be pending: step pipelining). A recomputing sequence
+// (preempted, re-admitted) prefills until it is there.
 bool IsDecoding(const Sequence& seq) {
   return seq.num_computed >= seq.num_prompt_tokens && seq.num_uncomputed() == 1;
 }
@@ -72,7 +73,9 @@ ScheduledBatch Scheduler::Schedule(absl::Time now, std::vector<DroppedSequence>*
 void Scheduler::ScheduleDecodes(StepBuilder* step) {
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence* seq = running_[i].get();
-    if (!IsDecoding(*seq)) continue;
+    // A sequence whose last token (pending) is its last to generate waits for the engine to
+    // finish it; with steps not pipelined it is finished before the next Schedule().
+    if (!IsDecoding(*seq) || seq->generation_done()) continue;
     // max_running_ <= max_batch_tokens, so decode rows alone never exhaust the budget.
     PKV_CHECK(step->budget > 0);
     if (FitChunk(seq, 1, step) == 0) break;  // seq was the latest admitted and went back
@@ -214,6 +217,10 @@ void Scheduler::CommitStep(const ScheduledBatch& batch, const std::vector<int32_
   size_t k = 0;
   for (const ScheduledItem& item : batch.items) {
     Sequence* seq = item.seq;
+    if (seq == nullptr) {  // finished or aborted since its step was launched
+      if (item.sample) ++k;
+      continue;
+    }
     PKV_CHECK_MSG(seq->state == SequenceState::kRunning && seq->num_computed == item.start_pos,
                   "CommitStep of a batch that is not the latest scheduled one");
     seq->num_computed += item.num_new_tokens;

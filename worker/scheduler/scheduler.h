@@ -21,6 +21,14 @@
 // Pages for every token fed in the step are allocated by Schedule() before it returns, so the
 // backend can write K/V without further checks.
 //
+// Step pipelining (the engine's overlap_steps): a step may be committed as soon as it is
+// launched, its sampled tokens kPendingToken, and the next step scheduled while it runs. A
+// pending token is only ever a sequence's last, which no page hash covers until it is known (a
+// page is published when its positions are computed, and the pending token is the one the next
+// step feeds; MatchCachedPrefix stops before the last token's page). A sequence whose pending
+// token is its max_tokens-th is not scheduled again. Pages published at a launch are read only by
+// later steps on the same device stream, after the launched step wrote them.
+//
 // Prefix caching (config.prefix_caching; PagePool and prefix_hash.h hold the mechanics):
 //  - when a waiting sequence is admitted with nothing computed (new, preempted or migrated), the
 //    longest run of its full pages found in the cache, chained hashes compared from the first
@@ -135,9 +143,11 @@ class Scheduler {
   // destroyed.
   ScheduledBatch Schedule(absl::Time now, std::vector<DroppedSequence>* expired);
 
-  // After the backend ran `batch`: advances num_computed of every item and appends
-  // `sampled[k]` to the k-th item with sample == true. REQUIRES: `batch` is the latest Schedule()
-  // result, not yet committed, and sampled.size() equals its number of sample items.
+  // After the backend ran (or launched) `batch`: advances num_computed of every item and appends
+  // `sampled[k]` to the k-th item with sample == true (kPendingToken while the step runs: the
+  // engine writes the id over it when the step finishes). Items whose seq is null (finished or
+  // aborted since the launch) are skipped. REQUIRES: `batch` is the latest Schedule() result, not
+  // yet committed, and sampled.size() equals its number of sample items.
   void CommitStep(const ScheduledBatch& batch, const std::vector<int32_t>& sampled);
 
   // Removes a finished sequence (after CommitStep), releasing its pages; state becomes kFinished.

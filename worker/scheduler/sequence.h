@@ -15,6 +15,11 @@ namespace pkv {
 
 enum class SequenceState { kWaiting, kRunning, kFinished };
 
+// The value of a generated token whose step is launched but not finished (step pipelining): the
+// scheduler commits a launched step at once, so the next step can be scheduled while it runs, and
+// the engine writes the sampled id over it when the step finishes. Only ever the last token.
+inline constexpr int32_t kPendingToken = -1;
+
 struct Sequence {
   uint64_t id = 0;  // unique within the worker, assigned by the engine
   std::string request_id;
@@ -44,6 +49,9 @@ struct Sequence {
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }
+  // Generated max_tokens (the last may be pending): nothing more to schedule; the engine finishes
+  // it once that token is known.
+  bool generation_done() const { return num_generated() >= params.max_tokens; }
   // Tokens still to feed before the next sample (>= 1 while running).
   int32_t num_uncomputed() const { return num_tokens() - num_computed; }
 };

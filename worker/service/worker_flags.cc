@@ -96,6 +96,10 @@ ABSL_FLAG(int64_t, max_queued_tokens, kDefaults.max_queued_tokens,
           "Queued prompt tokens before RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, kDefaults.prefix_caching,
           "Automatic prefix caching: reuse the KV pages of prompt prefixes seen before");
+ABSL_FLAG(bool, overlap_steps, kDefaults.overlap_steps,
+          "Launch step N+1 before step N finishes: the host's work between steps (stop checks, "
+          "streaming, scheduling, the next step's staging) overlaps the device's; a request that "
+          "stops at step N computes one more token in vain");
 ABSL_FLAG(bool, prefix_wait_in_flight, kDefaults.prefix_wait_in_flight,
           "With prefix caching: a request whose next prompt page another request is prefilling "
           "waits for it instead of computing it too");
@@ -159,6 +163,7 @@ WorkerOptions WorkerOptionsFromFlags() {
   o.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
   o.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   o.prefix_wait_in_flight = absl::GetFlag(FLAGS_prefix_wait_in_flight);
+  o.overlap_steps = absl::GetFlag(FLAGS_overlap_steps);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.engine_stall_timeout = absl::GetFlag(FLAGS_engine_stall_timeout);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "worker/engine/engine.h"
 #include "worker/scheduler/scheduler.h"
 #include "worker/service/worker_security.h"
 
@@ -65,6 +66,8 @@ struct WorkerOptions {
   bool prefix_caching = SchedulerConfig{}.prefix_caching;
   // A request waits for a prefix page another is prefilling rather than computing it too.
   bool prefix_wait_in_flight = SchedulerConfig{}.prefix_wait_in_flight;
+  // Step pipelining: step N+1 is launched before step N is finished (EngineOptions).
+  bool overlap_steps = EngineOptions{}.overlap_steps;
   // On SIGTERM or Drain, in-flight requests get this long to finish (zero: aborted at once).
   absl::Duration drain_timeout = absl::Seconds(30);
   // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long

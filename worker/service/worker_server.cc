@@ -136,6 +136,7 @@ absl::Status WorkerProcess::StartEngine() {
   eo.max_context = model.max_context;
   eo.scheduler = o_.Scheduler(model.backend->page_size());
   eo.chat = ChatPromptRenderer::Load(o_.model_dir);
+  eo.overlap_steps = o_.overlap_steps;
   eo.on_fatal = [this](absl::Status st) {
     fatal_.store(true);
     shutdown_.Request(absl::StrCat("fatal backend error: ", st.message()));

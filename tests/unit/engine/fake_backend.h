@@ -19,6 +19,7 @@ class FakeBackend : public ModelBackend {
     int32_t start_pos;
     int32_t num_tokens;
     bool sample;
+    int32_t first_token;  // tokens[0] (a feedback row's token as Launch() resolved it)
   };
 
   FakeBackend(int32_t first_token, std::vector<int32_t> eos_token_ids) : first_token_(first_token) {
@@ -42,7 +43,7 @@ class FakeBackend : public ModelBackend {
                     StepStats* stats) override {
     std::vector<SeenRow>& step = steps.emplace_back();
     for (const BatchRow& r : rows) {
-      step.push_back({r.sequence_id, r.start_pos, r.num_tokens, r.sample});
+      step.push_back({r.sequence_id, r.start_pos, r.num_tokens, r.sample, r.tokens[0]});
       if (r.sample) samples->push_back({first_token_ + r.sample_index, -0.5f, {}});
     }
     stats->decode_route = "cpu-reference";

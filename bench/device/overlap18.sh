@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Step pipelining (eighteenth session, not yet run on a GPU): ModelBackend::Launch / Finish with
+# the CUDA backend's own overlap (staging, plan and results copies double-buffered, a decode row's
+# token fed back from the previous step's device results through the embedding), the engine's
+# --overlap_steps, pkv-bench e2e's "+overlap" variants.
+#   1. cuda_backend_device_test (PipelinedStepsEqualSerialSteps: 17 model cases, samples and
+#      log-probabilities of pipelined steps equal the serial ones'; every earlier case too);
+#   2. e2e, 8B and 1B: B=1 / B=8 at 4k (the worker's fused defaults) and bimodal B=64 (pdl), each
+#      line A B B A without and with +overlap, one process;
+#   3. served 1B and 8B at concurrency 1 (5 x 4096 prompt x 256 tokens), worker without and with
+#      --overlap_steps, client TPOT / ITL and the worker's step and inter-token means.
+# Prediction: e2e step (the interval between finishes) loses the host part serial with the GPU:
+# 1B B=1 -3..-5% (host_us ~45 of ~1.1 ms), B=8 -3..-4%, 8B B=1 -1..-1.5%, bimodal B=64 -0.3..-1%;
+# served TPOT 1B -4..-6% (1.09 -> ~1.03 ms: the engine's postprocess and schedule overlap too),
+# 8B -1..-2%. Rule: --overlap_steps becomes the worker's default if the device test passes, no e2e
+# line is slower by more than 1% and served TPOT falls on both models.
+# Bundle: bash bench/device/bundle.sh overlap18 cuda_backend_device_test pkv-bench pkv-worker \
+#   pkv-router pkv pkv-make-model
+# Call: carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh` (~9 min).
+set -u
+source "$(dirname "$0")/common.sh"
+start_call overlap18
+device_tests cuda_backend_device_test:200
+SMALL=bucketed-B1-N4096,bucketed-B8-N4096
+F=fused+pdl+prenorm
+e2e_line "$R" pkv-bench small "$RD" --shapes llama3-1b,llama3-8b --decode_lines $SMALL \
+  --variants $F,$F+overlap,$F+overlap,$F
+pack
+e2e_line "$R" pkv-bench bimodal "$RD" --shapes llama3-1b,llama3-8b --decode_lines bimodal-B64 \
+  --variants pdl,pdl+overlap,pdl+overlap,pdl
+pack
+served() {  # served TAG MODEL FLAG...
+  local tag=$1 model=$2; shift 2
+  serve_model "$tag" "$model" "$RD" "$@"
+  pack
+}
+timeout 60 "$R" pkv-make-model --out /tmp/m1b --shape llama3-1b > "$RD/make1b.log" 2>&1
+served 1b-serial /tmp/m1b
+served 1b-overlap /tmp/m1b --overlap_steps
+timeout 200 "$R" pkv-make-model --out /tmp/m8b --shape llama3-8b > "$RD/make8b.log" 2>&1
+el "make 8b rc=$?"
+served 8b-serial /tmp/m8b
+served 8b-overlap /tmp/m8b --overlap_steps
+el done
+cat "$S"
