@@ -229,3 +229,45 @@ TEST(SchedulerBatchingTest, AbortOfPreemptedSequence) {
 
 }  // namespace
 }  // namespace pkv
+
+namespace pkv {
+namespace {
+
+// Step pipelining (scheduler.h): a launched step is committed at once with its tokens pending;
+// the next step feeds the pending token; a sequence whose pending token is its last is not
+// scheduled again; an item whose sequence left since the launch (seq null) is skipped.
+TEST(SchedulerBatchingTest, PendingTokensAreFedOnceAndTheLastIsNotScheduledPast) {
+  test::Driver d(test::MakeConfig(4, /*max_batch_tokens=*/16), 64);
+  ASSERT_TRUE(d.Add(test::MakeSeq(1, 5, /*max_tokens=*/2)).ok());
+  ASSERT_TRUE(d.Add(test::MakeSeq(2, 3, /*max_tokens=*/4)).ok());
+  Scheduler& s = d.sched();
+  ScheduledBatch prefill = s.Schedule(absl::UnixEpoch(), nullptr);
+  ASSERT_EQ(prefill.items.size(), 2u);
+  s.CommitStep(prefill, {kPendingToken, kPendingToken});
+  Sequence* one = prefill.items[0].seq;
+  EXPECT_EQ(one->tokens.back(), kPendingToken);
+  EXPECT_EQ(one->num_computed, 5);
+
+  ScheduledBatch decode = s.Schedule(absl::UnixEpoch(), nullptr);
+  ASSERT_EQ(decode.items.size(), 2u);
+  EXPECT_EQ(decode.items[0].start_pos, 5);  // the pending token, fed alone
+  EXPECT_EQ(decode.items[0].num_new_tokens, 1);
+  one->tokens[5] = 100;  // the engine writes the first step's samples over their places
+  prefill.items[1].seq->tokens[3] = 200;
+  // The engine nulls the item of a sequence that left it after the launch (finished, cancelled):
+  // the commit skips it (here sequence 2 is still queued, so none of that step is committed).
+  decode.items[1].seq = nullptr;
+  s.CommitStep(decode, {kPendingToken, kPendingToken});
+  EXPECT_EQ(one->num_computed, 6);
+  EXPECT_TRUE(one->generation_done());  // 2 of 2, the second still pending
+
+  // Nothing more for sequence 1 until the engine finishes it; sequence 2 was not committed, so
+  // it feeds the same position again.
+  ScheduledBatch next = s.Schedule(absl::UnixEpoch(), nullptr);
+  ASSERT_EQ(next.items.size(), 1u);
+  EXPECT_EQ(next.items[0].seq->id, 2u);
+  EXPECT_EQ(next.items[0].start_pos, 3);
+}
+
+}  // namespace
+}  // namespace pkv
