@@ -7,7 +7,14 @@
 #      log-probabilities of pipelined steps equal the serial ones'; every earlier case too);
 #   2. e2e, 8B and 1B: B=1 / B=8 at 4k (the worker's fused defaults) and bimodal B=64 (pdl), each
 #      line A B B A without and with +overlap, one process;
-#   3. served 1B and 8B at concurrency 1 (5 x 4096 prompt x 256 tokens), worker without and with
+#   3. page locality (the NOTES lead "TLB reach of the KV pool", never run): e2e 8B and 1B,
+#      bimodal B=64 and B=1 at 4k, pdl with each row's pages scattered over the whole pool (the
+#      bench's default) vs taken in order from page 0 ("+compact", what a fresh worker's page
+#      stack hands out), A B B A. Prediction: if address spread costs attention (model attention
+#      490 us vs the kernel bench's 437 at bimodal B=64), compact -3..-8% there and ~0 at B=1;
+#      the null result is +-1%. A gain would make the page allocator's order a lever (and the
+#      e2e's scattered pages a pessimistic stand-in for a served pool).
+#   4. served 1B and 8B at concurrency 1 (5 x 4096 prompt x 256 tokens), worker without and with
 #      --overlap_steps, client TPOT / ITL and the worker's step and inter-token means.
 # Prediction: e2e step (the interval between finishes) loses the host part serial with the GPU:
 # 1B B=1 -3..-5% (host_us ~45 of ~1.1 ms), B=8 -3..-4%, 8B B=1 -1..-1.5%, bimodal B=64 -0.3..-1%;
@@ -16,7 +23,7 @@
 # line is slower by more than 1% and served TPOT falls on both models.
 # Bundle: bash bench/device/bundle.sh overlap18 cuda_backend_device_test pkv-bench pkv-worker \
 #   pkv-router pkv pkv-make-model
-# Call: carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh` (~9 min).
+# Call: carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh` (~7-9 min).
 set -u
 source "$(dirname "$0")/common.sh"
 start_call overlap18
@@ -28,6 +35,9 @@ e2e_line "$R" pkv-bench small "$RD" --shapes llama3-1b,llama3-8b --decode_lines 
 pack
 e2e_line "$R" pkv-bench bimodal "$RD" --shapes llama3-1b,llama3-8b --decode_lines bimodal-B64 \
   --variants pdl,pdl+overlap,pdl+overlap,pdl
+pack
+e2e_line "$R" pkv-bench pages "$RD" --shapes llama3-8b,llama3-1b \
+  --decode_lines bimodal-B64,bucketed-B1-N4096 --variants pdl,pdl+compact,pdl+compact,pdl
 pack
 served() {  # served TAG MODEL FLAG...
   local tag=$1 model=$2; shift 2

@@ -59,9 +59,11 @@ absl::StatusOr<double> MeasureGemmTflops(int64_t n, cudaStream_t stream) {
 }
 
 // Random tokens and shuffled pages for rows that will grow to `final_len` tokens.
+// Rows take their pages from a random permutation of the whole pool (a long-running server's
+// fragmented pool), or with `compact` in order from page 0 (a fresh server's allocator).
 absl::StatusOr<std::vector<BenchSeq>> MakeSeqs(const std::vector<int32_t>& final_lens,
                                                int32_t vocab, int32_t page_size, int64_t pool,
-                                               std::mt19937* rng) {
+                                               std::mt19937* rng, bool compact = false) {
   int64_t need = 0;
   for (int32_t len : final_lens) need += (len + page_size - 1) / page_size;
   if (need > pool) {
@@ -70,7 +72,7 @@ absl::StatusOr<std::vector<BenchSeq>> MakeSeqs(const std::vector<int32_t>& final
   }
   std::vector<int32_t> perm(pool);
   std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), *rng);
+  if (!compact) std::shuffle(perm.begin(), perm.end(), *rng);
   std::vector<BenchSeq> seqs;
   int64_t next = 0;
   for (int32_t len : final_lens) {
@@ -108,7 +110,8 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream) {
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       const SamplingParams& sampling_in, bool overlap) {
+                                       const SamplingParams& sampling_in, bool overlap,
+                                       bool compact_pages) {
   DecodeResult r;
   r.trace = trace;
   r.batch = static_cast<int32_t>(lengths.size());
@@ -121,7 +124,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
   std::mt19937 rng(seed);
   absl::StatusOr<std::vector<BenchSeq>> seqs =
       MakeSeqs(final_lens, backend->config().vocab_size, backend->page_size(),
-               backend->num_kv_pages(), &rng);
+               backend->num_kv_pages(), &rng, compact_pages);
   if (!seqs.ok()) {
     r.skipped = std::string(seqs.status().message());
     return r;

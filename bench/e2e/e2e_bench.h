@@ -69,10 +69,13 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream);
 // top_p / min_p keep. `overlap`: each step is launched before the previous one is finished, its
 // rows feeding that step's samples on the device (the worker's --overlap_steps); a step's time is
 // then the interval between consecutive finishes, else the wall time of its Step().
+// `compact_pages`: rows take pages in order from page 0 instead of from a random permutation of
+// the whole pool (what a fresh worker's allocator hands out vs a fragmented pool's).
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
-                                       const SamplingParams& sampling, bool overlap = false);
+                                       const SamplingParams& sampling, bool overlap = false,
+                                       bool compact_pages = false);
 
 absl::StatusOr<PrefillResult> RunPrefill(CudaModelBackend* backend, int32_t tokens, int32_t reps,
                                          double gemm_tflops, uint32_t seed);

@@ -300,7 +300,7 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
       if (r.skipped.empty()) {
         PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
                                           absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps,
-                                          5, DecodeSampling(), v.overlap));
+                                          5, DecodeSampling(), v.overlap, v.compact_pages));
         r.skinny = v.skinny;
         r.variant = v.name;
       }

@@ -20,6 +20,9 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // --overlap_steps): step N+1 launched, its tokens fed back on the device, before step N is
     // finished; the step time is then the interval between finishes.
     v.overlap = absl::ConsumeSuffix(&name, "+overlap");
+    // "<variant>+compact": decode rows' KV pages taken in order from page 0, not scattered over
+    // the whole pool (RunDecode's compact_pages: does physical locality matter to attention?).
+    v.compact_pages = absl::ConsumeSuffix(&name, "+compact");
     v.workqueue_waves = absl::ConsumeSuffix(&name, "+waves");
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
@@ -56,7 +59,7 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+waves\" and/or then \"+overlap\""));
+          "det-fast; any of them + \"+waves\", then optionally \"+compact\", then \"+overlap\""));
     }
     out.push_back(v);
   }

@@ -46,6 +46,7 @@ struct Variant {
   DeterministicForm det_form;    // det-split, det-pinned, det-fast
   bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
   bool overlap = false;          // "+overlap": steps pipelined (RunDecode's overlap)
+  bool compact_pages = false;    // "+compact": pages in order from 0 (RunDecode's compact_pages)
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.
