@@ -158,6 +158,35 @@ TEST_F(StepBuilderTest, DecodeRowsFirstAndEveryArrayConsistent) {
   EXPECT_EQ(covered, 90);
 }
 
+// Step pipelining: a feedback row's token is a sample of the previous step, still on the device;
+// it is staged as FeedbackTokenId(k) (negative, never a vocabulary id) in its row's token place,
+// its token pointer is not read, and a feedback row feeding more than one token is refused.
+TEST_F(StepBuilderTest, FeedbackRowsStageTheirSampleNumber) {
+  std::mt19937 rng(3);
+  SamplingParams p;
+  Seq a = MakeSeq(12, &rng), b = MakeSeq(7, &rng);
+  BatchRow fed = Row(a, 11, 1, true, &p);
+  fed.tokens = nullptr;
+  fed.feedback = 2;
+  const std::vector<BatchRow> rows = {Row(b, 0, 7, true, &p), fed};
+  StepHost h;
+  const absl::Status st = builder_.Build(rows, true, &h);
+  ASSERT_TRUE(st.ok()) << st;
+  // Decode rows first: the feedback row's one token, then b's prompt.
+  EXPECT_EQ(h.token_ids[0], FeedbackTokenId(2));
+  EXPECT_LT(h.token_ids[0], 0);
+  EXPECT_EQ(h.positions[0], 11);
+  EXPECT_EQ(h.token_ids[1], b.tokens[0]);
+  EXPECT_EQ(h.decode_lengths, (std::vector<int32_t>{12}));
+  BatchRow wide = Row(a, 10, 2, true, &p);
+  wide.feedback = 0;
+  const absl::Status refused = builder_.Build({&wide, 1}, true, &h);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("feeds a sample of the previous step and more"),
+            std::string::npos)
+      << refused;
+}
+
 TEST_F(StepBuilderTest, GraphPaddingAndStagingRoundTrip) {
   std::mt19937 rng(3);
   SamplingParams p;
