@@ -10,10 +10,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/unit/engine/fake_backend.h"
+#include "tests/unit/engine/recording_sink.h"
 #include "tests/unit/tokenizer/test_util.h"
 #include "worker/engine/fault_injecting_backend.h"
 
@@ -21,54 +21,10 @@ namespace pkv {
 namespace {
 
 using testing::FakeBackend;
+using testing::RecordingSink;
 
 constexpr int32_t kFirstToken = 'a';  // the fake backend samples 'a', 'b', 'c', ...
 constexpr int32_t kEos = '!';
-
-class RecordingSink : public RequestSink {
- public:
-  void OnAccepted(const std::vector<int32_t>& prompt) override {
-    absl::MutexLock lock(&mu_);
-    accepted_ = prompt;
-  }
-  void OnChunk(pkv::v1::Chunk chunk) override {
-    absl::MutexLock lock(&mu_);
-    for (uint32_t id : chunk.token_ids()) tokens_.push_back(static_cast<int32_t>(id));
-    text_ += chunk.text();
-  }
-  void OnComplete(pkv::v1::Complete complete) override {
-    absl::MutexLock lock(&mu_);
-    complete_ = std::move(complete);
-    done_.Notify();
-  }
-  void OnError(const absl::Status& status) override {
-    absl::MutexLock lock(&mu_);
-    error_ = status;
-    done_.Notify();
-  }
-  bool Healthy() const override { return true; }
-
-  bool WaitDone() { return done_.WaitForNotificationWithTimeout(absl::Seconds(30)); }
-  std::vector<int32_t> accepted() const { return Locked(accepted_); }
-  std::vector<int32_t> tokens() const { return Locked(tokens_); }
-  std::string text() const { return Locked(text_); }
-  pkv::v1::Complete complete() const { return Locked(complete_); }
-  absl::Status error() const { return Locked(error_); }
-
- private:
-  template <typename T>
-  T Locked(const T& field) const {
-    absl::MutexLock lock(&mu_);
-    return field;
-  }
-  mutable absl::Mutex mu_;
-  absl::Notification done_;
-  std::vector<int32_t> accepted_;
-  std::vector<int32_t> tokens_;
-  std::string text_;
-  pkv::v1::Complete complete_;
-  absl::Status error_;
-};
 
 pkv::v1::WorkerGenerateRequest Request(const std::string& id, int32_t max_tokens) {
   pkv::v1::WorkerGenerateRequest w;
@@ -194,8 +150,8 @@ void ExpectPoolWhole(Engine& engine) {
 // pages taken back, pipelined or not, while a step that feeds them may be running) and
 // recomputed; every request still streams exactly its tokens, and no page is lost.
 TEST_P(EngineStepTest, PreemptedSequencesStreamTheirTokensAndThePoolIsWhole) {
-  TestFaults slow;  // steps of 1 ms: all eight are in before the first finishes
-  slow.slow_step_ms = 1;
+  TestFaults slow;  // steps of 5 ms: all eight are in long before the first finishes
+  slow.slow_step_ms = 5;
   EngineUnderTest t(slow, overlap());
   std::vector<std::shared_ptr<RecordingSink>> sinks;
   for (int i = 0; i < 8; ++i) sinks.push_back(t.Submit(Request(absl::StrCat("r", i), 40)));
@@ -224,8 +180,8 @@ TEST_P(EngineStepTest, PreemptedSequencesStreamTheirTokensAndThePoolIsWhole) {
 // A cancel lands while the request's steps run (pipelined: one is always launched ahead); the
 // request ends CANCELLED within a step or two and its pages come back.
 TEST_P(EngineStepTest, ACancelledStreamEndsAndReturnsItsPages) {
-  TestFaults slow;
-  slow.slow_step_ms = 5;
+  TestFaults slow;  // 50 steps of 20 ms: the cancel lands long before the last
+  slow.slow_step_ms = 20;
   EngineUnderTest t(slow, overlap());
   auto sink = std::make_shared<RecordingSink>();
   absl::StatusOr<uint64_t> id = t.engine->Submit(Request("r1", 50), absl::InfiniteFuture(), sink);
