@@ -131,7 +131,7 @@ class Engine {
   void Admit(InboxItem& item);
   // A step handed to the backend and not finished yet.
   struct LaunchedStep {
-    ScheduledBatch batch;        // an item's seq is nulled once that sequence leaves the engine
+    ScheduledBatch batch;        // Commit nulls the item of a sequence gone since the launch
     std::vector<uint64_t> ids;   // [items] each item's sequence id
     std::vector<int32_t> slots;  // [items] where a sample item's token goes in seq->tokens, or -1
     StepStats stats;

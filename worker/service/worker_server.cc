@@ -137,6 +137,10 @@ absl::Status WorkerProcess::StartEngine() {
   eo.scheduler = o_.Scheduler(model.backend->page_size());
   eo.chat = ChatPromptRenderer::Load(o_.model_dir);
   eo.overlap_steps = o_.overlap_steps;
+  if (o_.overlap_steps && !model.backend->overlaps_steps()) {
+    PKV_LOG(INFO) << "--overlap_steps: the " << model.backend->backend_name()
+                  << " backend runs each step inside its launch, so steps do not overlap here";
+  }
   eo.on_fatal = [this](absl::Status st) {
     fatal_.store(true);
     shutdown_.Request(absl::StrCat("fatal backend error: ", st.message()));
