@@ -159,16 +159,21 @@ bool Engine::FinishOldest() {
   last_finish_ = done;
   RecordStepMetrics(step.batch, step.stats, absl::ToDoubleSeconds(done - began));
   size_t k = 0;
+  int discarded = 0;
   for (size_t i = 0; i < step.batch.items.size(); ++i) {
     const ScheduledItem& item = step.batch.items[i];
     if (!item.sample) continue;
     PKV_CHECK_MSG(k < step_.samples.size(), "the backend returned fewer samples than rows");
     const SampleResult& sample = step_.samples[k++];
-    if (!active_.contains(step.ids[i])) continue;  // left the engine since the launch
+    if (!active_.contains(step.ids[i])) {  // left the engine since the launch
+      ++discarded;
+      continue;
+    }
     Sequence* seq = item.seq;
     seq->tokens[step.slots[i]] = sample.token_id;
     HandleSample(seq, sample, done);  // may finish (and free) seq
   }
+  if (metrics_ != nullptr && discarded > 0) metrics_->RecordTokensDiscarded(discarded);
   AbortBrokenStreams();
   return true;
 }

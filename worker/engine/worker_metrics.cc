@@ -163,6 +163,14 @@ WorkerMetrics::WorkerMetrics(prometheus::Registry* registry, std::string_view wo
                               .Help("Tokens computed for a request after its cancellation arrived")
                               .Register(r)
                               .Add({});
+  tokens_discarded_ =
+      &BuildCounter()
+           .Name("pkv_tokens_discarded_total")
+           .Help(
+               "Tokens sampled for a request that had ended while their step ran "
+               "(--overlap_steps: the step launched before a stop, cancel or deadline was seen)")
+           .Register(r)
+           .Add({});
   BuildGauge()
       .Name("pkv_build_info")
       .Help("Constant 1, labelled with the build and the worker's configuration")

@@ -53,6 +53,7 @@ class WorkerMetrics {
   void RecordRequestError(std::string_view code);
   void RecordAbort(AbortReason reason);
   void RecordTokensAfterCancel(int n) { tokens_after_cancel_->Increment(n); }
+  void RecordTokensDiscarded(int n) { tokens_discarded_->Increment(n); }
 
  private:
   struct RouteChildren {
@@ -90,6 +91,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Counter>* errors_;
   std::array<prometheus::Counter*, static_cast<int>(AbortReason::kCount)> aborts_;
   prometheus::Counter* tokens_after_cancel_;
+  prometheus::Counter* tokens_discarded_;
   // vLLM-compatible names.
   prometheus::Gauge* vllm_running_;
   prometheus::Gauge* vllm_waiting_;
