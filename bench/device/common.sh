@@ -36,7 +36,8 @@
 #                                     DIR=$RD/ncu_TAG.{csv,err}; an rc line into $S
 #   ab_bins ROUND                     "pkv-bench-base pkv-bench", reversed in even rounds (A/B
 #                                     comparisons alternate which binary runs first)
-#   scrape_worker TAG                 the mean of worker 0's pkv_decode_step_seconds and
+#   scrape_worker TAG                 worker 0's generated and discarded token totals, the mean of
+#                                     its pkv_decode_step_seconds and
 #                                     pkv_inter_token_latency_seconds (its /metrics) into $S
 #   serve_model TAG MODEL DIR FLAG...  one worker (FLAG...) + router over MODEL, `pkv bench serve`
 #                                     of SERVE_REQUESTS (5) 4096-token prompts x 256 tokens at
@@ -135,6 +136,9 @@ for line in text.splitlines():
 for name in sorted({k[0] for k in acc}):
     c = acc[(name, 'count')]
     if c: print(f"{tag} worker {name} mean {1e3 * acc[(name, 'sum')] / c:.4f} ms n={int(c)}")
+for name in ('pkv_generated_tokens_total', 'pkv_tokens_discarded_total'):
+    m = re.search(r'^' + name + r'(?:\{\})? ([0-9.eE+-]+)$', text, re.M)
+    if m: print(f"{tag} worker {name} {float(m.group(1)):.0f}")
 PY
 }
 e2e_ab() {
