@@ -14,7 +14,13 @@
 #      490 us vs the kernel bench's 437 at bimodal B=64), compact -3..-8% there and ~0 at B=1;
 #      the null result is +-1%. A gain would make the page allocator's order a lever (and the
 #      e2e's scattered pages a pessimistic stand-in for a served pool).
-#   4. served 1B and 8B at concurrency 1 (5 x 4096 prompt x 256 tokens), worker without and with
+#   4. attention knockout: e2e 8B and 1B at B=1 / 4k, the fused defaults with and without
+#      attention launched ("+noattn": outputs wrong, timing only), A B B A. What attention costs
+#      on the critical path a layer is the step's difference / layers. Prediction: 8B ~12-14 us a
+#      layer (0.40-0.45 ms a step; its isolated kernel takes 14.4 us by events for 3.6 us of
+#      bytes), 1B ~9-11 us (0.15-0.18 ms); well below that would mean PDL already hides most of
+#      its fixed cost and the lever is elsewhere (the GEMVs).
+#   5. served 1B and 8B at concurrency 1 (5 x 4096 prompt x 256 tokens), worker without and with
 #      --overlap_steps, client TPOT / ITL and the worker's step and inter-token means.
 # Prediction: e2e step (the interval between finishes) loses the host part serial with the GPU:
 # 1B B=1 -3..-5% (host_us ~45 of ~1.1 ms), B=8 -3..-4%, 8B B=1 -1..-1.5%, bimodal B=64 -0.3..-1%;
@@ -38,6 +44,9 @@ e2e_line "$R" pkv-bench bimodal "$RD" --shapes llama3-1b,llama3-8b --decode_line
 pack
 e2e_line "$R" pkv-bench pages "$RD" --shapes llama3-8b,llama3-1b \
   --decode_lines bimodal-B64,bucketed-B1-N4096 --variants pdl,pdl+compact,pdl+compact,pdl
+pack
+e2e_line "$R" pkv-bench noattn "$RD" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096 \
+  --variants $F,$F+noattn,$F+noattn,$F
 pack
 served() {  # served TAG MODEL FLAG...
   local tag=$1 model=$2; shift 2

@@ -23,6 +23,9 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // "<variant>+compact": decode rows' KV pages taken in order from page 0, not scattered over
     // the whole pool (RunDecode's compact_pages: does physical locality matter to attention?).
     v.compact_pages = absl::ConsumeSuffix(&name, "+compact");
+    // "<variant>+noattn": no attention launched (wrong outputs; a timing knockout: the step's
+    // time without attention is what attention costs on the critical path).
+    v.skip_attention = absl::ConsumeSuffix(&name, "+noattn");
     v.workqueue_waves = absl::ConsumeSuffix(&name, "+waves");
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
@@ -59,7 +62,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+waves\", then optionally \"+compact\", then \"+overlap\""));
+          "det-fast; any of them + \"+waves\", then optionally \"+noattn\", \"+compact\", "
+          "\"+overlap\" in that order"));
     }
     out.push_back(v);
   }
@@ -80,6 +84,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
   b->SetWorkqueueBalanced(!v.workqueue_waves);
+  b->SetSkipAttentionForTiming(v.skip_attention);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
   b->SetFusedPrenormMinTokens(v.prenorm_min_tokens);
   PKV_RETURN_IF_ERROR(b->SetDeterministic(v.deterministic, v.det_form));

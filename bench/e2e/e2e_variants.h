@@ -47,6 +47,7 @@ struct Variant {
   bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
   bool overlap = false;          // "+overlap": steps pipelined (RunDecode's overlap)
   bool compact_pages = false;    // "+compact": pages in order from 0 (RunDecode's compact_pages)
+  bool skip_attention = false;   // "+noattn": no attention launched (timing knockout)
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

@@ -111,6 +111,7 @@ class CudaModelBackend::Impl {
   absl::Status SetDeterministic(bool enabled, DeterministicForm form);
   void SetPdl(bool enabled) { options_.pdl = enabled; }
   void SetWorkqueueBalanced(bool on) { kv_->SetWorkqueueBalanced(on); }
+  void SetSkipAttentionForTiming(bool skip) { skip_attention_ = skip; }
   void SetFusedPrefetchSteps(int32_t steps);
   void SetFusedPrenormMinTokens(int32_t tokens);
 
@@ -183,6 +184,7 @@ class CudaModelBackend::Impl {
   int next_slot_ = 0;                    // the pinned results slot the next step's copy lands in
   int32_t latest_sampled_ = 0;           // samples of the latest launched step (its feedback range)
   int32_t current_bucket_ = 0;           // the staged step's graph bucket (0: eager)
+  bool skip_attention_ = false;          // ForwardFlags::skip_attention (benchmarks)
   cuda_backend::TpHooks* tp_ = nullptr;  // this rank's collectives; null on one GPU. Not owned.
 };
 

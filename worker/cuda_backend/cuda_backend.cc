@@ -84,6 +84,10 @@ void CudaModelBackend::SetSkinnyGemm(bool enabled) { impl_->SetSkinnyGemm(enable
 void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBatch(enabled); }
 void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
 void CudaModelBackend::SetWorkqueueBalanced(bool on) { impl_->SetWorkqueueBalanced(on); }
+
+void CudaModelBackend::SetSkipAttentionForTiming(bool skip) {
+  impl_->SetSkipAttentionForTiming(skip);
+}
 absl::Status CudaModelBackend::SetDeterministic(bool enabled, DeterministicForm form) {
   return impl_->SetDeterministic(enabled, form);
 }

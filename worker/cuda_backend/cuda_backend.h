@@ -197,6 +197,9 @@ class CudaModelBackend : public ModelBackend {
   void SetPdl(bool enabled);
   // The decode workqueue's layout (decode::PlanOptions::workqueue_balanced). REQUIRES: loaded.
   void SetWorkqueueBalanced(bool on);
+  // Benchmarks only: steps launch no attention (outputs wrong), to time attention's share of the
+  // critical path by its absence.
+  void SetSkipAttentionForTiming(bool skip);
   void SetFusedPrefetchSteps(int32_t steps);
   void SetFusedPrenormMinTokens(int32_t tokens);  // CudaBackendOptions::fused_prenorm_min_tokens
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.

@@ -91,7 +91,9 @@ absl::Status ForwardPass::EnqueueLayer(int l, const DeviceStep& s) const {
   const LayerWeights& w = p_.weights.layers[l];
   PKV_RETURN_IF_ERROR(Linear(b.xn(), t, w.qkv, b.qkv(), true));
   PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
-  PKV_RETURN_IF_ERROR(p_.kv.EnqueueAttention(l, s, b.q(), b.attn(), stream, f_.pdl_attention));
+  if (!f_.skip_attention) {
+    PKV_RETURN_IF_ERROR(p_.kv.EnqueueAttention(l, s, b.q(), b.attn(), stream, f_.pdl_attention));
+  }
   PKV_RETURN_IF_ERROR(Linear(b.attn(), t, w.o, b.delta(), false));
   // Tensor parallel: o_proj is row-parallel; sum the ranks' partials before the residual add.
   if (p_.tp != nullptr) PKV_RETURN_IF_ERROR(p_.tp->AllReduce(b.delta(), t * h, dt, stream));

@@ -95,7 +95,9 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));
     PKV_RETURN_IF_ERROR(EnqueueQkvRope(l, s));
   }
-  PKV_RETURN_IF_ERROR(p_.kv.EnqueueAttention(l, s, b.q(), b.attn(), p_.stream, f_.pdl_attention));
+  if (!f_.skip_attention) {
+    PKV_RETURN_IF_ERROR(p_.kv.EnqueueAttention(l, s, b.q(), b.attn(), p_.stream, f_.pdl_attention));
+  }
 
   a = GemvBase(p_, f_, p.o, w.o, s.tokens);  // x += o(attn) (+ bias)
   a.x = b.attn();

@@ -133,6 +133,7 @@ cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
   flags.pdl_attention = UsePdlAttention(s);
   flags.prefetch_steps = options_.fused_prefetch_steps;
   flags.prenorm = UsePrenorm(s);
+  flags.skip_attention = skip_attention_;
   return cuda_backend::ForwardPass(parts, flags);
 }
 
@@ -156,6 +157,7 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
   if (UsePdlAttention(s)) sig ^= 0x9E3779B97F4A7C15ull;
   if (UsePrenorm(s)) sig ^= 0xA0761D6478BD642Full;
+  if (skip_attention_) sig ^= 0xE7037ED1A0B428DBull;
   if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
   // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row, or (split
   // tiles) max_splits tiles a row in windows with a merge each.
