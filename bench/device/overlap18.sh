@@ -19,7 +19,7 @@
 #      on the critical path a layer is the step's difference / layers. Prediction: 8B ~12-14 us a
 #      layer (0.40-0.45 ms a step; its isolated kernel takes 14.4 us by events for 3.6 us of
 #      bytes), 1B ~9-11 us (0.15-0.18 ms); well below that would mean PDL already hides most of
-#      its fixed cost and the lever is elsewhere (the GEMVs).
+#      its fixed cost and the lever is elsewhere (the GEMVs). Also on the 8B's AWQ twin.
 #   5. served 1B and 8B at concurrency 1 (5 x 4096 prompt x 256 tokens), worker without and with
 #      --overlap_steps, client TPOT / ITL and the worker's step and inter-token means.
 # Prediction: e2e step (the interval between finishes) loses the host part serial with the GPU:
@@ -47,6 +47,10 @@ e2e_line "$R" pkv-bench pages "$RD" --shapes llama3-8b,llama3-1b \
 pack
 e2e_line "$R" pkv-bench noattn "$RD" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096 \
   --variants $F,$F+noattn,$F+noattn,$F
+pack
+# The same on the 8B's AWQ twin (issue 13: attention is ~19% of its 2.5 ms B=1 step).
+e2e_line "$R" pkv-bench noattn_awq "$RD" --shapes llama3-8b --quant awq \
+  --decode_lines bucketed-B1-N4096 --variants $F,$F+noattn,$F+noattn,$F
 pack
 served() {  # served TAG MODEL FLAG...
   local tag=$1 model=$2; shift 2
