@@ -29,40 +29,47 @@
 # line is slower by more than 1% and served TPOT falls on both models.
 # Bundle: bash bench/device/bundle.sh overlap18 cuda_backend_device_test pkv-bench pkv-worker \
 #   pkv-router pkv pkv-make-model
-# Call: carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh` (~7-9 min).
+# Calls (one bundle, two calls back to back so the machine stays warm):
+#   carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh` (parts 1, 2, 5; ~7 min)
+#   carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh probes` (3, 4; ~4 min)
 set -u
 source "$(dirname "$0")/common.sh"
+MODE=${1:-pipelining}
 start_call overlap18
-device_tests cuda_backend_device_test:200
+el "mode $MODE"
 SMALL=bucketed-B1-N4096,bucketed-B8-N4096
 F=fused+pdl+prenorm
-e2e_line "$R" pkv-bench small "$RD" --shapes llama3-1b,llama3-8b --decode_lines $SMALL \
-  --variants $F,$F+overlap,$F+overlap,$F
-pack
-e2e_line "$R" pkv-bench bimodal "$RD" --shapes llama3-1b,llama3-8b --decode_lines bimodal-B64 \
-  --variants pdl,pdl+overlap,pdl+overlap,pdl
-pack
-e2e_line "$R" pkv-bench pages "$RD" --shapes llama3-8b,llama3-1b \
-  --decode_lines bimodal-B64,bucketed-B1-N4096 --variants pdl,pdl+compact,pdl+compact,pdl
-pack
-e2e_line "$R" pkv-bench noattn "$RD" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096 \
-  --variants $F,$F+noattn,$F+noattn,$F
-pack
-# The same on the 8B's AWQ twin (issue 13: attention is ~19% of its 2.5 ms B=1 step).
-e2e_line "$R" pkv-bench noattn_awq "$RD" --shapes llama3-8b --quant awq \
-  --decode_lines bucketed-B1-N4096 --variants $F,$F+noattn,$F+noattn,$F
-pack
 served() {  # served TAG MODEL FLAG...
   local tag=$1 model=$2; shift 2
   serve_model "$tag" "$model" "$RD" "$@"
   pack
 }
-timeout 60 "$R" pkv-make-model --out /tmp/m1b --shape llama3-1b > "$RD/make1b.log" 2>&1
-served 1b-serial /tmp/m1b
-served 1b-overlap /tmp/m1b --overlap_steps
-timeout 200 "$R" pkv-make-model --out /tmp/m8b --shape llama3-8b > "$RD/make8b.log" 2>&1
-el "make 8b rc=$?"
-served 8b-serial /tmp/m8b
-served 8b-overlap /tmp/m8b --overlap_steps
+if [ "$MODE" = pipelining ]; then  # parts 1, 2 and 5
+  device_tests cuda_backend_device_test:200
+  e2e_line "$R" pkv-bench small "$RD" --shapes llama3-1b,llama3-8b --decode_lines $SMALL \
+    --variants $F,$F+overlap,$F+overlap,$F
+  pack
+  timeout 60 "$R" pkv-make-model --out /tmp/m1b --shape llama3-1b > "$RD/make1b.log" 2>&1
+  served 1b-serial /tmp/m1b
+  served 1b-overlap /tmp/m1b --overlap_steps
+  timeout 200 "$R" pkv-make-model --out /tmp/m8b --shape llama3-8b > "$RD/make8b.log" 2>&1
+  el "make 8b rc=$?"
+  served 8b-serial /tmp/m8b
+  served 8b-overlap /tmp/m8b --overlap_steps
+  e2e_line "$R" pkv-bench bimodal "$RD" --shapes llama3-1b,llama3-8b --decode_lines bimodal-B64 \
+    --variants pdl,pdl+overlap,pdl+overlap,pdl
+  pack
+else  # probes: parts 3 and 4
+  e2e_line "$R" pkv-bench noattn "$RD" --shapes llama3-8b,llama3-1b \
+    --decode_lines bucketed-B1-N4096 --variants $F,$F+noattn,$F+noattn,$F
+  pack
+  # The same on the 8B's AWQ twin (issue 13: attention is ~19% of its 2.5 ms B=1 step).
+  e2e_line "$R" pkv-bench noattn_awq "$RD" --shapes llama3-8b --quant awq \
+    --decode_lines bucketed-B1-N4096 --variants $F,$F+noattn,$F+noattn,$F
+  pack
+  e2e_line "$R" pkv-bench pages "$RD" --shapes llama3-8b,llama3-1b \
+    --decode_lines bimodal-B64,bucketed-B1-N4096 --variants pdl,pdl+compact,pdl+compact,pdl
+  pack
+fi
 el done
 cat "$S"
