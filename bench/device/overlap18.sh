@@ -13,7 +13,9 @@
 #      stack hands out), A B B A. Prediction: if address spread costs attention (model attention
 #      490 us vs the kernel bench's 437 at bimodal B=64), compact -3..-8% there and ~0 at B=1;
 #      the null result is +-1%. A gain would make the page allocator's order a lever (and the
-#      e2e's scattered pages a pessimistic stand-in for a served pool).
+#      e2e's scattered pages a pessimistic stand-in for a served pool). Compact rows are also
+#      contiguous runs, so a gain does not separate TLB reach from DRAM-row locality; an
+#      allocator that hands a sequence runs of adjacent pages would serve either.
 #   4. attention knockout: e2e 8B and 1B at B=1 / 4k, the fused defaults with and without
 #      attention launched ("+noattn": outputs wrong, timing only), A B B A. What attention costs
 #      on the critical path a layer is the step's difference / layers. Prediction: 8B ~12-14 us a
