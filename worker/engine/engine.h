@@ -1,7 +1,9 @@
 // The worker's engine: one scheduler thread that owns the scheduler, the page pool, the model
 // backend and every in-flight request, and runs the step loop
-//   inbox -> schedule -> prepare (the backend's rows) -> run (backend forward + sample) ->
-//   postprocess (stop checks, detokenize, stream, sweep broken streams, metrics) -> publish load.
+//   inbox -> schedule -> prepare (the backend's rows) -> launch (backend forward + sample) ->
+//   commit -> finish (stop checks, detokenize, stream, sweep broken streams, metrics) -> publish
+//   load; with overlap_steps the step launched is finished in the next iteration, after the next
+//   one is launched (engine_step.cc).
 // It knows nothing of gRPC: the worker's service (worker/service) submits requests and receives
 // their output through RequestSink. Test faults are not its business either: they live in a
 // wrapper around the backend (fault_injecting_backend.h).
