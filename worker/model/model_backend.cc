@@ -1,5 +1,7 @@
 #include "worker/model/model_backend.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -29,18 +31,23 @@ absl::Status ModelBackend::Launch(absl::Span<const BatchRow> rows, StepStats* st
   }
   PKV_RETURN_IF_ERROR(ValidateFeedbackRows(rows, static_cast<int32_t>(latest_tokens_.size())));
   // Feedback rows get the sampled ids, which the synchronous Step() of the previous batch already
-  // returned.
-  resolved_rows_.assign(rows.begin(), rows.end());
-  resolved_tokens_.resize(rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) {
-    BatchRow& row = resolved_rows_[r];
-    if (row.feedback < 0) continue;
-    resolved_tokens_[r] = latest_tokens_[row.feedback];
-    row.tokens = &resolved_tokens_[r];
-    row.feedback = -1;
+  // returned; a batch without them goes to Step() as it is.
+  const bool feedback =
+      std::any_of(rows.begin(), rows.end(), [](const BatchRow& row) { return row.feedback >= 0; });
+  if (feedback) {
+    resolved_rows_.assign(rows.begin(), rows.end());
+    resolved_tokens_.resize(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      BatchRow& row = resolved_rows_[r];
+      if (row.feedback < 0) continue;
+      resolved_tokens_[r] = latest_tokens_[row.feedback];
+      row.tokens = &resolved_tokens_[r];
+      row.feedback = -1;
+    }
   }
   std::vector<SampleResult> samples;
-  PKV_RETURN_IF_ERROR(Step(resolved_rows_, &samples, stats));
+  PKV_RETURN_IF_ERROR(
+      Step(feedback ? absl::Span<const BatchRow>(resolved_rows_) : rows, &samples, stats));
   latest_tokens_.clear();
   for (const SampleResult& s : samples) latest_tokens_.push_back(s.token_id);
   launched_.push_back(std::move(samples));
