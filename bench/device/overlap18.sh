@@ -34,6 +34,9 @@
 # Calls (one bundle, two calls back to back so the machine stays warm):
 #   carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh` (parts 1, 2, 5; ~7 min)
 #   carry [".device/overlap18.tar.xz"], `bash bench/device/overlap18.sh probes` (3, 4; ~4 min)
+# (Run at 964b3c0, bench/results/2026-12-05-h100-overlap18. Since then --overlap_steps takes
+# auto | on | off and auto, the default, pipelines on the CUDA backend: this script's bare
+# --overlap_steps is --overlap_steps=on today, and its "serial" workers need --overlap_steps=off.)
 set -u
 source "$(dirname "$0")/common.sh"
 MODE=${1:-pipelining}

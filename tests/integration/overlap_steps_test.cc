@@ -60,9 +60,10 @@ TEST(OverlapStepsTest, PipelinedWorkerStreamsWhatTheSerialWorkerStreams) {
   // preempts and recomputes; prefill runs in chunks of at most 48 tokens.
   ClusterOptions serial_options;
   serial_options.num_workers = 1;
-  serial_options.worker_args = {"--kv_pages=24", "--max_batch_tokens=48", "--max_model_len=256"};
+  serial_options.worker_args = {"--kv_pages=24", "--max_batch_tokens=48", "--max_model_len=256",
+                                "--overlap_steps=off"};
   ClusterOptions pipelined_options = serial_options;
-  pipelined_options.worker_args.push_back("--overlap_steps");
+  pipelined_options.worker_args.back() = "--overlap_steps=on";  // the CPU backend's auto is off
   auto serial = Cluster::Start(serial_options);
   ASSERT_TRUE(serial.ok()) << serial.status();
   auto pipelined = Cluster::Start(pipelined_options);

@@ -96,10 +96,12 @@ ABSL_FLAG(int64_t, max_queued_tokens, kDefaults.max_queued_tokens,
           "Queued prompt tokens before RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, prefix_caching, kDefaults.prefix_caching,
           "Automatic prefix caching: reuse the KV pages of prompt prefixes seen before");
-ABSL_FLAG(bool, overlap_steps, kDefaults.overlap_steps,
-          "Launch step N+1 before step N finishes: the host's work between steps (stop checks, "
-          "streaming, scheduling, the next step's staging) overlaps the device's; a request that "
-          "stops at step N computes one more token in vain");
+ABSL_FLAG(std::string, overlap_steps, kDefaults.overlap_steps,
+          "auto | on | off. Launch step N+1 before step N finishes, so the host's work between "
+          "steps (stop checks, streaming, scheduling, the next step's staging) overlaps the "
+          "device's; a request that stops at step N computes one more token in vain. auto: where "
+          "the backend overlaps steps (CUDA, tensor parallel 1); on: always (the CPU and tensor "
+          "parallel backends run a step inside its launch, so each token arrives a step late)");
 ABSL_FLAG(bool, prefix_wait_in_flight, kDefaults.prefix_wait_in_flight,
           "With prefix caching: a request whose next prompt page another request is prefilling "
           "waits for it instead of computing it too");

@@ -51,6 +51,7 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   if (absl::StatusOr<KvCacheDtype> d = ParseKvCacheDtype(o.kv_cache_dtype); !d.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype: ", d.status().message()));
   }
+  if (absl::StatusOr<bool> p = PipelineSteps(o.overlap_steps, false); !p.ok()) return p.status();
   if (!(o.kv_memory_fraction > 0 && o.kv_memory_fraction <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--kv_memory_fraction must be in (0, 1], got ", o.kv_memory_fraction));
@@ -82,6 +83,14 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> PipelineSteps(const std::string& mode, bool backend_overlaps) {
+  if (mode == "auto") return backend_overlaps;
+  if (mode == "on") return true;
+  if (mode == "off") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--overlap_steps '", mode, "' is not supported; supported: auto, on, off"));
 }
 
 }  // namespace pkv

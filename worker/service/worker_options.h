@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "worker/engine/engine.h"
 #include "worker/scheduler/scheduler.h"
@@ -66,8 +67,11 @@ struct WorkerOptions {
   bool prefix_caching = SchedulerConfig{}.prefix_caching;
   // A request waits for a prefix page another is prefilling rather than computing it too.
   bool prefix_wait_in_flight = SchedulerConfig{}.prefix_wait_in_flight;
-  // Step pipelining: step N+1 is launched before step N is finished (EngineOptions).
-  bool overlap_steps = EngineOptions{}.overlap_steps;
+  // Step pipelining (EngineOptions::overlap_steps): step N+1 is launched before step N is
+  // finished. auto: where the backend overlaps them (CUDA; measured -0.5..-4.6% a step on an
+  // H100, bench/results/2026-12-05-h100-overlap18); on: always (a backend whose launch runs the
+  // step, CPU or tensor parallel, then delivers each token a step late: for tests); off.
+  std::string overlap_steps = "auto";
   // On SIGTERM or Drain, in-flight requests get this long to finish (zero: aborted at once).
   absl::Duration drain_timeout = absl::Seconds(30);
   // Readiness NOT_SERVING while requests are in flight and no engine step finished for this long
@@ -87,5 +91,9 @@ struct WorkerOptions {
 // non-negative timeouts, ...);
 // INVALID_ARGUMENT naming the flag and the value.
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);
+
+// Whether the engine pipelines steps under --overlap_steps `mode` (auto | on | off) with a
+// backend that does (`backend_overlaps`) or does not overlap them; INVALID_ARGUMENT otherwise.
+absl::StatusOr<bool> PipelineSteps(const std::string& mode, bool backend_overlaps);
 
 }  // namespace pkv

@@ -136,9 +136,10 @@ absl::Status WorkerProcess::StartEngine() {
   eo.max_context = model.max_context;
   eo.scheduler = o_.Scheduler(model.backend->page_size());
   eo.chat = ChatPromptRenderer::Load(o_.model_dir);
-  eo.overlap_steps = o_.overlap_steps;
-  if (o_.overlap_steps && !model.backend->overlaps_steps()) {
-    PKV_LOG(INFO) << "--overlap_steps: the " << model.backend->backend_name()
+  PKV_ASSIGN_OR_RETURN(eo.overlap_steps,
+                       PipelineSteps(o_.overlap_steps, model.backend->overlaps_steps()));
+  if (eo.overlap_steps && !model.backend->overlaps_steps()) {
+    PKV_LOG(INFO) << "--overlap_steps=on: the " << model.backend->backend_name()
                   << " backend runs each step inside its launch, so steps do not overlap here";
   }
   eo.on_fatal = [this](absl::Status st) {

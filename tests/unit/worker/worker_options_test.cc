@@ -41,6 +41,19 @@ TEST(WorkerOptionsTest, KvCacheDtypeDefaultsToAutoAndAcceptsTheFp8Formats) {
   }
 }
 
+// auto pipelines steps only where the backend overlaps them (the CUDA backend): a backend whose
+// launch runs the step would deliver every token a step late for nothing.
+TEST(WorkerOptionsTest, OverlapStepsAutoFollowsTheBackend) {
+  EXPECT_EQ(WorkerOptions{}.overlap_steps, "auto");
+  EXPECT_EQ(PipelineSteps("auto", true).value(), true);
+  EXPECT_EQ(PipelineSteps("auto", false).value(), false);
+  EXPECT_EQ(PipelineSteps("on", false).value(), true);
+  EXPECT_EQ(PipelineSteps("off", true).value(), false);
+  const absl::StatusOr<bool> bad = PipelineSteps("yes", true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("supported: auto, on, off"), std::string::npos);
+}
+
 TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
   const std::vector<std::pair<std::string, std::function<void(WorkerOptions&)>>> cases = {
       {"--page_size", [](WorkerOptions& o) { o.page_size = 0; }},
@@ -58,6 +71,7 @@ TEST(WorkerOptionsTest, BadValuesNameTheirFlag) {
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 1.5; }},
       {"--kv_memory_fraction", [](WorkerOptions& o) { o.kv_memory_fraction = 0; }},
       {"--gpu_memory_limit_gib", [](WorkerOptions& o) { o.gpu_memory_limit_gib = -1; }},
+      {"--overlap_steps", [](WorkerOptions& o) { o.overlap_steps = "true"; }},
       {"--gpu_memory_limit_gib", [](WorkerOptions& o) { o.gpu_memory_limit_gib = 1.0 / 0.0; }},
       {"--drain_timeout", [](WorkerOptions& o) { o.drain_timeout = absl::Seconds(-1); }},
       {"--drain_timeout", [](WorkerOptions& o) { o.drain_timeout = absl::InfiniteDuration(); }},
