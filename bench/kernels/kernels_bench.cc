@@ -151,6 +151,7 @@ absl::Status KernelsBench::PlanStep(const RouteVariant& v, const DeviceLimits& l
   opt.merge = v.merge;
   opt.min_split_tokens = cfg_.min_split_tokens;
   opt.workqueue_balanced = cfg_.workqueue_balanced;
+  opt.workqueue_quota_chunks = cfg_.workqueue_quota_chunks;
   if (cfg_.cap_grid) opt.max_grid_ctas = limits.slots();
   if (graph_sized) opt.capacity_rows = buf_->max_rows;
   decode::PlanInput in{step_lengths_.data(), page_indptr_.data(),

@@ -38,6 +38,7 @@ struct BenchConfig {
   int wall_iters = 20;
   int min_split_tokens = 128;
   bool workqueue_balanced = decode::PlanOptions{}.workqueue_balanced;  // the planner's layout rule
+  bool workqueue_quota_chunks = decode::PlanOptions{}.workqueue_quota_chunks;
   int64_t flush_bytes = int64_t{256} << 20;
   bool flush_write = false;  // L2 flush by writing instead of reading (see L2Flusher)
   bool graph = true;         // also time CUDA-graph replays of graph-sized plans

@@ -33,6 +33,9 @@ ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning inc
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(bool, workqueue_balanced, pkv::decode::PlanOptions{}.workqueue_balanced,
           "kernels: the workqueue's balanced layout (PlanOptions::workqueue_balanced)");
+ABSL_FLAG(bool, workqueue_quota_chunks, pkv::decode::PlanOptions{}.workqueue_quota_chunks,
+          "kernels: the balanced workqueue also tries quota chunks "
+          "(PlanOptions::workqueue_quota_chunks)");
 ABSL_FLAG(int32_t, flush_mb, 256, "kernels: MiB touched between iterations to flush L2");
 ABSL_FLAG(std::string, flush, "read", "kernels: how L2 is flushed: read | write");
 ABSL_FLAG(bool, graph, true, "kernels: time the steps as one CUDA graph");
@@ -133,6 +136,7 @@ absl::Status PlanOnly(const std::vector<TraceLine>& lines, const BenchConfig& cf
       opt.merge = v.merge;
       opt.min_split_tokens = cfg.min_split_tokens;
       opt.workqueue_balanced = cfg.workqueue_balanced;
+      opt.workqueue_quota_chunks = cfg.workqueue_quota_chunks;
       std::string label = v.label;
       if (absl::GetFlag(FLAGS_paper_counters) && v.route == decode::Route::kWorkqueue) {
         decode::PlanOptions sopt = opt;
@@ -177,6 +181,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   cfg.wall_iters = std::max(1, absl::GetFlag(FLAGS_wall_iters));
   cfg.min_split_tokens = absl::GetFlag(FLAGS_min_split);
   cfg.workqueue_balanced = absl::GetFlag(FLAGS_workqueue_balanced);
+  cfg.workqueue_quota_chunks = absl::GetFlag(FLAGS_workqueue_quota_chunks);
   cfg.flush_bytes = int64_t{absl::GetFlag(FLAGS_flush_mb)} << 20;
   const std::string flush = absl::GetFlag(FLAGS_flush);
   if (flush != "read" && flush != "write") {

@@ -274,6 +274,7 @@ TEST(DecodePlanTest, RandomBatchesKeepEveryInvariant) {
         opt.capacity_rows = graph ? std::max(rows, 1) + static_cast<int>(rng() % 5) : 0;
         opt.max_grid_ctas = rng() % 4 == 0 ? 1 + static_cast<int>(rng() % 64) : 0;
         opt.workqueue_balanced = trial % 2 == 1;
+        opt.workqueue_quota_chunks = trial % 4 == 3;
         DecodePlan plan;
         ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
         SCOPED_TRACE(testing::Message() << "trial " << trial << " route " << RouteName(opt.route)
