@@ -87,9 +87,10 @@ struct PlanOptions {
   // the wave model (the comparison's baseline: graph-sized workqueue steps 3-6% slower in
   // geometric mean, up to 30% on ragged B = 16-128 cells; bench/NOTES.md, seventeenth session).
   bool workqueue_balanced = true;
-  // Balanced workqueue only: also try, for each k/4 waves, the chunk of total pages / (k/4 slots)
-  // pages, whose items may number up to that many waves plus one per (row, kv head) (the
-  // workspace's capacity), so batches of more pairs than slots can still split their long rows.
+  // Balanced workqueue, batches of more (row, kv head) pairs than slots only: also try, for each
+  // k/4 waves, the chunk of total pages / (k/4 slots) pages, whose items may number up to that
+  // many waves plus one per pair (the workspace's capacity), so those batches can still split
+  // their long rows.
   bool workqueue_quota_chunks = false;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;

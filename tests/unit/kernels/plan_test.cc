@@ -347,20 +347,22 @@ double BusiestCta(const DecodePlan& plan, int32_t page_size, double overhead) {
 // bimodal B = 32 line (bench/traces/unseen-20261204.tsv) at 264 slots: the wave model's plan
 // leaves some CTAs two whole items of the long rows; the balanced one keeps the busiest CTA within
 // 10% of the mean and well under the wave model's.
-TEST(DecodePlanTest, BalancedWorkqueueEvensTheCtasOfARaggedBatch) {
-  KvShape shape{32, 8, 128, 16};
-  const DeviceLimits limits{132, 2};
+// 32 rows of a bimodal batch, the 8B's attention shape (256 (row, kv head) pairs).
+Batch RaggedBatch32() {
   Batch b;
-  b.shape = shape;
+  b.shape = KvShape{32, 8, 128, 16};
   b.lengths = {17803, 332,   907,   375, 508,   610, 681, 542,   486, 944,  169,
                19144, 29250, 18623, 906, 29789, 542, 675, 27922, 186, 1001, 509,
                26743, 27363, 731,   838, 152,   712, 405, 957,   987, 922};
   b.page_indptr = {0};
-  int64_t pages = 0;
-  for (int32_t len : b.lengths) {
-    pages += (len + 15) / 16;
-    b.page_indptr.push_back(static_cast<int32_t>(pages));
-  }
+  for (int32_t len : b.lengths) b.page_indptr.push_back(b.page_indptr.back() + (len + 15) / 16);
+  return b;
+}
+
+TEST(DecodePlanTest, BalancedWorkqueueEvensTheCtasOfARaggedBatch) {
+  const DeviceLimits limits{132, 2};
+  const Batch b = RaggedBatch32();
+  const int64_t pages = b.page_indptr.back();
   PlanOptions opt;
   opt.route = Route::kWorkqueue;
   opt.capacity_rows = 32;
@@ -387,6 +389,28 @@ TEST(DecodePlanTest, BalancedWorkqueueEvensTheCtasOfARaggedBatch) {
       later_max = std::max(later_max, n);
   }
   EXPECT_GE(first_wave_min + 16, later_max);
+}
+
+// Quota chunks are tried only for batches of more (row, kv head) pairs than slots: with 264 slots
+// the 256 pairs plan as without them; with 132 slots the plan may change and stays whole.
+TEST(DecodePlanTest, QuotaChunksOnlyWhenPairsOutnumberSlots) {
+  const Batch b = RaggedBatch32();
+  for (const DeviceLimits limits : {DeviceLimits{132, 2}, DeviceLimits{66, 2}}) {
+    PlanOptions opt;
+    opt.route = Route::kWorkqueue;
+    opt.capacity_rows = 32;
+    DecodePlan plain, quota;
+    ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plain).ok());
+    opt.workqueue_quota_chunks = true;
+    ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &quota).ok());
+    CheckPlan(b, limits, opt, quota);
+    if (limits.slots() >= 256) {
+      ASSERT_EQ(quota.items.size(), plain.items.size());
+      for (size_t i = 0; i < quota.items.size(); ++i) {
+        EXPECT_EQ(std::memcmp(&quota.items[i], &plain.items[i], sizeof(WorkItem)), 0) << i;
+      }
+    }
+  }
 }
 
 // A row shorter than two min_split_tokens pieces stays whole (each split pays the merge): 135
