@@ -61,6 +61,23 @@ void Process::Signal(int sig) {
   if (!exit_code_) kill(pid_, sig);
 }
 
+bool Process::Freeze(absl::Duration timeout) {
+  if (exit_code_ || kill(pid_, SIGSTOP) != 0) return false;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    // The parent hears of a stop once the whole thread group has stopped (WUNTRACED).
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WUNTRACED | WNOHANG);
+    if (r == pid_ && WIFSTOPPED(status)) return true;
+    if (r == pid_) {  // exited meanwhile
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
 std::optional<int> Process::Wait(absl::Duration timeout) {
   if (exit_code_) return exit_code_;
   const absl::Time deadline = absl::Now() + timeout;

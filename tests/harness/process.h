@@ -26,6 +26,11 @@ class Process {
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
   void Signal(int sig);
+  // SIGSTOP, then waits until the kernel reports the process stopped. A stop signal is taken by
+  // one thread, which stops the others when it next runs: on a loaded machine the others (a gRPC
+  // server's) may still serve for a while after kill() returns. False if it did not stop within
+  // `timeout`. SIGCONT (Signal) resumes it.
+  bool Freeze(absl::Duration timeout = absl::Seconds(10));
   // Exit code (or -signal when killed) once exited; nullopt if still running after `timeout`.
   std::optional<int> Wait(absl::Duration timeout);
   bool Running();

@@ -101,7 +101,7 @@ TEST(FaultsTest, FrozenWorkerIsDetectedByTheStallTimeoutAndRecovers) {
   RunningBatch batch;
   Launch(*cluster, PinHalf(*cluster, requests), 5, &batch);
   const double on_w0 = Sequences(*cluster, 0);
-  cluster->worker(0).process->Signal(SIGSTOP);
+  EXPECT_TRUE(cluster->worker(0).process->Freeze());
   EXPECT_FALSE(Health(cluster->worker(0).address(), "").has_value()) << "a frozen worker is silent";
   // New work goes to W1 while W0 is frozen.
   auto stub = NewRouterStub(*cluster);

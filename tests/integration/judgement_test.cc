@@ -81,7 +81,7 @@ TEST(JudgementTest, PausedRouterEjectsNoHealthyWorker) {
 
   StreamsInFlight streams(*cluster, requests, /*tokens=*/4);
   ASSERT_TRUE(streams.WaitAllStarted());
-  cluster->router().Signal(SIGSTOP);
+  EXPECT_TRUE(cluster->router().Freeze());
   absl::SleepFor(absl::Seconds(5));
   cluster->router().Signal(SIGCONT);
   const std::vector<Outcome>& outcomes = streams.Join();

@@ -99,7 +99,7 @@ TEST(SoakTest, SixtyFourStreamsSurviveAKilledAndAFrozenWorker) {
   }
   const double migrations_at_freeze =
       RouterSample(cluster, "pkv_router_migrations_total{phase=\"mid_stream\"}");
-  cluster.worker(1).process->Signal(SIGSTOP);  // frozen: its streams stall and move
+  EXPECT_TRUE(cluster.worker(1).process->Freeze());  // frozen: its streams stall and move
   // Frozen for a fifth of the run (12 s of 60) however long the wait took: well past the
   // router's 3 s stall timeout.
   const absl::Time thaw = std::max(start + duration * 0.55, absl::Now() + duration * 0.2);
