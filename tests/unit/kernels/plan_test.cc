@@ -274,7 +274,7 @@ TEST(DecodePlanTest, RandomBatchesKeepEveryInvariant) {
         opt.capacity_rows = graph ? std::max(rows, 1) + static_cast<int>(rng() % 5) : 0;
         opt.max_grid_ctas = rng() % 4 == 0 ? 1 + static_cast<int>(rng() % 64) : 0;
         opt.workqueue_balanced = trial % 2 == 1;
-        opt.workqueue_quota_chunks = trial % 4 == 3;
+        opt.workqueue_quota_chunks = trial % 4 != 1;
         DecodePlan plan;
         ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plan).ok());
         SCOPED_TRACE(testing::Message() << "trial " << trial << " route " << RouteName(opt.route)
@@ -399,6 +399,7 @@ TEST(DecodePlanTest, QuotaChunksOnlyWhenPairsOutnumberSlots) {
     PlanOptions opt;
     opt.route = Route::kWorkqueue;
     opt.capacity_rows = 32;
+    opt.workqueue_quota_chunks = false;
     DecodePlan plain, quota;
     ASSERT_TRUE(PlanDecode(b.input(), limits, opt, &plain).ok());
     opt.workqueue_quota_chunks = true;
