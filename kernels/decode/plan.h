@@ -172,8 +172,8 @@ struct PlanScratch {
     int32_t count = 0;   // items: the row's splits of this size times the KV heads
   };
   std::vector<SizeGroup> size_groups;  // largest first
-  // A candidate layout's load changes: (first CTA of a range, pair-pages added from there on).
-  std::vector<std::pair<int32_t, double>> load_steps;
+  // A candidate layout's load changes by CTA (BalancedCost's difference array).
+  std::vector<double> load_diff;
   std::vector<int32_t> first_partials;  // [row * kv heads + head]
   std::vector<WorkItem> group_items;    // one size group's items of KV head 0
 };
