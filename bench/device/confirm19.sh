@@ -7,7 +7,9 @@
 #      this is a check that the defaults run, the A/B figures are policy19's and overlap18's).
 # Bundle: bash bench/device/bundle.sh confirm19 decode_attention_device_test \
 #   cuda_backend_device_test pkv-bench
-# Call: carry [".device/confirm19.tar.xz"], `bash bench/device/confirm19.sh` (~2.5 min).
+# Call: carry [".device/confirm19.tar.xz"], `bash bench/device/confirm19.sh` (~2.5 min). The bundle
+# was rebuilt at the nineteenth session's final head (its REVISION says which); not run yet: the
+# session's device time was spent.
 set -u
 source "$(dirname "$0")/common.sh"
 start_call confirm19
