@@ -91,7 +91,8 @@ struct PlanOptions {
   // k/4 waves, the chunk of total pages / (k/4 slots) pages, whose items may number up to that
   // many waves plus one per pair (the workspace's capacity), so those batches can still split
   // their long rows. policy19 (H100): 33 changed cells, geomean 0.939, worst 1.016 (zipf-B128
-  // -12..-13%, zipf/bimodal-B64@66 -11..-15%); plan time at B = 128 ~100 -> ~420 us (host).
+  // -12..-13%, zipf/bimodal-B64@66 -11..-15%). They double BalancedChunk's candidates: plan time
+  // at B = 128 on 132 SMs ~80-100 us on the build machine (bench/NOTES.md, nineteenth session).
   bool workqueue_quota_chunks = true;
 };
 inline constexpr int32_t kMaxSplitsPerPair = 256;

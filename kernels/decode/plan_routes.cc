@@ -276,16 +276,16 @@ int64_t BalancedChunk(PlanContext& ctx, int64_t total_pages, int64_t max_pages,
   // took them and the step was 5% slower.
   const bool quota = ctx.options.workqueue_quota_chunks &&
                      int64_t{ctx.in.num_rows} * ctx.heads() > ctx.limits.slots();
+  auto consider = [&](int64_t chunk) {  // the least cost wins, ties to the larger chunk
+    const double cost = BalancedCost(ctx, chunk, grid, item_overhead_pages, merge_overhead_pages);
+    if (cost < best_cost || (cost == best_cost && chunk > best_chunk)) {
+      best_cost = cost;
+      best_chunk = chunk;
+    }
+  };
   for (int32_t k = 4; k <= 4 * kMaxWaves && total_pages > 0; ++k) {
     const int64_t target = int64_t{k} * ctx.limits.slots() / 4;
     const int64_t lo = std::max<int64_t>(ctx.MinSplitPages(), CeilDiv(total_pages, target));
-    auto consider = [&](int64_t chunk) {
-      const double cost = BalancedCost(ctx, chunk, grid, item_overhead_pages, merge_overhead_pages);
-      if (cost < best_cost || (cost == best_cost && chunk > best_chunk)) {
-        best_cost = cost;
-        best_chunk = chunk;
-      }
-    };
     // Targets grow with k, so the chunk only shrinks: search below the last one.
     const int64_t chunk = SmallestChunkFitting(ctx, lo, last, target);
     if (chunk != last) {
