@@ -83,9 +83,12 @@ RouteChoice CostModelPolicy::Choose(const BatchFeatures& batch) const {
   const ModelInputs x = Inputs(batch);
   Route best = Route::kWorkqueue;
   double best_log = INFINITY;
+  // The split route on a batch it cannot cut is the fused route, which is modelled only where
+  // calibration saw it win; its own model describes batches it cuts (FitRoute).
+  const bool split_cuts = SplitRouteCuts(batch);
   for (Route r : kCandidateRoutes) {
     const int ri = static_cast<int>(r);
-    if (!modelled_[ri]) continue;
+    if (!modelled_[ri] || (r == Route::kSplit && !split_cuts)) continue;
     const double v = LogPredict(x, ri);
     if (v < best_log) {
       best_log = v;
@@ -158,11 +161,15 @@ absl::StatusOr<RouteModel> FitRoute(const std::vector<CellTimes>& cells,
   std::vector<double> a, b;
   for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
     if (i == skip) continue;
+    // The split route's time on a batch it cannot cut is the fused route's (features.h,
+    // SplitRouteCuts): it says nothing of splitting, and the policy never takes split there.
+    if (route == Route::kSplit && !SplitRouteCuts(cells[i].features)) continue;
     const ModelInputs x = ComputeInputs(cells[i].features);
     for (Input in : inputs) a.push_back(x[static_cast<int>(in)]);
     b.push_back(std::log(cells[i].time(route)));
   }
   RouteModel m;
+  if (b.empty() && route == Route::kSplit) return m;  // no cell it cuts: not modelled
   m.inputs = inputs;
   PKV_ASSIGN_OR_RETURN(m.coef, RidgeLeastSquares(a, b, static_cast<int>(inputs.size()), ridge));
   return m;

@@ -41,7 +41,8 @@ using decode::Route;
 const std::vector<Input> kPlantedInputs = {Input::kOne, Input::kLogBytesPerSlot, Input::kFill,
                                            Input::kLenCv};
 
-// Cells whose route times follow ln t_r = w_r . x exactly, for planted random w_r.
+// Cells whose route times follow ln t_r = w_r . x exactly, for planted random w_r (split's:
+// fused's where it cannot cut).
 std::vector<CellTimes> PlantedCells(std::mt19937& rng, int n,
                                     std::array<std::vector<double>, decode::kNumRoutes>* w) {
   std::normal_distribution<double> nd(0.0, 0.5);
@@ -59,6 +60,10 @@ std::vector<CellTimes> PlantedCells(std::mt19937& rng, int n,
         s += (*w)[static_cast<int>(r)][k] * x[static_cast<int>(kPlantedInputs[k])];
       }
       c.gpu_us[static_cast<int>(r)] = std::exp(s);
+    }
+    // As on a GPU: split plans as fused on a batch it cannot cut (features.h).
+    if (!SplitRouteCuts(c.features)) {
+      c.gpu_us[static_cast<int>(Route::kSplit)] = c.gpu_us[static_cast<int>(Route::kFused)];
     }
   }
   return cells;
@@ -87,6 +92,7 @@ TEST(CostModelTest, FitRecoversPlantedCoefficients) {
       Route truth = Route::kFused;
       double best = INFINITY;
       for (Route r : kCandidateRoutes) {
+        if (r == Route::kSplit && !SplitRouteCuts(f)) continue;  // fused's time there
         double s = 0;
         for (size_t k = 0; k < kPlantedInputs.size(); ++k) {
           s += w[static_cast<int>(r)][k] * x[static_cast<int>(kPlantedInputs[k])];
@@ -225,6 +231,40 @@ TEST(CostModelTest, ChooseIsDeterministicAndAllocationFree) {
   }
   EXPECT_EQ(g_allocations.load(), before);  // the cost check: Choose() never allocates
   EXPECT_EQ(same, 20 * 256);
+}
+
+// The split route plans one item per (row, kv head) pair, the fused route, once the slots cannot
+// hold two pieces of every pair: the policy then never takes it, however fast its model predicts
+// it, and its model is fitted only on batches it cuts.
+TEST(CostModelTest, SplitIsNotChosenWhereItCannotCut) {
+  CostModel m;
+  m.routes[static_cast<int>(Route::kSplit)] = RouteModel{{Input::kOne}, {1.0}};      // e^1 us
+  m.routes[static_cast<int>(Route::kWorkqueue)] = RouteModel{{Input::kOne}, {2.0}};  // e^2 us
+  absl::StatusOr<CostModelPolicy> p = CostModelPolicy::Create(m);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::vector<int32_t> len(32, 4096);
+  const KvShape shape{32, 8, 128, 16};
+  // 16 rows x 8 heads = 128 pairs: 264 slots hold two pieces of each; 17 rows do not.
+  EXPECT_TRUE(SplitRouteCuts(SummarizeBatch(len.data(), 16, shape, {132, 2})));
+  EXPECT_FALSE(SplitRouteCuts(SummarizeBatch(len.data(), 17, shape, {132, 2})));
+  EXPECT_FALSE(SplitRouteCuts(SummarizeBatch(len.data(), 0, shape, {132, 2})));
+  EXPECT_EQ(p->Choose(SummarizeBatch(len.data(), 16, shape, {132, 2})).route, Route::kSplit);
+  EXPECT_EQ(p->Choose(SummarizeBatch(len.data(), 17, shape, {132, 2})).route, Route::kWorkqueue);
+  EXPECT_EQ(p->Choose(SummarizeBatch(len.data(), 32, shape, {132, 2})).route, Route::kWorkqueue);
+
+  // Fit: cells the split route cannot cut carry an absurd split time (were they fitted, the
+  // intercept would not be ln 10); cells it cuts follow ln t = ln 10 exactly.
+  std::vector<CellTimes> cells;
+  for (int rows : {1, 2, 4, 8, 16, 32, 64, 128}) {
+    CellTimes c;
+    c.features = SummarizeBatch(len.data(), std::min(rows, 32), shape, {132, 2});
+    for (Route r : kCandidateRoutes) c.gpu_us[static_cast<int>(r)] = 20.0;
+    c.gpu_us[static_cast<int>(Route::kSplit)] = SplitRouteCuts(c.features) ? 10.0 : 1e6;
+    cells.push_back(c);
+  }
+  absl::StatusOr<CostModel> fit = FitCostModelWith(cells, {Input::kOne}, 0.0, {});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->routes[static_cast<int>(Route::kSplit)].coef[0], std::log(10.0), 1e-9);
 }
 
 TEST(CostModelTest, RecordedH200CalibrationChoosesWellOnTheHeldOutGrid) {

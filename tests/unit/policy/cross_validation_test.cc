@@ -25,7 +25,8 @@ CellTimes Cell(const std::string& name, int32_t sm, std::mt19937& rng) {
   return c;
 }
 
-// Times ln t_r = a_r + b_r * log_bytes_per_slot exactly, for random a_r, b_r.
+// Times ln t_r = a_r + b_r * log_bytes_per_slot exactly, for random a_r, b_r (split's: fused's
+// where it cannot cut).
 std::vector<CellTimes> PlantedCells(std::mt19937& rng, int n) {
   std::normal_distribution<double> nd(0.0, 0.4);
   std::array<double, decode::kNumRoutes> a{}, b{};
@@ -39,6 +40,10 @@ std::vector<CellTimes> PlantedCells(std::mt19937& rng, int n) {
     const double u = ComputeInputs(c.features)[static_cast<int>(Input::kLogBytesPerSlot)];
     for (Route r : kCandidateRoutes) {
       c.gpu_us[static_cast<int>(r)] = std::exp(a[static_cast<int>(r)] + b[static_cast<int>(r)] * u);
+    }
+    // As on a GPU: split plans as fused on a batch it cannot cut (features.h).
+    if (!SplitRouteCuts(c.features)) {
+      c.gpu_us[static_cast<int>(Route::kSplit)] = c.gpu_us[static_cast<int>(Route::kFused)];
     }
     cells.push_back(c);
   }
