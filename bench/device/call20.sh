@@ -6,6 +6,12 @@
 # vs 14.5 us, 2026-12-02-h200-fp8tune; the rule that picks a config per step is fitted on the
 # calibration sweep only). Correctness tests of both bundles first, all at once (no timing runs
 # beside them), then every timed run alone. Results under r/{policy20,claims20,cfg20}.
+# policy20: rule in bench/traces/README.md ("unseen5-20261208.tsv"). claims20 (branch claims2,
+# 44db117: graph-sized launches of more items than CTAs take the items past the first wave from an
+# atomic counter; one-wave steps never claim): prediction workqueue graph_us geomean -1..-2%,
+# two-wave ragged cells -4..-8%, one-wave cells +-1%; rule (fixed before the call, claims17's):
+# the default if the device test passes, the workqueue's graph_us geomean over the four sweeps is
+# <= 0.99x and no cell of any route is > 1.05x. cfg20: rule in bench/kernels/config_rule16.py.
 # Bundles: .device/confirm19.tar.xz (6a612a1), .device/claims20.tar.xz (branch claims2).
 # Call: carry both, `bash bench/device/call20.sh` (~8 min).
 set -u
