@@ -54,6 +54,14 @@ struct DeviceLimits {
   int32_t slots() const { return num_sms * ctas_per_sm; }
 };
 
+// The split route's fill bound: it cuts each of `pairs` (row, kv head) pairs into at most
+// slots / pairs pieces, so every piece has a resident slot; 1 (no cut, the fused route's plan)
+// when the slots cannot hold two pieces of every pair. REQUIRES pairs > 0. The route policy
+// reads the same bound (policy/features.h, SplitRouteCuts).
+inline int64_t SplitFillBound(int64_t slots, int64_t pairs) {
+  return slots / pairs > 1 ? slots / pairs : 1;
+}
+
 struct PlanOptions {
   Route route = Route::kWorkqueue;
   MergeMode merge = MergeMode::kInKernel;

@@ -111,7 +111,7 @@ void AddLaunches(PlanContext& ctx, int32_t first_item, int32_t first_merge) {
 // 256 items; B = 4 -> S = floor(264 / 32) = 8, 256 items; B = 1, N = 135 (9 pages): S = 1.
 int32_t ChooseSplitCount(const PlanContext& ctx, int64_t pairs, int32_t max_pages) {
   if (max_pages < 2 * ctx.MinSplitPages() || pairs <= 0) return 1;  // see SplitsOf
-  const int64_t s_fill = std::max<int64_t>(1, ctx.limits.slots() / pairs);
+  const int64_t s_fill = SplitFillBound(ctx.limits.slots(), pairs);
   const int64_t s_len = std::max<int64_t>(1, NextPow2(max_pages) / ctx.MinSplitPages());
   int64_t s = std::min({s_fill, s_len, int64_t{ctx.options.max_splits}, int64_t{max_pages}});
   s = std::max<int64_t>(s, 1);

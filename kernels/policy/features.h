@@ -87,11 +87,11 @@ inline constexpr Input kFirstV3Input = Input::kLongFrac;
 inline bool IsLengthShapeInput(Input in) { return in >= kFirstV3Input && in < Input::kCount; }
 
 // The split route cuts rows only when the resident slots hold at least two pieces of every
-// (row, kv head) pair (decode plan_routes.cc, ChooseSplitCount: slots / pairs >= 2); otherwise it
-// plans one item per pair, exactly the fused route. Empty batches: false.
+// (row, kv head) pair (decode::SplitFillBound > 1); otherwise it plans one item per pair, exactly
+// the fused route. Empty batches: false.
 inline bool SplitRouteCuts(const BatchFeatures& f) {
   const int64_t pairs = int64_t{f.batch} * f.num_kv_heads;
-  return pairs > 0 && int64_t{f.num_sms} * f.ctas_per_sm >= 2 * pairs;
+  return pairs > 0 && decode::SplitFillBound(int64_t{f.num_sms} * f.ctas_per_sm, pairs) > 1;
 }
 
 // All inputs of one batch; O(1), no allocation. Finite for every batch (empty ones included).
