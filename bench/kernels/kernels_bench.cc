@@ -114,7 +114,8 @@ absl::Status KernelsBench::Prepare(const std::vector<TraceLine>& lines) {
   // Workspace: the largest capacity any variant may need, laid out once.
   for (const RouteVariant& cv : cfg_.variants) {
     decode::KernelConfig configs[2] = {cv.config, cv.config};
-    const int n = cv.auto_config ? decode::CandidateKernelConfigs(cv.kv_dtype, configs) : 1;
+    const int n =
+        cv.auto_config ? decode::CandidateKernelConfigs(cv.kv_dtype, s.head_dim, configs) : 1;
     for (int i = 0; i < n; ++i) {
       RouteVariant v = cv;
       v.config = configs[i];
@@ -187,7 +188,8 @@ absl::StatusOr<std::vector<RowResult>> KernelsBench::RunLine(const TraceLine& li
       }
       const double n = std::max<double>(1, lengths_.size()), mean = sum / n;
       const double cv = mean > 0 ? std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) / mean : 0;
-      v.config = decode::ChooseKernelConfig(v.kv_dtype, static_cast<int32_t>(lengths_.size()), cv);
+      v.config = decode::ChooseKernelConfig(v.kv_dtype, cfg_.shape.head_dim,
+                                            static_cast<int32_t>(lengths_.size()), cv);
       v.label =
           absl::StrCat("auto=w", v.config.warps, "s", v.config.stages, IsFp8(v.kv_dtype) ? "/" : "",
                        IsFp8(v.kv_dtype) ? KvCacheDtypeName(v.kv_dtype) : "");

@@ -71,11 +71,19 @@ KernelConfig DefaultKernelConfig(KvCacheDtype kv_dtype) {
 // FP8 pages' second configuration: 4 warps, 3 stages (ChooseKernelConfig's many-row ragged
 // batches).
 constexpr KernelConfig kFp8ManyRowsConfig{4, 3, 0};
+// 16-bit pages' second configuration: 8 warps, 3 stages (ChooseKernelConfig's one- and two-row
+// steps), whose ring needs head dim <= 128.
+constexpr KernelConfig k16FewRowsConfig{8, 3, 0};
+constexpr int32_t k16W8MaxHeadDim = 128;
 
-int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, KernelConfig out[2]) {
+int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, int32_t head_dim, KernelConfig out[2]) {
   out[0] = DefaultKernelConfig(kv_dtype);
-  if (!IsFp8(kv_dtype)) return 1;
-  out[1] = kFp8ManyRowsConfig;
+  if (IsFp8(kv_dtype)) {
+    out[1] = kFp8ManyRowsConfig;
+    return 2;
+  }
+  if (head_dim > k16W8MaxHeadDim) return 1;
+  out[1] = k16FewRowsConfig;
   return 2;
 }
 
@@ -88,11 +96,20 @@ int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, KernelConfig out[2]) {
 // every equal-length batch: w8s3, which is within 1.7% of w4s3 on all of them.
 constexpr int32_t kFp8W4MinBatch = 16;
 constexpr double kFp8W4MinCv = 0.4;
+// 16-bit w8s3 region, fitted on the calibration grid only (H200, bf16, configs w4s3/w8s2/w8s3;
+// bench/kernels/config_rule16.py, results/2026-12-05-h200-call20): w8s3 when B <= 2 gives a
+// geomean regret of 1.0079 (worst 1.062) against 1.0207 (worst 1.140) for always-w4s3; on the
+// held-out grid 1.0069 vs 1.0203, no cell more than 1.005x w4s3's time. Worked example:
+// bucketed-B1-N4096 12.9 us (w8s3) vs 14.5 (w4s3); zipf-B4 49.1 vs 41.0, hence the bound.
+constexpr int32_t k16W8MaxBatch = 2;
 
-KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t batch, double len_cv) {
-  if (IsFp8(kv_dtype) && batch >= kFp8W4MinBatch && len_cv >= kFp8W4MinCv) {
-    return kFp8ManyRowsConfig;
+KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t head_dim, int32_t batch,
+                                double len_cv) {
+  if (IsFp8(kv_dtype)) {
+    return batch >= kFp8W4MinBatch && len_cv >= kFp8W4MinCv ? kFp8ManyRowsConfig
+                                                            : DefaultKernelConfig(kv_dtype);
   }
+  if (head_dim <= k16W8MaxHeadDim && batch <= k16W8MaxBatch) return k16FewRowsConfig;
   return DefaultKernelConfig(kv_dtype);
 }
 

@@ -48,18 +48,23 @@ struct KernelConfig {
 // them slower than 16-bit pages, which w4 FP8 was by up to 25%.
 KernelConfig DefaultKernelConfig(KvCacheDtype kv_dtype);
 
-// The configurations ChooseKernelConfig picks from for a KV dtype (the default first); the worker
-// sizes its workspaces for all of them. 16-bit pages: w4s3 only; FP8 pages: w8s3, w4s3.
-int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, KernelConfig out[2]);
+// The configurations ChooseKernelConfig picks from for a KV dtype and head dim (the default
+// first); the worker sizes its workspaces for all of them and drops one its GPU cannot fit (a
+// ~196 KB ring on a ~100 KB consumer SM). 16-bit pages: w4s3, and w8s3 at head dim <= 128 (at 256
+// its ring exceeds every GPU's shared memory); FP8 pages: w8s3, w4s3.
+int32_t CandidateKernelConfigs(KvCacheDtype kv_dtype, int32_t head_dim, KernelConfig out[2]);
 
 // The configuration for one step's batch (batch rows, coefficient of variation of their lengths).
-// Rule (FP8 pages; 16-bit pages always take the default): w4s3 when batch >= kFp8W4MinBatch and
-// len_cv >= kFp8W4MinCv, else w8s3. Why: w4s3 runs 4 CTAs of half the tile per SM (528 slots on
-// the H200, the same 16 warps), so many-row skewed batches, whose long rows set the step's tail,
-// split finer and balance better; elsewhere the 8-warp tile's fewer barriers per byte win.
-// Constants fitted on the calibration grid only (bench/results/2026-12-02-h200-decodefix):
-// see decode_launch.cu.
-KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t batch, double len_cv);
+// FP8 pages: w4s3 when batch >= kFp8W4MinBatch and len_cv >= kFp8W4MinCv, else w8s3. Why: w4s3
+// runs 4 CTAs of half the tile per SM (528 slots on the H200, the same 16 warps), so many-row
+// skewed batches, whose long rows set the step's tail, split finer and balance better; elsewhere
+// the 8-warp tile's fewer barriers per byte win. 16-bit pages: w8s3 when batch <= k16W8MaxBatch
+// (head dim <= 128), else w4s3: a one- or two-row step is a few items whose dependent chain
+// (CTA start, page ids, the first K/V round trip, the combine) is the cost, and eight warps a
+// CTA put two on each scheduler to overlap it. Constants fitted on calibration grids only: see
+// decode_launch.cu.
+KernelConfig ChooseKernelConfig(KvCacheDtype kv_dtype, int32_t head_dim, int32_t batch,
+                                double len_cv);
 
 // The caller's tensors for one layer (device pointers).
 struct DecodeTensors {

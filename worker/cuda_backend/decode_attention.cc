@@ -77,13 +77,25 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   d->policy_shape_.kv_elem_bytes = 2;
   d->dtype_ = dtype;
   d->kv_dtype_ = kv_dtype;
-  d->num_configs_ = decode::CandidateKernelConfigs(kv_dtype, d->configs_);
+  decode::KernelConfig candidates[2];
+  const int32_t num_candidates =
+      decode::CandidateKernelConfigs(kv_dtype, shape.head_dim, candidates);
+  for (int32_t i = 0; i < num_candidates; ++i) {
+    absl::StatusOr<decode::DeviceLimits> limits =
+        decode::QueryDeviceLimits(device, shape, dtype, candidates[i]);
+    if (!limits.ok() && i > 0) {  // an optional config this GPU cannot fit: steps never take it
+      PKV_LOG(INFO) << "decode attention: kernel config w" << candidates[i].warps << "s"
+                    << candidates[i].stages << " skipped: " << limits.status().message();
+      continue;
+    }
+    PKV_RETURN_IF_ERROR(limits.status());
+    d->configs_[d->num_configs_] = candidates[i];
+    d->config_limits_[d->num_configs_++] = *limits;
+  }
   const decode::KernelConfig& base = d->configs_[0];
   decode::DeviceLimits widest;  // the most resident CTAs: sizes the workspaces
   int largest = 0;              // the most shared memory: sets the kernels' limit, last
   for (int i = 0; i < d->num_configs_; ++i) {
-    PKV_ASSIGN_OR_RETURN(d->config_limits_[i],
-                         decode::QueryDeviceLimits(device, shape, dtype, d->configs_[i]));
     if (d->config_limits_[i].slots() > widest.slots()) widest = d->config_limits_[i];
     if (decode::AttentionSmemBytes(shape.head_dim, d->configs_[i], shape.kv_elem_bytes) >
         decode::AttentionSmemBytes(shape.head_dim, d->configs_[largest], shape.kv_elem_bytes)) {
@@ -154,11 +166,11 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   const policy::BatchFeatures features =
       policy::SummarizeBatch(lengths, num_rows, policy_shape_, policy_limits_);
   choice_ = policy_->Choose(features);
-  chosen_ = 0;
-  if (num_configs_ > 1) {
-    const decode::KernelConfig c =
-        decode::ChooseKernelConfig(kv_dtype_, features.batch, features.len_cv);
-    if (c.warps == configs_[1].warps && c.stages == configs_[1].stages) chosen_ = 1;
+  chosen_ = 0;  // the default when the chosen config was skipped at Create
+  const decode::KernelConfig c =
+      decode::ChooseKernelConfig(kv_dtype_, shape_.head_dim, features.batch, features.len_cv);
+  for (int32_t i = 1; i < num_configs_; ++i) {
+    if (c.warps == configs_[i].warps && c.stages == configs_[i].stages) chosen_ = i;
   }
   // Route changes are logged (the first 32, then every 1000th): the metric
   // pkv_decode_steps_total{route} counts every step.

@@ -102,8 +102,9 @@ class DecodeAttention {
   KvShape policy_shape_;  // shape_ with 16-bit pages: what the route policy was fitted on
   decode::DType dtype_ = decode::DType::kBFloat16;
   KvCacheDtype kv_dtype_ = KvCacheDtype::kAuto;
-  // Kernel configurations a step may run (decode::CandidateKernelConfigs; [0] is the default,
-  // the one the route policy was calibrated with) and the planner's limits under each.
+  // Kernel configurations a step may run (decode::CandidateKernelConfigs less those this GPU
+  // cannot fit; [0] is the default, the one the route policy was calibrated with) and the
+  // planner's limits under each.
   decode::KernelConfig configs_[2];
   decode::DeviceLimits config_limits_[2];
   int32_t num_configs_ = 1;

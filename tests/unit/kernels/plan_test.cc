@@ -497,22 +497,52 @@ TEST(DecodePlanTest, RejectsBadInput) {
   }
 }
 
-// The per-step configuration rule (decode_launch.h): FP8 many-row skewed batches take w4s3.
+// The per-step configuration rule (decode_launch.h): FP8 many-row skewed batches take w4s3;
+// 16-bit one- and two-row steps take w8s3 where its ring fits (head dim <= 128).
 TEST(ChooseKernelConfigTest, Fp8ManyRowSkewedBatchesTakeFourWarps) {
   auto warps = [](KvCacheDtype kv, int32_t batch, double cv) {
-    return ChooseKernelConfig(kv, batch, cv).warps;
+    return ChooseKernelConfig(kv, 128, batch, cv).warps;
   };
   EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 32, 1.63), 4);
   EXPECT_EQ(warps(KvCacheDtype::kFp8E5M2, 16, 0.4), 4);
   EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 8, 1.6), 8);    // few rows
   EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 128, 0.0), 8);  // equal lengths
-  EXPECT_EQ(warps(KvCacheDtype::kAuto, 128, 1.6), 4);     // 16-bit pages: the default, w4s3
-  EXPECT_EQ(ChooseKernelConfig(KvCacheDtype::kAuto, 1, 0).stages, 3);
+  EXPECT_EQ(warps(KvCacheDtype::kFp8E4M3, 1, 0.0), 8);
   KernelConfig c[2];
-  EXPECT_EQ(CandidateKernelConfigs(KvCacheDtype::kAuto, c), 1);
-  ASSERT_EQ(CandidateKernelConfigs(KvCacheDtype::kFp8E4M3, c), 2);
+  ASSERT_EQ(CandidateKernelConfigs(KvCacheDtype::kFp8E4M3, 128, c), 2);
   EXPECT_EQ(c[0].warps, DefaultKernelConfig(KvCacheDtype::kFp8E4M3).warps);
   EXPECT_EQ(c[1].warps, 4);
+}
+
+TEST(ChooseKernelConfigTest, SixteenBitFewRowStepsTakeEightWarpsWhereTheRingFits) {
+  auto config = [](int32_t head_dim, int32_t batch) {
+    const KernelConfig k = ChooseKernelConfig(KvCacheDtype::kAuto, head_dim, batch, 0.0);
+    return k.warps * 10 + k.stages;
+  };
+  EXPECT_EQ(config(128, 1), 83);
+  EXPECT_EQ(config(64, 2), 83);
+  EXPECT_EQ(config(128, 3), 43);  // three rows on: the default
+  EXPECT_EQ(config(128, 128), 43);
+  EXPECT_EQ(config(256, 1), 43);  // w8s3's ring at head dim 256 fits no GPU
+  KernelConfig c[2];
+  ASSERT_EQ(CandidateKernelConfigs(KvCacheDtype::kAuto, 128, c), 2);
+  EXPECT_EQ(c[0].warps, DefaultKernelConfig(KvCacheDtype::kAuto).warps);
+  EXPECT_EQ(c[1].warps * 10 + c[1].stages, 83);
+  EXPECT_EQ(CandidateKernelConfigs(KvCacheDtype::kAuto, 256, c), 1);
+  // Every configuration the rule returns is a candidate, so the worker can run it.
+  for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4M3}) {
+    for (int32_t d : {64, 128, 256}) {
+      const int32_t n = CandidateKernelConfigs(kv, d, c);
+      for (int32_t batch : {1, 2, 3, 16, 64}) {
+        for (double cv : {0.0, 1.5}) {
+          const KernelConfig k = ChooseKernelConfig(kv, d, batch, cv);
+          bool found = false;
+          for (int32_t i = 0; i < n; ++i) found |= c[i].warps == k.warps && c[i].stages == k.stages;
+          EXPECT_TRUE(found) << KvCacheDtypeName(kv) << " d=" << d << " B=" << batch;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
