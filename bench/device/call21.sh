@@ -1,35 +1,38 @@
 #!/usr/bin/env bash
-# cfg16 (16-bit w8s3 for B <= 2: device tests, e2e A/B) and claimswq (claims for workqueue plans:
-# device test, fresh A/B sweeps) in one start; rules in cfg16.sh and claimswq.sh. Tests of both
-# bundles at once, then every timed run alone. Last, issue 16's kernel table on main's planner
-# and configs (cfg16's pkv-bench-base, main's binary: 16-bit and FP8 KV, held-out grid, --configs
-# auto; last measured before quota chunks, decode5: 13 of 18 cells >= 512 MiB at 1.8x); on the
-# build machine: python3 bench/kernels/fp8_issue16.py r/issue16/h16.tsv r/issue16/h8.tsv auto.
-# Results under r/{cfg16,claimswq,issue16}.
-# Call: carry [".device/cfg16.tar.xz", ".device/claimswq.tar.xz"], `bash bench/device/call21.sh`
-# (~6 min).
+# The twenty-first session's call (one start): cfg16 (16-bit w8s3 for one- and two-row steps,
+# rule in cfg16.sh), the persistent layer kernel's premise test (layer_probe.cu; prediction in
+# bench/NOTES.md, twenty-first session), served 8B and 1B at B=1 on cfg16's worker (issue 14's
+# served figures), and issue 16's kernel table on main's binary (pkv-bench-base).
+# Bundle (branch cfg16): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+#     -o /tmp/probe/layer_probe bench/device/layer_probe.cu
+#   bash bench/device/bundle.sh cfg16 --base main --add /tmp/probe/layer_probe \
+#     cuda_backend_device_test decode_attention_device_test pkv-bench pkv-worker pkv-router pkv \
+#     pkv-make-model
+# Call: carry [".device/cfg16.tar.xz"], `bash bench/device/call21.sh` (~8 min). On the build
+# machine afterwards: python3 bench/kernels/fp8_issue16.py r/issue16/h16.tsv r/issue16/h8.tsv auto.
 set -u
-source "$(dirname "$0")/claimswq.sh"
-RD=$OUT/r; mkdir -p "$RD"
-unpack cfg16; B1=$B; R1=$R
-unpack claimswq; B2=$B; R2=$R
-el "cfg16 $(tr '\n' ' ' < "$B1/REVISION") claimswq $(tr '\n' ' ' < "$B2/REVISION")"
+source "$(dirname "$0")/common.sh"
+start_call cfg16
 el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
-C=$RD/cfg16 W=$RD/claimswq; mkdir -p "$C" "$W"
-B=$B1 R=$R1 parallel_tests "$C/tests" cuda_backend_device_test:200 decode_attention_device_test:200 &
-B=$B2 R=$R2 parallel_tests "$W/tests" decode_attention_device_test:200 &
-wait
-grep -hE "Failure|FAILED" "$C"/tests/*.txt "$W"/tests/*.txt | head -5 >> "$S"
-pack
-R=$R1 e2e_ab "$C" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096 \
+C=$RD/cfg16 P=$RD/probe I=$RD/issue16; mkdir -p "$C" "$P" "$I"
+RD=$C device_tests cuda_backend_device_test:200 decode_attention_device_test:200
+timeout 90 "$B/bin/layer_probe" 20 > "$P/layer_probe.txt" 2>&1
+echo "rc=$? layer_probe" >> "$S"; grep -E "^(shape|8B|1B|MISMATCH|CUDA)" "$P/layer_probe.txt" |
+  cut -c1-150 >> "$S"; pack
+e2e_ab "$C" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096 \
   --variants fused+pdl+prenorm+overlap
-R=$R2 claimswq_sweeps "$W"
-I=$RD/issue16; mkdir -p "$I"
-for kv in auto fp8_e4m3; do  # main's binary (cfg16's pkv-bench-base, 555903a)
+for m in "1b llama3-1b" "8b llama3-8b"; do
+  read -r tag shape <<< "$m"
+  timeout 200 "$R" pkv-make-model --out /tmp/m-$tag --shape $shape > "$C/make_$tag.log" 2>&1
+  echo "rc=$? make $tag" >> "$S"
+  serve_model "$tag" /tmp/m-$tag "$C"
+  rm -rf /tmp/m-$tag; pack
+done
+for kv in auto fp8_e4m3; do  # main's binary
   f=$I/h$([ $kv = auto ] && echo 16 || echo 8).tsv
-  timeout 120 "$R1" pkv-bench-base kernels --trace bench/traces/heldout-20260623.tsv \
+  timeout 120 "$R" pkv-bench-base kernels --trace bench/traces/heldout-20260623.tsv \
     --routes workqueue,persistent,split --configs auto --kv_dtype $kv --iters 30 --wall_iters 5 \
-    --nofloor --out "$f" >> "$RD/sweeps.log" 2>&1
+    --nofloor --out "$f" >> "$I/sweeps.log" 2>&1
   echo "rc=$? issue16 $kv" >> "$S"; pack
 done
 el done
