@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   decode::KernelConfig candidates[2];
   const int32_t num_candidates =
       decode::CandidateKernelConfigs(kv_dtype, shape.head_dim, candidates);
+  d->num_configs_ = 0;
   for (int32_t i = 0; i < num_candidates; ++i) {
     absl::StatusOr<decode::DeviceLimits> limits =
         decode::QueryDeviceLimits(device, shape, dtype, candidates[i]);

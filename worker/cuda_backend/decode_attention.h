@@ -107,7 +107,7 @@ class DecodeAttention {
   // planner's limits under each.
   decode::KernelConfig configs_[2];
   decode::DeviceLimits config_limits_[2];
-  int32_t num_configs_ = 1;
+  int32_t num_configs_ = 0;             // set by Create
   int32_t chosen_ = 0;                  // the prepared step's configuration (ChooseKernelConfig)
   decode::DeviceLimits policy_limits_;  // of the default config's kernels: the policy's
   std::vector<Bucket> buckets_;
