@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The twenty-first session's call (one start): cfg16 (16-bit w8s3 for one- and two-row steps,
-# rule in cfg16.sh), the persistent layer kernel's premise test (layer_probe.cu; prediction in
-# bench/NOTES.md, twenty-first session), served 8B and 1B at B=1 on cfg16's worker (issue 14's
-# served figures), and issue 16's kernel table on main's binary (pkv-bench-base).
-# Bundle (branch cfg16): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+# behind CudaBackendOptions::decode_few_row_w8; rule in cfg16.sh), the persistent layer kernel's
+# premise test (layer_probe.cu; prediction in bench/NOTES.md, twenty-first session), served 8B and
+# 1B at B=1 with the worker's defaults (issue 14's served figures), and issue 16's kernel table
+# from pkv-bench-base (the first call used 31b011b).
+# Bundle: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
 #     -o /tmp/probe/layer_probe bench/device/layer_probe.cu
-#   bash bench/device/bundle.sh cfg16 --base main --add /tmp/probe/layer_probe \
+#   bash bench/device/bundle.sh cfg16 --base REV --add /tmp/probe/layer_probe \
 #     cuda_backend_device_test decode_attention_device_test pkv-bench pkv-worker pkv-router pkv \
 #     pkv-make-model
 # Call: carry [".device/cfg16.tar.xz"], `bash bench/device/call21.sh` (~5 min; PROBE=0 skips the
-# probe, which ran in the first call). On the build
-# machine afterwards: python3 bench/kernels/fp8_issue16.py r/issue16/h16.tsv r/issue16/h8.tsv auto.
+# probe, which ran in the first call). On the build machine afterwards:
+# python3 bench/kernels/fp8_issue16.py r/issue16/h16.tsv r/issue16/h8.tsv auto.
 set -u
 source "$(dirname "$0")/common.sh"
 start_call cfg16
@@ -22,8 +23,10 @@ if [ "${PROBE:-1}" = 1 ]; then
   echo "rc=$? layer_probe" >> "$S"; grep -E "^(shape|8B|1B|MISMATCH|CUDA)" "$P/layer_probe.txt" |
     cut -c1-150 >> "$S"; pack
 fi
-e2e_ab "$C" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096 \
-  --variants fused+pdl+prenorm+overlap
+W4=fused+pdl+prenorm+w4+overlap W8=fused+pdl+prenorm+w8+overlap  # cfg16.sh's A/B and rule
+L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
+e2e_line "$R" pkv-bench ab1 "$C" "${L[@]}" --variants $W4,$W8; pack
+e2e_line "$R" pkv-bench ab2 "$C" "${L[@]}" --variants $W8,$W4; pack
 for m in "8b llama3-8b" "1b llama3-1b"; do
   read -r tag shape <<< "$m"
   timeout 200 "$R" pkv-make-model --out /tmp/m-$tag --shape $shape > "$C/make_$tag.log" 2>&1
@@ -31,7 +34,7 @@ for m in "8b llama3-8b" "1b llama3-1b"; do
   serve_model "$tag" /tmp/m-$tag "$C"
   rm -rf /tmp/m-$tag; pack
 done
-for kv in auto fp8_e4m3; do  # main's binary
+for kv in auto fp8_e4m3; do  # pkv-bench-base
   f=$I/h$([ $kv = auto ] && echo 16 || echo 8).tsv
   timeout 120 "$R" pkv-bench-base kernels --trace bench/traces/heldout-20260623.tsv \
     --routes workqueue,persistent,split --configs auto --kv_dtype $kv --iters 30 --wall_iters 5 \

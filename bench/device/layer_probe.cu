@@ -29,13 +29,13 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);    \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+#define CK(x)                                                                      \
+  do {                                                                             \
+    cudaError_t e_ = (x);                                                          \
+    if (e_ != cudaSuccess) {                                                       \
+      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                \
+    }                                                                              \
   } while (0)
 
 namespace {
@@ -46,9 +46,9 @@ constexpr int kChunk = 16;  // uint4 a lane in flight: 16 x 8 bf16 = 128 element
 struct Phase {
   const __nv_bfloat16* w;  // [rows][k] row-major
   int rows;
-  int k;                   // a multiple of 256
-  const float* x;          // [k]: the previous phase's output
-  float* y;                // [rows]
+  int k;           // a multiple of 256
+  const float* x;  // [k]: the previous phase's output
+  float* y;        // [rows]
 };
 
 __device__ __forceinline__ void PdlWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
@@ -318,10 +318,10 @@ void RunShape(const Shape& shape, int reps, int device) {
     int* done = b.d_done;
     int count = num_phases;
     void* args[] = {&phases, &count, &done};
-    CK(cudaLaunchCooperativeKernel(
-        v == kPersistent ? reinterpret_cast<const void*>(PersistentKernel<false>)
-                         : reinterpret_cast<const void*>(PersistentKernel<true>),
-        dim3(b.grid), dim3(kWarps * 32), args, 0, stream));
+    CK(cudaLaunchCooperativeKernel(v == kPersistent
+                                       ? reinterpret_cast<const void*>(PersistentKernel<false>)
+                                       : reinterpret_cast<const void*>(PersistentKernel<true>),
+                                   dim3(b.grid), dim3(kWarps * 32), args, 0, stream));
   };
   std::vector<float> times[kNumVariants + 1];
   for (int rep = -1; rep < reps; ++rep) {

@@ -27,6 +27,10 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // time without attention is what attention costs on the critical path).
     v.skip_attention = absl::ConsumeSuffix(&name, "+noattn");
     v.workqueue_waves = absl::ConsumeSuffix(&name, "+waves");
+    // "<variant>+w8" / "+w4": 16-bit pages' w8s3 config for one- and two-row steps on / off
+    // (DecodePolicyOptions::few_row_w8; the default when neither).
+    if (absl::ConsumeSuffix(&name, "+w8")) v.few_row_w8 = true;
+    if (absl::ConsumeSuffix(&name, "+w4")) v.few_row_w8 = false;
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
                           absl::SimpleAtoi(pf, &v.prefetch_steps) && v.prefetch_steps > 0;
@@ -62,7 +66,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+waves\", then optionally \"+noattn\", \"+compact\", "
+          "det-fast; any of them + \"+w8\" or \"+w4\", then \"+waves\", then optionally "
+          "\"+noattn\", \"+compact\", "
           "\"+overlap\" in that order"));
     }
     out.push_back(v);
@@ -84,6 +89,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetFusedSmallBatch(v.fused);
   b->SetPdl(v.pdl);
   b->SetWorkqueueBalanced(!v.workqueue_waves);
+  b->SetFewRowW8(v.few_row_w8);
   b->SetSkipAttentionForTiming(v.skip_attention);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
   b->SetFusedPrenormMinTokens(v.prenorm_min_tokens);

@@ -45,9 +45,11 @@ struct Variant {
   bool deterministic = false;
   DeterministicForm det_form;    // det-split, det-pinned, det-fast
   bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
-  bool overlap = false;          // "+overlap": steps pipelined (RunDecode's overlap)
-  bool compact_pages = false;    // "+compact": pages in order from 0 (RunDecode's compact_pages)
-  bool skip_attention = false;   // "+noattn": no attention launched (timing knockout)
+  // "+w8" / "+w4": 16-bit pages' w8s3 for 1-2 row steps on / off (DecodePolicyOptions::few_row_w8)
+  bool few_row_w8 = CudaBackendOptions{}.decode_few_row_w8;
+  bool overlap = false;         // "+overlap": steps pipelined (RunDecode's overlap)
+  bool compact_pages = false;   // "+compact": pages in order from 0 (RunDecode's compact_pages)
+  bool skip_attention = false;  // "+noattn": no attention launched (timing knockout)
 };
 
 // Comma-separated names as above; INVALID_ARGUMENT naming an unknown one.

@@ -27,8 +27,9 @@ ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent"
           "kernels: routes measured; a route followed by :2k uses the separate merge launch");
 ABSL_FLAG(std::string, configs, "default",
           "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2; default: the worker's default "
-          "for each KV dtype (decode::DefaultKernelConfig); auto: the worker's per-step choice "
-          "(decode::ChooseKernelConfig)");
+          "for each KV dtype (decode::DefaultKernelConfig); auto: decode::ChooseKernelConfig's "
+          "per-step choice (the worker's, whose 16-bit w8s3 for 1-2 row steps is off by default: "
+          "CudaBackendOptions::decode_few_row_w8)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");
 ABSL_FLAG(bool, workqueue_balanced, pkv::decode::PlanOptions{}.workqueue_balanced,

@@ -44,6 +44,7 @@ struct ModelCase {
   bool pdl = false;       // CudaBackendOptions::pdl (where the device allows it)
   bool tuned = false;     // CudaBackendOptions::gemm_autotune
   int32_t prenorm = 0;    // CudaBackendOptions::fused_prenorm_min_tokens
+  bool w8 = false;        // CudaBackendOptions::decode_few_row_w8
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
@@ -51,7 +52,8 @@ std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
                   info.param.attention + (info.param.skinny ? "_skinny" : "") +
                   (info.param.fused ? "_fused" : "") + (info.param.pdl ? "_pdl" : "") +
                   (info.param.tuned ? "_tuned" : "") +
-                  (info.param.prenorm > 0 ? "_prenorm" + std::to_string(info.param.prenorm) : "");
+                  (info.param.prenorm > 0 ? "_prenorm" + std::to_string(info.param.prenorm) : "") +
+                  (info.param.w8 ? "_w8" : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -89,6 +91,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.fused_prefetch_steps = mc.pdl ? 2 : 0;
     o.gemm_autotune = mc.tuned;
     o.fused_prenorm_min_tokens = mc.prenorm;
+    o.decode_few_row_w8 = mc.w8;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
@@ -416,25 +419,27 @@ TEST_P(CudaBackendTest, PipelinedStepsEqualSerialSteps) {
 // "tuned" cases run every projection at the graph buckets through autotuned cuBLASLt algorithms.
 INSTANTIATE_TEST_SUITE_P(
     Models, CudaBackendTest,
-    ::testing::Values(ModelCase{"tiny", DType::kBF16, "auto"},
-                      ModelCase{"llama-d64", DType::kBF16, "auto"},
-                      ModelCase{"llama-d64", DType::kBF16, "generic"},
-                      ModelCase{"llama-d64", DType::kBF16, "auto", true},
-                      ModelCase{"qwen3-d128", DType::kF16, "auto"},
-                      ModelCase{"qwen2-d64", DType::kBF16, "auto"},
-                      ModelCase{"tiny", DType::kBF16, "auto", false, true},
-                      ModelCase{"llama-d64", DType::kBF16, "auto", false, true},
-                      ModelCase{"llama-d64", DType::kBF16, "generic", false, true, true},
-                      ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true},
-                      ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true},
-                      ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true},
-                      ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true},
-                      ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true, true},
-                      ModelCase{"qwen3-d128", DType::kF16, "auto", false, false, false, true},
-                      // Fused steps with the block inputs normalized by RMSNorm launches (every
-                      // fused step; qwen2: biases in the RoPE + KV epilogue).
-                      ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 1},
-                      ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true, false, 1}),
+    ::testing::Values(
+        ModelCase{"tiny", DType::kBF16, "auto"}, ModelCase{"llama-d64", DType::kBF16, "auto"},
+        ModelCase{"llama-d64", DType::kBF16, "generic"},
+        ModelCase{"llama-d64", DType::kBF16, "auto", true},
+        ModelCase{"qwen3-d128", DType::kF16, "auto"}, ModelCase{"qwen2-d64", DType::kBF16, "auto"},
+        ModelCase{"tiny", DType::kBF16, "auto", false, true},
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, true},
+        ModelCase{"llama-d64", DType::kBF16, "generic", false, true, true},
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true},
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true},
+        ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true},
+        ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true},
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, false, true, true},
+        ModelCase{"qwen3-d128", DType::kF16, "auto", false, false, false, true},
+        // Fused steps with the block inputs normalized by RMSNorm launches (every
+        // fused step; qwen2: biases in the RoPE + KV epilogue).
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 1},
+        ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true, false, 1},
+        // 16-bit w8s3 for 1-2 row steps, at head dim 128 and 64
+        ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true, false, 0, true},
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 0, true}),
     CaseName);
 
 }  // namespace

@@ -111,6 +111,7 @@ class CudaModelBackend::Impl {
   absl::Status SetDeterministic(bool enabled, DeterministicForm form);
   void SetPdl(bool enabled) { options_.pdl = enabled; }
   void SetWorkqueueBalanced(bool on) { kv_->SetWorkqueueBalanced(on); }
+  void SetFewRowW8(bool on) { kv_->SetFewRowW8(on); }
   void SetSkipAttentionForTiming(bool skip) { skip_attention_ = skip; }
   void SetFusedPrefetchSteps(int32_t steps);
   void SetFusedPrenormMinTokens(int32_t tokens);

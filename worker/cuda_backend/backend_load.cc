@@ -71,6 +71,7 @@ cuda_backend::KvAttentionOptions KvOptions(const CudaBackendOptions& o) {
   kv.policy.policy_file = o.policy_file;
   kv.policy.policy_dir = o.policy_dir;
   kv.policy.kind = o.decode_policy;
+  kv.policy.few_row_w8 = o.decode_few_row_w8;
   kv.kv_cache_dtype = o.kv_cache_dtype;
   kv.split_partials = o.deterministic && o.deterministic_form.split_tiles;
   return kv;

@@ -84,6 +84,7 @@ void CudaModelBackend::SetSkinnyGemm(bool enabled) { impl_->SetSkinnyGemm(enable
 void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBatch(enabled); }
 void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
 void CudaModelBackend::SetWorkqueueBalanced(bool on) { impl_->SetWorkqueueBalanced(on); }
+void CudaModelBackend::SetFewRowW8(bool on) { impl_->SetFewRowW8(on); }
 
 void CudaModelBackend::SetSkipAttentionForTiming(bool skip) {
   impl_->SetSkipAttentionForTiming(skip);

@@ -135,6 +135,11 @@ struct CudaBackendOptions {
   std::string policy_file;
   std::string policy_dir = "policies";
   std::string decode_policy;
+  // 16-bit pages: one- and two-row decode steps run the 8-warp, 3-stage attention config
+  // (decode::ChooseKernelConfig; its kernel-level held-out rule passed on the H200,
+  // results/2026-12-05-h200-call20). Off until the end-to-end A/B passes (bench/device/cfg16.sh;
+  // `pkv-bench e2e` variant suffixes "+w8" / "+w4").
+  bool decode_few_row_w8 = false;
 };
 
 // Host-side timing of the last Step(), in microseconds.
@@ -197,6 +202,9 @@ class CudaModelBackend : public ModelBackend {
   void SetPdl(bool enabled);
   // The decode workqueue's layout (decode::PlanOptions::workqueue_balanced). REQUIRES: loaded.
   void SetWorkqueueBalanced(bool on);
+  // 16-bit pages' w8s3 config for one- and two-row steps (CudaBackendOptions::decode_few_row_w8).
+  // REQUIRES: loaded.
+  void SetFewRowW8(bool on);
   // Benchmarks only: steps launch no attention (outputs wrong), to time attention's share of the
   // critical path by its absence.
   void SetSkipAttentionForTiming(bool skip);

@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   decode::KernelConfig candidates[2];
   const int32_t num_candidates =
       decode::CandidateKernelConfigs(kv_dtype, shape.head_dim, candidates);
+  d->few_row_w8_ = policy_options.few_row_w8;
   d->num_configs_ = 0;
   for (int32_t i = 0; i < num_candidates; ++i) {
     absl::StatusOr<decode::DeviceLimits> limits =
@@ -167,11 +168,13 @@ absl::Status DecodeAttention::Prepare(const int32_t* lengths, const int32_t* pag
   const policy::BatchFeatures features =
       policy::SummarizeBatch(lengths, num_rows, policy_shape_, policy_limits_);
   choice_ = policy_->Choose(features);
-  chosen_ = 0;  // the default when the chosen config was skipped at Create
-  const decode::KernelConfig c =
-      decode::ChooseKernelConfig(kv_dtype_, shape_.head_dim, features.batch, features.len_cv);
-  for (int32_t i = 1; i < num_configs_; ++i) {
-    if (c.warps == configs_[i].warps && c.stages == configs_[i].stages) chosen_ = i;
+  chosen_ = 0;  // also when the chosen config was skipped at Create
+  if (IsFp8(kv_dtype_) || few_row_w8_) {
+    const decode::KernelConfig c =
+        decode::ChooseKernelConfig(kv_dtype_, shape_.head_dim, features.batch, features.len_cv);
+    for (int32_t i = 1; i < num_configs_; ++i) {
+      if (c.warps == configs_[i].warps && c.stages == configs_[i].stages) chosen_ = i;
+    }
   }
   // Route changes are logged (the first 32, then every 1000th): the metric
   // pkv_decode_steps_total{route} counts every step.

@@ -33,6 +33,7 @@ struct DecodePolicyOptions {
   std::string policy_dir = "policies";  // per-GPU policy files and the on-start calibration cache
   std::string kind;                     // learned | threshold | fixed:<route>; empty: the file's
   double calibration_budget_s = 30.0;   // on-start calibration when no file fits this GPU
+  bool few_row_w8 = false;  // CudaBackendOptions::decode_few_row_w8 (its default is there)
 };
 
 // Steps of at most this many decode rows plan no split of fewer than kSmallStepMinSplitKvElems
@@ -80,6 +81,8 @@ class DecodeAttention {
   // The workqueue route's layout for the next plans (decode::PlanOptions::workqueue_balanced);
   // off: the wave model, the baseline `pkv-bench e2e`'s "+waves" variants measure against.
   void set_workqueue_balanced(bool on) { workqueue_balanced_ = on; }
+  // DecodePolicyOptions::few_row_w8 for the next plans.
+  void set_few_row_w8(bool on) { few_row_w8_ = on; }
   // The policy's last choice (route, split parameters, predicted GPU time).
   const policy::RouteChoice& last_choice() const { return choice_; }
   // Identifies the prepared plan's launch sequence: two plans with equal signatures replay the
@@ -118,6 +121,7 @@ class DecodeAttention {
   std::unique_ptr<policy::RoutePolicy> policy_;
   policy::RouteChoice choice_;
   bool workqueue_balanced_ = decode::PlanOptions{}.workqueue_balanced;
+  bool few_row_w8_ = false;    // set by Create
   int64_t steps_ = 0;          // Prepare calls
   int64_t route_changes_ = 0;  // for the route-change log lines
 };

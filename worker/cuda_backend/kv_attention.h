@@ -100,6 +100,9 @@ class KvAttention {
   void SetWorkqueueBalanced(bool on) {  // DecodeAttention::set_workqueue_balanced
     if (decode_ != nullptr) decode_->set_workqueue_balanced(on);
   }
+  void SetFewRowW8(bool on) {  // DecodeAttention::set_few_row_w8
+    if (decode_ != nullptr) decode_->set_few_row_w8(on);
+  }
   // Uniform attention on or off (see above), with split tiles or whole ones. With the prefill
   // kernel, the step must carry a tile for every row (StepShape::tiles_for_every_row; split
   // tiles: StepShape::split_tiles). Split tiles allocate the partial slots on first use.
