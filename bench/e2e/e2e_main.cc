@@ -256,6 +256,10 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
       static_cast<int64_t>(absl::GetFlag(FLAGS_gpu_memory_limit_gib) * 1073741824.0);
   o.kv_cache_dtype = kv;
   o.decode_policy = absl::GetFlag(FLAGS_decode_policy);
+  PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants,
+                       ParseVariants(absl::GetFlag(FLAGS_variants)));
+  // Any "+w8" variant: the backend sets up the w8s3 config at load, each variant turns it on/off.
+  for (const Variant& v : variants) o.decode_few_row_w8 = o.decode_few_row_w8 || v.few_row_w8;
   std::unique_ptr<CudaModelBackend> b;
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
   if (!model_dir.empty()) {
@@ -270,8 +274,6 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
     PKV_ASSIGN_OR_RETURN(b, CudaModelBackend::LoadRandom(config, 1, o));
   }
   PKV_RETURN_IF_ERROR(b->FillKvCacheRandom(2));
-  PKV_ASSIGN_OR_RETURN(const std::vector<Variant> variants,
-                       ParseVariants(absl::GetFlag(FLAGS_variants)));
   std::string model = !model_dir.empty() ? model_dir
                       : quant.empty()    ? shape
                                          : absl::StrCat(shape, "+", quant);

@@ -203,7 +203,7 @@ class CudaModelBackend : public ModelBackend {
   // The decode workqueue's layout (decode::PlanOptions::workqueue_balanced). REQUIRES: loaded.
   void SetWorkqueueBalanced(bool on);
   // 16-bit pages' w8s3 config for one- and two-row steps (CudaBackendOptions::decode_few_row_w8).
-  // REQUIRES: loaded.
+  // REQUIRES: loaded; on only takes effect when loaded with decode_few_row_w8.
   void SetFewRowW8(bool on);
   // Benchmarks only: steps launch no attention (outputs wrong), to time attention's share of the
   // critical path by its absence.

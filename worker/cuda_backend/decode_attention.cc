@@ -78,8 +78,10 @@ absl::StatusOr<std::unique_ptr<DecodeAttention>> DecodeAttention::Create(
   d->dtype_ = dtype;
   d->kv_dtype_ = kv_dtype;
   decode::KernelConfig candidates[2];
-  const int32_t num_candidates =
-      decode::CandidateKernelConfigs(kv_dtype, shape.head_dim, candidates);
+  int32_t num_candidates = decode::CandidateKernelConfigs(kv_dtype, shape.head_dim, candidates);
+  // 16-bit pages set up their second config (w8s3 for 1-2 row steps) only when asked, so a
+  // worker without it runs exactly the one config it always did.
+  if (!IsFp8(kv_dtype) && !policy_options.few_row_w8) num_candidates = 1;
   d->few_row_w8_ = policy_options.few_row_w8;
   d->num_configs_ = 0;
   for (int32_t i = 0; i < num_candidates; ++i) {

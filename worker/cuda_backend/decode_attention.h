@@ -81,7 +81,8 @@ class DecodeAttention {
   // The workqueue route's layout for the next plans (decode::PlanOptions::workqueue_balanced);
   // off: the wave model, the baseline `pkv-bench e2e`'s "+waves" variants measure against.
   void set_workqueue_balanced(bool on) { workqueue_balanced_ = on; }
-  // DecodePolicyOptions::few_row_w8 for the next plans.
+  // DecodePolicyOptions::few_row_w8 for the next plans; turning it on takes effect only where
+  // Create had it on (the w8s3 config's limits are set up there).
   void set_few_row_w8(bool on) { few_row_w8_ = on; }
   // The policy's last choice (route, split parameters, predicted GPU time).
   const policy::RouteChoice& last_choice() const { return choice_; }
