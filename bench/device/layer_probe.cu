@@ -10,12 +10,17 @@
 // the same bits (checked: the oracle that the persistent barrier is right):
 //   kernels        one kernel a phase, graph, no PDL
 //   kernels+pdl    the same with PDL, every kernel waits before its first load (the engine's form)
-//   kernels+pdlpf  PDL, each warp loads its first weight chunk before the wait (refuted in the
-//                  engine as pf2: the loads compete with the previous kernel's stream)
+//   kernels+pdlpf  PDL, each warp loads its first weight unit before the wait (pf2's form in the
+//                  engine, where it was neutral to negative)
 //   persistent     one cooperative kernel for all layers, phases separated by a global counter
-//   persistent+pf  the same, and a warp that finished its rows of phase g loads its first chunk
+//   persistent+pf  the same, and a warp that finished its rows of phase g loads its first unit
 //                  of phase g+1 before the CTA waits for phase g's counter
 // Floor: the same bytes through a plain streaming read in the same process.
+// Second form (twenty-first session, after the first ran at 31-40% of the stream on an H100,
+// latency-bound: bench/results/2026-12-05-h100-call21): the phase table in constant memory (no
+// dependent global read after a barrier), x staged once a CTA in shared memory, and every warp
+// streams its rows as one pipeline of 4 KB units, two in flight (the next row's first unit loads
+// while this row's last one is summed), so the GEMV is bandwidth-bound as the engine's are.
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o layer_probe layer_probe.cu
 // Run:   layer_probe [reps]   (prints one line a shape and variant)
 #include <cuda_bf16.h>
@@ -40,8 +45,9 @@
 
 namespace {
 
-constexpr int kWarps = 8;   // a CTA
-constexpr int kChunk = 16;  // uint4 a lane in flight: 16 x 8 bf16 = 128 elements, 4096 a warp
+constexpr int kWarps = 8;       // a CTA
+constexpr int kUnit = 8;        // uint4 a lane a pipeline unit: 8 x 8 bf16, 2048 elements a warp
+constexpr int kMaxPhases = 96;  // 8B: 8 layers x 5; 1B: 16 x 5
 
 struct Phase {
   const __nv_bfloat16* w;  // [rows][k] row-major
@@ -51,34 +57,38 @@ struct Phase {
   float* y;        // [rows]
 };
 
+__constant__ Phase c_phases[kMaxPhases];
+
 __device__ __forceinline__ void PdlWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void PdlTrigger() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
-__device__ __forceinline__ void LoadChunk(const Phase& p, int row, int s0, uint4 (&r)[kChunk],
-                                          int lane) {
-  const uint4* w = reinterpret_cast<const uint4*>(p.w + static_cast<size_t>(row) * p.k);
-  const int steps = p.k / 256;
+// Unit u of a row: its weight steps [u * kUnit, u * kUnit + kUnit) of k / 256, 16 bytes a lane
+// each.
+__device__ __forceinline__ void LoadUnit(const Phase& p, int row, int u, uint4 (&r)[kUnit],
+                                         int lane) {
+  const uint4* w =
+      reinterpret_cast<const uint4*>(p.w + static_cast<size_t>(row) * p.k) + u * kUnit * 32 + lane;
+  const int left = p.k / 256 - u * kUnit;
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    if (s0 + i < steps) r[i] = __ldcs(w + (s0 + i) * 32 + lane);
+  for (int i = 0; i < kUnit; ++i) {
+    if (i < left) r[i] = __ldcs(w + i * 32);
   }
 }
 
-__device__ __forceinline__ float DotChunk(const Phase& p, int s0, const uint4 (&r)[kChunk],
-                                          int lane) {
-  const int steps = p.k / 256;
+__device__ __forceinline__ float DotUnit(const float* xs, int k, int u, const uint4 (&r)[kUnit],
+                                         int lane) {
+  const int left = k / 256 - u * kUnit;
   float acc = 0.f;
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    if (s0 + i < steps) {
-      // x comes from other CTAs of the same launch (persistent): L2 only, never a stale L1 line.
-      const float4* x = reinterpret_cast<const float4*>(p.x + (s0 + i) * 256 + lane * 8);
-      const float4 a = __ldcg(x), b = __ldcg(x + 1);
+  for (int i = 0; i < kUnit; ++i) {
+    if (i < left) {
+      const float4* x = reinterpret_cast<const float4*>(xs + (u * kUnit + i) * 256 + lane * 8);
+      const float4 a = x[0], b = x[1];
       const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&r[i]);
-      float2 w0 = __bfloat1622float2(h[0]), w1 = __bfloat1622float2(h[1]);
-      float2 w2 = __bfloat1622float2(h[2]), w3 = __bfloat1622float2(h[3]);
+      const float2 w0 = __bfloat1622float2(h[0]), w1 = __bfloat1622float2(h[1]);
+      const float2 w2 = __bfloat1622float2(h[2]), w3 = __bfloat1622float2(h[3]);
       acc = fmaf(w0.x, a.x, acc);
       acc = fmaf(w0.y, a.y, acc);
       acc = fmaf(w1.x, a.z, acc);
@@ -92,41 +102,70 @@ __device__ __forceinline__ float DotChunk(const Phase& p, int s0, const uint4 (&
   return acc;
 }
 
-// The warp's rows of one phase (row = gwarp, gwarp + nwarps, ...) through the chunk registers
-// `r`, which hold the first chunk of the first row already when have_pre (one array, so a
-// prefetch costs no registers beyond the loop's own).
-__device__ __forceinline__ void RunPhase(const Phase& p, int gwarp, int nwarps, int lane,
-                                         uint4 (&r)[kChunk], bool have_pre) {
-  const int steps = p.k / 256;
-  const float scale = rsqrtf(static_cast<float>(p.k));
-  for (int row = gwarp; row < p.rows; row += nwarps) {
-    float acc = 0.f;
-    for (int s0 = 0; s0 < steps; s0 += kChunk) {
-      if (!(have_pre && s0 == 0)) LoadChunk(p, row, s0, r, lane);
-      acc += DotChunk(p, s0, r, lane);
-    }
-    have_pre = false;
+// x (the previous phase's output, written by other CTAs: L2 only) into shared memory, once a CTA.
+__device__ __forceinline__ void StageX(const Phase& p, float* xs) {
+  const float4* x = reinterpret_cast<const float4*>(p.x);
+  for (int i = threadIdx.x; i < p.k / 4; i += blockDim.x) {
+    reinterpret_cast<float4*>(xs)[i] = __ldcg(x + i);
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ void FinishRow(const Phase& p, int row, float acc) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (lane == 0) p.y[row] = tanhf(acc * scale);
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) p.y[row] = tanhf(acc * rsqrtf(static_cast<float>(p.k)));
+}
+
+// The warp's rows of one phase (row = gwarp, gwarp + nwarps, ...) as one pipeline of units, two
+// in flight: b0 and b1 alternate, each refilled right after it is summed. b0 already holds the
+// first unit when `preloaded`.
+__device__ __forceinline__ void RunPhase(const Phase& p, const float* xs, int gwarp, int nwarps,
+                                         int lane, uint4 (&b0)[kUnit], bool preloaded) {
+  const int units = (p.k / 256 + kUnit - 1) / kUnit;
+  const int rows = gwarp < p.rows ? (p.rows - gwarp + nwarps - 1) / nwarps : 0;
+  const int total = rows * units;
+  if (total == 0) return;
+  auto row_of = [&](int t) { return gwarp + (t / units) * nwarps; };
+  if (!preloaded) LoadUnit(p, row_of(0), 0, b0, lane);
+  uint4 b1[kUnit];
+  float acc = 0.f;
+  for (int t = 0; t < total; t += 2) {
+    if (t + 1 < total) LoadUnit(p, row_of(t + 1), (t + 1) % units, b1, lane);
+    acc += DotUnit(xs, p.k, t % units, b0, lane);
+    if (t % units == units - 1) {
+      FinishRow(p, row_of(t), acc);
+      acc = 0.f;
+    }
+    if (t + 2 < total) LoadUnit(p, row_of(t + 2), (t + 2) % units, b0, lane);
+    if (t + 1 < total) {
+      acc += DotUnit(xs, p.k, (t + 1) % units, b1, lane);
+      if ((t + 1) % units == units - 1) {
+        FinishRow(p, row_of(t + 1), acc);
+        acc = 0.f;
+      }
+    }
   }
 }
 
-// kPrefetch: load the first chunk before the PDL wait (kernels+pdlpf).
+// kPrefetch: load the first unit before the PDL wait (kernels+pdlpf).
 template <bool kPrefetch>
-__global__ void __launch_bounds__(kWarps * 32, 2) PhaseKernel(const Phase* phases, int g) {
-  const Phase p = phases[g];
+__global__ void __launch_bounds__(kWarps * 32, 2) PhaseKernel(int g) {
+  extern __shared__ float4 smem[];
+  float* xs = reinterpret_cast<float*>(smem);
+  const Phase& p = c_phases[g];
   const int lane = threadIdx.x & 31;
   const int gwarp = blockIdx.x * kWarps + threadIdx.x / 32, nwarps = gridDim.x * kWarps;
-  uint4 pre[kChunk];
-  bool have_pre = false;
+  uint4 b0[kUnit];
+  bool preloaded = false;
   if (kPrefetch && gwarp < p.rows) {
-    LoadChunk(p, gwarp, 0, pre, lane);
-    have_pre = true;
+    LoadUnit(p, gwarp, 0, b0, lane);
+    preloaded = true;
   }
   PdlWait();
   PdlTrigger();
-  RunPhase(p, gwarp, nwarps, lane, pre, have_pre);
+  StageX(p, xs);
+  RunPhase(p, xs, gwarp, nwarps, lane, b0, preloaded);
 }
 
 __device__ __forceinline__ int LoadAcquire(const int* p) {
@@ -138,25 +177,27 @@ __device__ __forceinline__ int LoadAcquire(const int* p) {
 // All phases in one cooperative launch; done[g] counts the CTAs through phase g (zeroed before
 // the launch).
 template <bool kPrefetch>
-__global__ void __launch_bounds__(kWarps * 32, 2)
-    PersistentKernel(const Phase* phases, int num_phases, int* done) {
+__global__ void __launch_bounds__(kWarps * 32, 2) PersistentKernel(int num_phases, int* done) {
+  extern __shared__ float4 smem[];
+  float* xs = reinterpret_cast<float*>(smem);
   const int lane = threadIdx.x & 31;
   const int gwarp = blockIdx.x * kWarps + threadIdx.x / 32, nwarps = gridDim.x * kWarps;
-  uint4 pre[kChunk];
-  bool have_pre = false;
+  uint4 b0[kUnit];
+  bool preloaded = false;
   for (int g = 0; g < num_phases; ++g) {
-    const Phase p = phases[g];
-    RunPhase(p, gwarp, nwarps, lane, pre, have_pre);
-    have_pre = false;
+    const Phase& p = c_phases[g];
+    StageX(p, xs);
+    RunPhase(p, xs, gwarp, nwarps, lane, b0, preloaded);
+    preloaded = false;
     if (g + 1 == num_phases) break;
-    if (kPrefetch) {  // next phase's weights do not depend on this phase: load them now
-      const Phase& n = phases[g + 1];
+    if (kPrefetch) {  // the next phase's weights do not depend on this phase: load them now
+      const Phase& n = c_phases[g + 1];
       if (gwarp < n.rows) {
-        LoadChunk(n, gwarp, 0, pre, lane);
-        have_pre = true;
+        LoadUnit(n, gwarp, 0, b0, lane);
+        preloaded = true;
       }
     }
-    __syncthreads();
+    __syncthreads();  // every warp done with xs and its rows
     if (threadIdx.x == 0) {
       __threadfence();
       atomicAdd(done + g, 1);
@@ -204,8 +245,8 @@ const Shape kShapes[] = {
 struct Bench {
   Shape shape;
   int grid = 0;
-  std::vector<Phase> phases;  // host copy
-  Phase* d_phases = nullptr;
+  std::vector<Phase> phases;  // host copy of c_phases
+  int smem_bytes = 0;         // x of the widest phase, fp32
   int* d_done = nullptr;
   int64_t weight_bytes = 0;
   __nv_bfloat16* weights = nullptr;
@@ -252,9 +293,11 @@ void Build(Bench* b) {
       voff += d.rows;
     }
   }
-  CK(cudaMalloc(&b->d_phases, b->phases.size() * sizeof(Phase)));
-  CK(cudaMemcpy(b->d_phases, b->phases.data(), b->phases.size() * sizeof(Phase),
-                cudaMemcpyHostToDevice));
+  if (b->phases.size() > kMaxPhases) {
+    std::printf("%zu phases, at most %d\n", b->phases.size(), kMaxPhases);
+    std::exit(1);
+  }
+  CK(cudaMemcpyToSymbol(c_phases, b->phases.data(), b->phases.size() * sizeof(Phase)));
   CK(cudaMalloc(&b->d_done, b->phases.size() * sizeof(int)));
 }
 
@@ -266,13 +309,14 @@ cudaGraphExec_t CaptureKernels(const Bench& b, Kernel kernel, bool pdl, cudaStre
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(b.grid);
     config.blockDim = dim3(kWarps * 32);
+    config.dynamicSmemBytes = b.smem_bytes;
     config.stream = stream;
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attr;
     config.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&config, kernel, static_cast<const Phase*>(b.d_phases), g));
+    CK(cudaLaunchKernelEx(&config, kernel, g));
   }
   CK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
@@ -288,12 +332,24 @@ const char* kVariantNames[] = {"kernels", "kernels+pdl", "kernels+pdlpf", "persi
 void RunShape(const Shape& shape, int reps, int device) {
   Bench b;
   b.shape = shape;
-  int sms = 0, occ = 0;
+  b.smem_bytes =
+      std::max({shape.hidden, shape.intermediate, shape.kv_bytes_4k / 2 / shape.hidden}) * 4;
+  const void* kernels[] = {reinterpret_cast<const void*>(PhaseKernel<false>),
+                           reinterpret_cast<const void*>(PhaseKernel<true>),
+                           reinterpret_cast<const void*>(PersistentKernel<false>),
+                           reinterpret_cast<const void*>(PersistentKernel<true>)};
+  int sms = 0, occ = 2;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, PersistentKernel<true>, kWarps * 32, 0));
-  int occ0 = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ0, PersistentKernel<false>, kWarps * 32, 0));
-  occ = std::min({occ, occ0, 2});
+  for (const void* k : kernels) {
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, b.smem_bytes));
+    int o = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, k, kWarps * 32, b.smem_bytes));
+    occ = std::min(occ, o);
+  }
+  if (occ < 1) {
+    std::printf("no CTA fits an SM\n");
+    std::exit(1);
+  }
   b.grid = sms * occ;
   Build(&b);
   cudaStream_t stream;
@@ -314,14 +370,13 @@ void RunShape(const Shape& shape, int reps, int device) {
       CK(cudaGraphLaunch(graphs[v], stream));
       return;
     }
-    const Phase* phases = b.d_phases;
     int* done = b.d_done;
     int count = num_phases;
-    void* args[] = {&phases, &count, &done};
+    void* args[] = {&count, &done};
     CK(cudaLaunchCooperativeKernel(v == kPersistent
                                        ? reinterpret_cast<const void*>(PersistentKernel<false>)
                                        : reinterpret_cast<const void*>(PersistentKernel<true>),
-                                   dim3(b.grid), dim3(kWarps * 32), args, 0, stream));
+                                   dim3(b.grid), dim3(kWarps * 32), args, b.smem_bytes, stream));
   };
   std::vector<float> times[kNumVariants + 1];
   for (int rep = -1; rep < reps; ++rep) {
@@ -379,7 +434,6 @@ void RunShape(const Shape& shape, int reps, int device) {
   for (cudaGraphExec_t g : graphs) CK(cudaGraphExecDestroy(g));
   CK(cudaFree(b.weights));
   CK(cudaFree(b.vectors));
-  CK(cudaFree(b.d_phases));
   CK(cudaFree(b.d_done));
   CK(cudaFree(sink));
   CK(cudaStreamDestroy(stream));
