@@ -26,6 +26,10 @@
 #                                     alternating order (ab_bins), tags BIN_ROUND, packed each
 #   gemv_ab DIR "BIN..." ARGS...      gemv_line of each BIN for both inputs (rmsnorm, plain)
 #   pack                              $OUT/r into $OUT/results.tgz (what a call brings back)
+#   time_for SECONDS TEXT             true when SECONDS more fit before the call's limit
+#                                     (CALL_LIMIT, default 590 s from the script's start); else a
+#                                     "skipped (no time): TEXT" line into $S and false, so a call
+#                                     that runs long drops its last steps instead of its results
 #   sweep_into FILE TRACE SMS ROUTES FLAG...  pkv-bench kernels (30 iterations, L2 flushed, no
 #                                     floor) of TRACE at SMS (0: all) appended to FILE (one header);
 #                                     an rc line into $S; pack
@@ -48,6 +52,10 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S=$OUT/summary.txt
 T0=$(date +%s)
 el() { echo "[$(( $(date +%s) - T0 ))s] $*" >> "$S"; }
+time_for() {
+  [ $(( $(date +%s) - T0 + $1 )) -le "${CALL_LIMIT:-590}" ] && return 0
+  el "skipped (no time): $2"; return 1
+}
 unpack() {
   mkdir -p /tmp/pkv && tar -C /tmp/pkv -xJf ".device/$1.tar.xz"
   B=/tmp/pkv/$1; R=$B/run
