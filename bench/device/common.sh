@@ -64,7 +64,9 @@ wait_healthy() {  # gives up at once when a started worker has exited (a failed 
   local p
   for _ in $(seq 1 400); do
     "$R" pkv health --addr "$1" --service "$2" >/dev/null 2>&1 && return 0
-    for p in ${WPIDS[@]+"${WPIDS[@]}"}; do kill -0 "$p" 2>/dev/null || { echo "exited: worker $p" >> "$S"; return 1; }; done
+    for p in ${WPIDS[@]+"${WPIDS[@]}"}; do
+      kill -0 "$p" 2>/dev/null || { echo "exited: worker $p" >> "$S"; return 1; }
+    done
     sleep 0.5; done
   echo "not healthy: $1" >> "$S"
 }
