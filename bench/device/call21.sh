@@ -12,7 +12,8 @@
 # Call: carry [".device/cfg16.tar.xz"], `bash bench/device/call21.sh` (~5 min; PROBE=0 skips the
 # probe; CALL_LIMIT=<the call's timeout_s - 10> when a call gets less than 600 s: the served runs
 # and issue 16's table are skipped, not cut, when they no longer fit). On the build machine
-# afterwards: python3 bench/kernels/fp8_issue16.py r/issue16/h16.tsv r/issue16/h8.tsv auto.
+# afterwards: python3 bench/kernels/fp8_issue16.py r/issue16/h16.tsv r/issue16/h8.tsv auto and
+# python3 bench/device/cfg16_rule.py r/cfg16/e2e_ab1.tsv r/cfg16/e2e_ab2.tsv.
 set -u
 source "$(dirname "$0")/common.sh"
 start_call cfg16

@@ -11,7 +11,8 @@
 # not in the sweep) 0..-20 us, B=8 unchanged (+-0.3%; w8 is not taken there).
 # Rule (fixed before the call): the default if the device tests pass, the 8B B=1 line is faster
 # in both runs and no line is > 0.5% slower in both runs; a 1B B=1 line slower in both runs
-# restricts the rule to head dim 128.
+# restricts the rule to head dim 128. Reading (build machine): python3 bench/device/cfg16_rule.py
+# r/e2e_ab1.tsv r/e2e_ab2.tsv.
 # Bundle: bash bench/device/bundle.sh cfg16 cuda_backend_device_test decode_attention_device_test \
 #   pkv-bench
 # Call: carry [".device/cfg16.tar.xz"], `bash bench/device/cfg16.sh` (~3 min).
