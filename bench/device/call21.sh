@@ -4,9 +4,9 @@
 # premise test (layer_probe.cu; prediction in bench/NOTES.md, twenty-first session), served 8B and
 # 1B at B=1 with the worker's defaults (issue 14's served figures), and issue 16's kernel table
 # as workers run it (the first call ran out of time before it).
-# Bundle: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
-#     -o /tmp/probe/layer_probe bench/device/layer_probe.cu
-#   bash bench/device/bundle.sh cfg16 --add /tmp/probe/layer_probe \
+# Bundle: for p in layer_probe tma_gemv_probe; do nvcc -O3 -std=c++17 \
+#     -gencode=arch=compute_90a,code=sm_90a -o /tmp/probe/$p bench/device/$p.cu; done
+#   bash bench/device/bundle.sh cfg16 --add /tmp/probe/layer_probe --add /tmp/probe/tma_gemv_probe \
 #     cuda_backend_device_test decode_attention_device_test pkv-bench pkv-worker pkv-router pkv \
 #     pkv-make-model
 # Call: carry [".device/cfg16.tar.xz"], `bash bench/device/call21.sh` (~5 min; PROBE=0 skips the
@@ -24,6 +24,21 @@ if [ "${PROBE:-1}" = 1 ]; then
   timeout 90 "$B/bin/layer_probe" 20 > "$P/layer_probe.txt" 2>&1
   echo "rc=$? layer_probe" >> "$S"; grep -E "^(shape|8B|1B|MISMATCH|CUDA)" "$P/layer_probe.txt" |
     cut -c1-150 >> "$S"; pack
+fi
+# tma_gemv_probe (twenty-second session; prediction in bench/NOTES.md): bulk-copy-fed B=1 GEMV
+# beside the engine's GEMV (its chain column) at the 8B and 1B shapes.
+if [ "${TMA:-1}" = 1 ] && [ -x "$B/bin/tma_gemv_probe" ]; then
+  timeout 120 "$B/bin/tma_gemv_probe" 10 > "$P/tma_gemv_probe.tsv" 2>&1
+  echo "rc=$? tma_gemv_probe" >> "$S"
+  awk -F'\t' 'NR>2 {print $1, $5, $7, $9, $11, $12}' "$P/tma_gemv_probe.tsv" | cut -c1-100 >> "$S"
+  for sh in 8B 1B; do
+    timeout 60 "$R" pkv-bench gemv --dtype bf16 --gemv_shapes $sh --tokens 1 --formats dense \
+      --input plain \
+      --out "$P/gemv_$sh.tsv" > "$P/gemv_$sh.log" 2>&1
+    echo "rc=$? gemv $sh" >> "$S"
+    awk -F'\t' 'NR>1 && $5=="dense" {print "engine", $1, $13, $14}' "$P/gemv_$sh.tsv" >> "$S"
+  done
+  pack
 fi
 W4=fused+pdl+prenorm+w4+overlap W8=fused+pdl+prenorm+w8+overlap  # cfg16.sh's A/B and rule
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
