@@ -91,7 +91,7 @@ struct ProbeShape {
 template <int kChunk>
 __global__ void __launch_bounds__(512)
     BulkGemv(const uint8_t* __restrict__ w, const __nv_bfloat16* __restrict__ x,
-             float* __restrict__ out, int k, int slots, int64_t total_chunks) {
+             float* __restrict__ out, int n, int k, int slots, int whole_rows) {
   extern __shared__ __align__(128) uint8_t smem[];
   const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int x_bytes = (k * 2 + 127) & ~127;
@@ -100,7 +100,11 @@ __global__ void __launch_bounds__(512)
       reinterpret_cast<uint64_t*>(smem + x_bytes + warps * slots * kChunk) + warp * slots;
   const int64_t nwarps = static_cast<int64_t>(gridDim.x) * warps;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp;
-  const int64_t c0 = t * total_chunks / nwarps, c1 = (t + 1) * total_chunks / nwarps;
+  const int cpr = k * 2 / kChunk;  // chunks a row (the launcher checks divisibility)
+  // Equal byte ranges, or (whole_rows: the form an epilogue needs) equal row ranges.
+  const int64_t total_chunks = int64_t{n} * cpr;
+  const int64_t c0 = whole_rows ? t * n / nwarps * cpr : t * total_chunks / nwarps;
+  const int64_t c1 = whole_rows ? (t + 1) * n / nwarps * cpr : (t + 1) * total_chunks / nwarps;
   uint64_t policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   if (lane == 0) {
@@ -119,7 +123,6 @@ __global__ void __launch_bounds__(512)
     reinterpret_cast<uint4*>(smem)[i] = reinterpret_cast<const uint4*>(x)[i];
   }
   __syncthreads();
-  const int cpr = k * 2 / kChunk;  // chunks a row (the launcher checks divisibility)
   int64_t row = c0 / cpr;
   int kc = static_cast<int>(c0 - row * cpr);
   bool partial = kc != 0;  // the row began in the previous warp's range
@@ -196,7 +199,7 @@ __global__ void __launch_bounds__(512)
 }
 
 struct Config {
-  int chunk, slots, warps, ctas_per_sm;
+  int chunk, slots, warps, ctas_per_sm, whole_rows;
 };
 
 template <typename Kernel, typename... Args>
@@ -214,7 +217,7 @@ void LaunchPdl(Kernel kernel, int grid, int threads, int smem, cudaStream_t st, 
   CK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
-using GemvFn = void (*)(const uint8_t*, const __nv_bfloat16*, float*, int, int, int64_t);
+using GemvFn = void (*)(const uint8_t*, const __nv_bfloat16*, float*, int, int, int, int);
 
 GemvFn GemvFor(int chunk) {
   switch (chunk) {
@@ -279,8 +282,9 @@ int main(int argc, char** argv) {
                                {"8B.gate_up", 28672, 4096}, {"8B.down", 4096, 14336},
                                {"1B.qkv", 3072, 2048},      {"1B.o", 2048, 2048},
                                {"1B.gate_up", 16384, 2048}, {"1B.down", 2048, 8192}};
-  const Config configs[] = {{2048, 4, 8, 2}, {2048, 6, 8, 2},  {1024, 8, 8, 2},
-                            {4096, 3, 8, 2}, {2048, 4, 16, 1}, {2048, 8, 8, 1}};
+  const Config configs[] = {{2048, 4, 8, 2, 0}, {2048, 6, 8, 2, 0},  {1024, 8, 8, 2, 0},
+                            {4096, 3, 8, 2, 0}, {2048, 4, 16, 1, 0}, {2048, 8, 8, 1, 0},
+                            {2048, 4, 8, 2, 1}, {2048, 6, 8, 2, 1}};
   const int64_t chain_bytes = int64_t{512} << 20;
   const int chain = 16;
   cudaStream_t st;
@@ -329,8 +333,8 @@ int main(int argc, char** argv) {
     });
     for (const Config& cf : configs) {
       char name[64];
-      std::snprintf(name, sizeof name, "bulk c%d s%d w%d x%d", cf.chunk, cf.slots, cf.warps,
-                    cf.ctas_per_sm);
+      std::snprintf(name, sizeof name, "bulk c%d s%d w%d x%d%s", cf.chunk, cf.slots, cf.warps,
+                    cf.ctas_per_sm, cf.whole_rows ? " rows" : "");
       if ((sh.k * 2) % cf.chunk != 0) {
         std::printf("%s\t%d\t%d\t%.1f\t%s\tskipped: row not a multiple of the chunk\n", sh.name,
                     sh.n, sh.k, w_bytes / 1e6, name);
@@ -347,11 +351,10 @@ int main(int argc, char** argv) {
         continue;
       }
       const int grid = sms * std::min(occ, cf.ctas_per_sm);
-      const int64_t total_chunks = w_bytes / cf.chunk;
       // Correctness: one launch on copy 0 into a zeroed output.
       CK(cudaMemset(out, 0, sh.n * sizeof(float)));
       LaunchPdl(fn, grid, cf.warps * 32, smem, st, static_cast<const uint8_t*>(w),
-                static_cast<const __nv_bfloat16*>(x), out, sh.k, cf.slots, total_chunks);
+                static_cast<const __nv_bfloat16*>(x), out, sh.n, sh.k, cf.slots, cf.whole_rows);
       CK(cudaStreamSynchronize(st));
       std::vector<float> got(sh.n);
       CK(cudaMemcpy(got.data(), out, sh.n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -362,7 +365,7 @@ int main(int argc, char** argv) {
       const double us = ChainUs(st, chain, reps, [&](int i) {
         LaunchPdl(fn, grid, cf.warps * 32, smem, st,
                   static_cast<const uint8_t*>(w + (i % copies) * w_bytes),
-                  static_cast<const __nv_bfloat16*>(x), out, sh.k, cf.slots, total_chunks);
+                  static_cast<const __nv_bfloat16*>(x), out, sh.n, sh.k, cf.slots, cf.whole_rows);
       });
       std::printf("%s\t%d\t%d\t%.1f\t%s\t%d\t%.2f\t%.2f\t%.3f\t%.0f\t%.2e%s\n", sh.name, sh.n, sh.k,
                   w_bytes / 1e6, name, grid, us, stream_us, stream_us / us, w_bytes / us / 1e3,
