@@ -28,7 +28,7 @@ ABSL_FLAG(std::string, routes, "fused,split,workqueue,bucketed-exact,persistent"
 ABSL_FLAG(std::string, configs, "default",
           "kernels: kernel configs (warps, stages), e.g. w4s3,w8s2; default: the worker's default "
           "for each KV dtype (decode::DefaultKernelConfig); auto: decode::ChooseKernelConfig's "
-          "per-step choice (the worker's, whose 16-bit w8s3 for 1-2 row steps is off by default: "
+          "per-step choice (the worker's, with 16-bit w8s3 for 1-2 row steps: "
           "CudaBackendOptions::decode_few_row_w8)");
 ABSL_FLAG(int32_t, wall_iters, 20, "kernels: wall-clock iterations (planning included)");
 ABSL_FLAG(int32_t, min_split, 128, "kernels: the planner's min_split_tokens");

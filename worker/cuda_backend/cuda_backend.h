@@ -136,10 +136,12 @@ struct CudaBackendOptions {
   std::string policy_dir = "policies";
   std::string decode_policy;
   // 16-bit pages: one- and two-row decode steps run the 8-warp, 3-stage attention config
-  // (decode::ChooseKernelConfig; its kernel-level held-out rule passed on the H200,
-  // results/2026-12-05-h200-call20). Off until the end-to-end A/B passes (bench/device/cfg16.sh;
-  // `pkv-bench e2e` variant suffixes "+w8" / "+w4").
-  bool decode_few_row_w8 = false;
+  // (decode::ChooseKernelConfig; head dim <= 128). Its kernel-level held-out rule passed on the
+  // H200 (results/2026-12-05-h200-call20) and so did the end-to-end A/B (bench/device/cfg16.sh,
+  // results/2026-12-06-h200-call22: 8B B=1 -1.2% in both rounds, no line slower); `pkv-bench
+  // e2e` variant suffixes "+w8" / "+w4" compare the two. A GPU whose SM cannot hold the 8-warp
+  // ring skips it (DecodeAttention::Create).
+  bool decode_few_row_w8 = true;
 };
 
 // Host-side timing of the last Step(), in microseconds.
