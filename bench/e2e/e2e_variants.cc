@@ -31,6 +31,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // (DecodePolicyOptions::few_row_w8; the default when neither).
     if (absl::ConsumeSuffix(&name, "+w8")) v.few_row_w8 = true;
     if (absl::ConsumeSuffix(&name, "+w4")) v.few_row_w8 = false;
+    // "<variant>+bulk": one-token gate/up and down on the bulk-copy GEMV (fused_gemv_bulk).
+    if (absl::ConsumeSuffix(&name, "+bulk")) v.gemv_bulk = true;
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
                           absl::SimpleAtoi(pf, &v.prefetch_steps) && v.prefetch_steps > 0;
@@ -66,7 +68,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+w8\" or \"+w4\", then \"+waves\", then optionally "
+          "det-fast; any of them + \"+bulk\", then \"+w8\" or \"+w4\", then \"+waves\", then "
+          "optionally "
           "\"+noattn\", \"+compact\", \"+overlap\" in that order"));
     }
     out.push_back(v);
@@ -89,6 +92,7 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetPdl(v.pdl);
   b->SetWorkqueueBalanced(!v.workqueue_waves);
   b->SetFewRowW8(v.few_row_w8);
+  b->SetFusedGemvBulk(v.gemv_bulk);
   b->SetSkipAttentionForTiming(v.skip_attention);
   b->SetFusedPrefetchSteps(v.prefetch_steps);
   b->SetFusedPrenormMinTokens(v.prenorm_min_tokens);

@@ -16,6 +16,7 @@
 //   pkv-bench gemv [--dtype bf16|fp16] [--tokens 1,2,4,8] [--iters 200] [--out FILE.tsv]
 //                  [--x_stage_max_bytes -1|0|N] [--prefetch_steps 0|N]
 //                  [--stage_x auto|always|never] [--input plain|rmsnorm] [--parts 0|1..4]
+//                  [--bulk]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -48,6 +49,10 @@ ABSL_FLAG(
 ABSL_FLAG(int32_t, prefetch_steps, 0,
           "gemv: GemvArgs::prefetch_steps of every launch (L2 prefetch of later units before the "
           "PDL wait and of each next item's first batch; 0: none)");
+
+ABSL_FLAG(bool, bulk, false,
+          "gemv: GemvArgs::bulk on every launch (one-token dense launches take the bulk-copy "
+          "kernel, gemv_bulk.cuh)");
 
 ABSL_FLAG(std::string, stage_x, "auto",
           "gemv: x staging (gemv.h GemvStageX): auto (ChooseGemvStageX), always (when it fits), "
@@ -270,6 +275,7 @@ absl::Status Run() {
         a.tokens = t;
         a.prefetch_steps = absl::GetFlag(FLAGS_prefetch_steps);
         a.stage_x = stage_x;
+        a.bulk = absl::GetFlag(FLAGS_bulk);
         for (int w = 0; w < 3; ++w) PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, stream));  // warm-up
         PKV_ASSIGN_OR_RETURN(std::vector<double> us,
                              timer->Time(
@@ -289,6 +295,7 @@ absl::Status Run() {
                     ai.pdl = pdl;
                     ai.prefetch_steps = a.prefetch_steps;
                     ai.stage_x = a.stage_x;
+                    ai.bulk = a.bulk;
                     PKV_RETURN_IF_ERROR(gpu::LaunchGemv(ai, stream));
                   }
                   return absl::OkStatus();

@@ -104,6 +104,10 @@ struct GemvArgs {
   // the plan's budget (gemv_plan.h), kNever: x read per step.
   GemvStageX stage_x = GemvStageX::kAuto;
   int32_t prefetch_steps = 0;  // K units per warp prefetched to L2 before the dependency wait
+  // One-token launches of dense weights stream them through per-warp bulk-copy rings
+  // (gemv_bulk.cuh; sm_90 code: ask only where PdlUsable) when the row is whole 2 KB chunks;
+  // others run the register-batch kernel. Sums in another fp32 order than that kernel's.
+  bool bulk = false;
 };
 
 // The shared-memory bytes of x a launch of `a` stages per CTA: GemvStageBytes when they fit the

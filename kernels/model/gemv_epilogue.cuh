@@ -1,5 +1,5 @@
 // The epilogues of the fused GEMV (gemv.h: GemvEpilogue) on a tile's fp32 sums in shared
-// memory; included by gemv_kernel.cuh only.
+// memory; included by gemv_kernel.cuh and gemv_bulk.cuh only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,6 +20,22 @@ struct Smem {
   float inv[kGemvMaxTokens];                // kRmsNorm: 1 / rms of each token
   int last;                                 // split tiles: this CTA finishes the tile
 };
+
+// kRmsNorm: 1 / rms of each token from the partial sums of squares, added in a fixed order.
+__device__ __forceinline__ void ComputeInv(const GemvArgs& a, Smem& sm) {
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    for (int t = 0; t < a.tokens; ++t) {
+      float s = 0.f;
+      for (int32_t j = lane; j < a.num_sum_sq_parts; j += 32) {
+        s += __ldcg(a.sum_sq_parts + int64_t{j} * kGemvMaxTokens + t);
+      }
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) sm.inv[t] = rsqrtf(s / static_cast<float>(a.plan.k) + a.eps);
+    }
+  }
+  __syncthreads();
+}
 
 template <typename T>
 __device__ __forceinline__ void StoreEpilogue(const GemvArgs& a, const Smem& sm, int32_t tile) {

@@ -34,6 +34,7 @@
 #include "kernels/common/pdl.cuh"
 #include "kernels/decode/device_util.cuh"
 #include "kernels/model/gemv.h"
+#include "kernels/model/gemv_bulk.cuh"
 #include "kernels/model/gemv_epilogue.cuh"
 #include "kernels/model/gemv_plan.h"
 #include "kernels/model/gemv_weights.cuh"
@@ -204,22 +205,6 @@ __device__ __forceinline__ void ComputeUnit(const X& x, int32_t unit, const uint
                  XAs<typename X::Word, M>(x.AtStep(step)));
     }
   }
-}
-
-// kRmsNorm: 1 / rms of each token from the partial sums of squares, added in a fixed order.
-__device__ __forceinline__ void ComputeInv(const GemvArgs& a, Smem& sm) {
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    for (int t = 0; t < a.tokens; ++t) {
-      float s = 0.f;
-      for (int32_t j = lane; j < a.num_sum_sq_parts; j += 32) {
-        s += __ldcg(a.sum_sq_parts + int64_t{j} * kGemvMaxTokens + t);
-      }
-      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      if (lane == 0) sm.inv[t] = rsqrtf(s / static_cast<float>(a.plan.k) + a.eps);
-    }
-  }
-  __syncthreads();
 }
 
 // W::kRowScale: the float scale of the row of `slot` (per tensor: scale 0).
@@ -465,6 +450,12 @@ absl::Status WithGemvKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
 // each: their deep plans occur only on small models, where the staged x they use matters more.
 template <typename T, typename W>
 absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
+  if constexpr (W::kFormat == GemvWeightFormat::kDense) {
+    if (a.bulk) {  // one-token dense launches that fit: the bulk-copy kernel (gemv_bulk.cuh)
+      const int32_t bulk_grid = BulkGrid(a);
+      if (BulkFits(a, bulk_grid)) return LaunchGemvBulk<T>(a, bulk_grid, stream);
+    }
+  }
   const dim3 grid(a.plan.grid), block(kThreads);
   const int64_t stage_bytes = StagedXBytes(a);
   auto launch = [&](auto kernel) {

@@ -45,6 +45,7 @@ struct ModelCase {
   bool tuned = false;     // CudaBackendOptions::gemm_autotune
   int32_t prenorm = 0;    // CudaBackendOptions::fused_prenorm_min_tokens
   bool w8 = false;        // CudaBackendOptions::decode_few_row_w8
+  bool bulk = false;      // CudaBackendOptions::fused_gemv_bulk
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
@@ -53,7 +54,7 @@ std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
                   (info.param.fused ? "_fused" : "") + (info.param.pdl ? "_pdl" : "") +
                   (info.param.tuned ? "_tuned" : "") +
                   (info.param.prenorm > 0 ? "_prenorm" + std::to_string(info.param.prenorm) : "") +
-                  (info.param.w8 ? "_w8" : "");
+                  (info.param.w8 ? "_w8" : "") + (info.param.bulk ? "_bulk" : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -92,6 +93,7 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.gemm_autotune = mc.tuned;
     o.fused_prenorm_min_tokens = mc.prenorm;
     o.decode_few_row_w8 = mc.w8;
+    o.fused_gemv_bulk = mc.bulk;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
@@ -439,7 +441,10 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"qwen2-d64", DType::kBF16, "auto", false, true, true, false, 1},
         // 16-bit w8s3 for 1-2 row steps, at head dim 128 and 64
         ModelCase{"qwen3-d128", DType::kF16, "auto", false, true, true, false, 0, true},
-        ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 0, true}),
+        ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 0, true},
+        // One-token gate/up and down on the bulk-copy GEMV (normalized and plain input)
+        ModelCase{"llama-wide", DType::kBF16, "auto", false, true, true, false, 0, true, true},
+        ModelCase{"llama-wide", DType::kF16, "auto", false, true, true, false, 1, true, true}),
     CaseName);
 
 }  // namespace

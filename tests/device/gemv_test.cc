@@ -317,6 +317,101 @@ TEST_P(GemvTest, ChainedLaunchesUnderPdl) {
   cudaStreamDestroy(stream);
 }
 
+// GemvArgs::bulk (gemv_bulk.cuh): one-token dense launches through the bulk-copy kernel, against
+// the same references: stores (plain and normalized input, a masked last tile, several tiles a
+// CTA), the SiLU pair epilogue, and the residual with its sums of squares; two tokens and a k
+// that is not whole 2 KB chunks fall back to the register-batch kernel with the same results.
+TEST_P(GemvTest, BulkOneTokenMatchesReference) {
+  if (GetParam().format != gpu::GemvWeightFormat::kDense) GTEST_SKIP() << "dense weights only";
+  absl::StatusOr<bool> pdl = gpu::PdlUsable(0);
+  ASSERT_TRUE(pdl.ok()) << pdl.status();
+  if (!*pdl) GTEST_SKIP() << "bulk copies need sm_90 code";
+  const gpu::GemvDevice dev = RealDevice(GetParam());
+  struct Shape {
+    int32_t n, k, tokens;
+  };
+  for (const Shape& sh : std::vector<Shape>{
+           {1000, 4096, 1}, {28672, 4096, 1}, {300, 14336, 1}, {512, 1024, 2}, {96, 1536, 1}}) {
+    for (bool rms : {false, true}) {
+      const Problem p = MakeProblem(GetParam(), sh.n, K(sh.k), sh.tokens, rms, &rng_);
+      DeviceProblem d = Stage(p, 16, dev);
+      d.args.bulk = true;
+      d.args.pdl = *pdl;
+      const int64_t out_bytes = int64_t{p.tokens} * p.n * 2;
+      DeviceBuffer y = Poisoned(out_bytes + 64);
+      d.args.y = y.get();
+      const std::string what = What(p, d.args, "bulk store");
+      ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      const std::vector<uint8_t> got = Download<uint8_t>(y, out_bytes + 64);
+      for (int i = 0; i < 64; ++i) ASSERT_EQ(got[out_bytes + i], 0xff) << what << ": overrun";
+      EXPECT_EQ(CheckStore(p, got, /*f32=*/false, what), 0) << what;
+    }
+  }
+  {  // SiLU pairs: gate row j and up row inter + j in one warp
+    constexpr int32_t kInter = 1536;
+    const Problem p = MakeProblem(GetParam(), 2 * kInter, K(2048), 1, /*rmsnorm=*/true, &rng_);
+    DeviceProblem d = Stage(p, 2 * kInter, dev);
+    DeviceBuffer act = Poisoned(int64_t{kInter} * 2);
+    d.args.epilogue = gpu::GemvEpilogue::kSiluMul;
+    d.args.act = act.get();
+    d.args.bulk = true;
+    const std::string what = What(p, d.args, "bulk silu");
+    ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    const std::vector<uint16_t> got = Download<uint16_t>(act, kInter);
+    int bad = 0;
+    for (int32_t j = 0; j < kInter; ++j) {
+      double mg, mu;
+      const double g = p.Ref(0, j, &mg), u = p.Ref(0, kInter + j, &mu);
+      const double want = g / (1 + std::exp(-g)) * u;
+      const double tol = 4e-3 * (mg * std::abs(u) * 1.1 + mu * std::abs(g)) +
+                         2 * Ulp16(want, bf16()) + Ulp16(g, bf16()) * std::abs(u) * 1.1 +
+                         Ulp16(u, bf16()) * std::abs(g);
+      const float v = From16(got[j], bf16());
+      if (!(std::abs(v - want) <= tol) && bad++ < 3) {
+        ADD_FAILURE() << what << " j=" << j << " got " << v << " want " << want;
+      }
+    }
+    EXPECT_EQ(bad, 0) << what;
+  }
+  {  // residual += y, and each tile's sum of squares of the new residual
+    constexpr int32_t kN = 4096;
+    const Problem p = MakeProblem(GetParam(), kN, K(14336), 1, /*rmsnorm=*/false, &rng_);
+    DeviceProblem d = Stage(p, 16, dev);
+    std::uniform_real_distribution<float> u(-2.f, 2.f);
+    std::vector<float> x0(kN);
+    for (float& v : x0) v = u(rng_);
+    DeviceBuffer res = Upload(x0), ss = Poisoned(int64_t{kN / 16} * 8 * 4);
+    d.args.epilogue = gpu::GemvEpilogue::kResidual;
+    d.args.residual = static_cast<float*>(res.get());
+    d.args.sum_sq_out = static_cast<float*>(ss.get());
+    d.args.bulk = true;
+    const std::string what = What(p, d.args, "bulk residual");
+    ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    const std::vector<float> x1 = Download<float>(res, kN);
+    const std::vector<float> got_ss = Download<float>(ss, int64_t{kN / 16} * 8);
+    int bad = 0;
+    for (int32_t r = 0; r < kN; ++r) {
+      double mag;
+      const double y = p.Ref(0, r, &mag);
+      if (!(std::abs(x1[r] - (x0[r] + y)) <= 4e-3 * mag + Ulp16(y, bf16()) + 1e-5) && bad++ < 3) {
+        ADD_FAILURE() << what << " row=" << r << " got " << x1[r] << " want " << x0[r] + y;
+      }
+    }
+    for (int32_t tile = 0; tile < kN / 16; ++tile) {
+      double s = 0;
+      for (int32_t r = 0; r < 16; ++r) s += double(x1[tile * 16 + r]) * x1[tile * 16 + r];
+      if (!(std::abs(got_ss[tile * 8] - s) <= 1e-5 * s + 1e-6) && bad++ < 3) {
+        ADD_FAILURE() << what << " sum_sq tile " << tile << " got " << got_ss[tile * 8] << " want "
+                      << s;
+      }
+    }
+    EXPECT_EQ(bad, 0) << what;
+  }
+}
+
 TEST_P(GemvTest, RejectsBadArguments) {
   const Problem p = MakeProblem(GetParam(), 64, K(64), 1, false, &rng_);
   DeviceProblem d = Stage(p, 16, gpu::GemvDevice{4, 1});

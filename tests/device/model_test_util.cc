@@ -58,6 +58,13 @@ ModelConfig DeviceTestConfig(const std::string& name) {
     c.num_kv_heads = 1;
     c.attention_bias = true;
     c.rope_theta = 1e6f;
+  } else if (name == "llama-wide") {
+    // Rows of whole 2 KB chunks (k = 1024 and 2048): the bulk-copy GEMV's shapes (gemv_bulk.cuh).
+    c.hidden_size = 1024;
+    c.intermediate_size = 2048;
+    c.num_q_heads = 8;
+    c.num_kv_heads = 2;
+    c.head_dim = 128;
   }
   return c;
 }

@@ -17,7 +17,8 @@
 namespace pkv::testing {
 
 // Test shapes with tensor-core head dims: "llama-d64" (GQA 4:2, llama3 rope scaling, untied),
-// "qwen3-d128" (qk norm, q/k/v/o bias, G = 4, tied), "qwen2-d64" (q/k/v bias, G = 3).
+// "qwen3-d128" (qk norm, q/k/v/o bias, G = 4, tied), "qwen2-d64" (q/k/v bias, G = 3),
+// "llama-wide" (hidden 1024, intermediate 2048, head dim 128: the bulk-copy GEMV's row sizes).
 ModelConfig DeviceTestConfig(const std::string& name);
 
 // Writes config.json, generation_config.json and model.safetensors (dtype) with RandomWeights

@@ -94,6 +94,12 @@ struct CudaBackendOptions {
   // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
+  // One-token fused steps run the dense gate/up and down GEMVs on the bulk-copy kernel
+  // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only). Standalone it streamed
+  // 8B gate/up 4.4% and down 7.0% faster than the register-batch kernel on the H200
+  // (results/2026-12-06-h200-call22); off until its device test and an e2e A/B pass (`pkv-bench
+  // e2e` variant suffix "+bulk").
+  bool fused_gemv_bulk = false;
   // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
   // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)
   // instead of normalizing inside every GEMV step or staging x per CTA. On the H200 a
@@ -211,6 +217,7 @@ class CudaModelBackend : public ModelBackend {
   // critical path by its absence.
   void SetSkipAttentionForTiming(bool skip);
   void SetFusedPrefetchSteps(int32_t steps);
+  void SetFusedGemvBulk(bool on);                 // CudaBackendOptions::fused_gemv_bulk
   void SetFusedPrenormMinTokens(int32_t tokens);  // CudaBackendOptions::fused_prenorm_min_tokens
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.
   absl::Status SetGemmAutotune(bool enabled);

@@ -111,10 +111,12 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   PKV_RETURN_IF_ERROR(SetFusedInput(s, w.post_norm, ss_attn, p.residual_parts, &a));
   a.epilogue = gpu::GemvEpilogue::kSiluMul;
   a.act = b.act();
+  a.bulk = f_.gemv_bulk;
   PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));
 
   a = GemvBase(p_, f_, p.down, w.down, s.tokens);  // x += down(act); the last layer: delta
   a.x = b.act();
+  a.bulk = f_.gemv_bulk;
   if (last) {
     a.epilogue = gpu::GemvEpilogue::kStore;
     a.y = b.delta();
