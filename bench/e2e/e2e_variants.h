@@ -49,7 +49,7 @@ struct Variant {
   bool few_row_w8 = CudaBackendOptions{}.decode_few_row_w8;
   bool gemv_bulk =
       CudaBackendOptions{}.fused_gemv_bulk;  // "+bulk": CudaBackendOptions::fused_gemv_bulk
-  bool overlap = false;         // "+overlap": steps pipelined (RunDecode's overlap)
+  bool overlap = false;                      // "+overlap": steps pipelined (RunDecode's overlap)
   bool compact_pages = false;   // "+compact": pages in order from 0 (RunDecode's compact_pages)
   bool skip_attention = false;  // "+noattn": no attention launched (timing knockout)
 };

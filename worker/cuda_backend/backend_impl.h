@@ -142,8 +142,8 @@ class CudaModelBackend::Impl {
   bool UsePdl() const { return options_.pdl && fused_.pdl_usable(); }
   bool UsePdlAttention(const DeviceStep& s) const;
   bool UseGemvBulk(const DeviceStep& s) const;  // CudaBackendOptions::fused_gemv_bulk applies
-  bool UsePrenorm(const DeviceStep& s) const;  // fused_prenorm_min_tokens
-  int32_t PrenormMinTokens() const;            // the option, auto resolved for the weights
+  bool UsePrenorm(const DeviceStep& s) const;   // fused_prenorm_min_tokens
+  int32_t PrenormMinTokens() const;             // the option, auto resolved for the weights
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
 
