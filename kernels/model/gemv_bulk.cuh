@@ -58,14 +58,11 @@ inline int64_t BulkSmemBytes(int32_t k, int32_t tiles_per_cta) {
   return BulkSumOffset(k) + int64_t{tiles_per_cta} * kGemvTileRows * 4;
 }
 
-// CTAs of a bulk launch: kBulkCtasPerSm a streaming multiprocessor, at most one a tile.
+// CTAs of a bulk launch: kBulkCtasPerSm a streaming multiprocessor of the plan's device, at
+// most one a tile.
 inline int32_t BulkGrid(const GemvArgs& a) {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    return 0;  // BulkFits says no: the register-batch kernel runs
-  }
-  return a.plan.tiles < sms * kBulkCtasPerSm ? a.plan.tiles : sms * kBulkCtasPerSm;
+  const int32_t slots = a.plan.num_sms * kBulkCtasPerSm;
+  return a.plan.tiles < slots ? a.plan.tiles : slots;
 }
 
 // Whether a launch of `a` can take the bulk kernel: asked for, one token, dense weights, rows of
@@ -248,36 +245,63 @@ __global__ void __launch_bounds__(kBulkThreads, kBulkCtasPerSm) GemvBulkKernel(c
   }
 }
 
-// Launches the bulk kernel for (a.input, a.epilogue) on `grid` CTAs. REQUIRES: BulkFits(a, grid).
+// Calls fn(kernel) with the bulk kernel of (in, ep).
+template <typename T, typename Fn>
+absl::Status WithBulkKernel(GemvInput in, GemvEpilogue ep, Fn&& fn) {
+  using In = GemvInput;
+  using Ep = GemvEpilogue;
+  const bool rms = in == In::kRmsNorm;
+  switch (ep) {
+    case Ep::kStore:
+      return rms ? fn(GemvBulkKernel<T, In::kRmsNorm, Ep::kStore>)
+                 : fn(GemvBulkKernel<T, In::kPlain, Ep::kStore>);
+    case Ep::kResidual:
+      return rms ? fn(GemvBulkKernel<T, In::kRmsNorm, Ep::kResidual>)
+                 : fn(GemvBulkKernel<T, In::kPlain, Ep::kResidual>);
+    case Ep::kRopeKv:
+      return rms ? fn(GemvBulkKernel<T, In::kRmsNorm, Ep::kRopeKv>)
+                 : fn(GemvBulkKernel<T, In::kPlain, Ep::kRopeKv>);
+    case Ep::kSiluMul:
+      return rms ? fn(GemvBulkKernel<T, In::kRmsNorm, Ep::kSiluMul>)
+                 : fn(GemvBulkKernel<T, In::kPlain, Ep::kSiluMul>);
+  }
+  return absl::InvalidArgumentError("gemv: unknown epilogue for the bulk kernel");
+}
+
+// Lets every bulk kernel of T take up to kBulkMaxCtaSmem of dynamic shared memory (less where
+// the device's opt-in maximum `optin` is smaller) on the current device: once per device, from
+// QueryGemvDevice, not per launch.
+template <typename T>
+absl::Status AllowBulkSmem(int optin) {
+  auto allow = [&](auto kernel) -> absl::Status {
+    cudaFuncAttributes attr;
+    PKV_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, kernel));
+    const int most = optin - static_cast<int>(attr.sharedSizeBytes);
+    PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  most < kBulkMaxCtaSmem ? most : kBulkMaxCtaSmem));
+    return absl::OkStatus();
+  };
+  for (GemvInput in : {GemvInput::kPlain, GemvInput::kRmsNorm}) {
+    for (GemvEpilogue ep : {GemvEpilogue::kStore, GemvEpilogue::kResidual, GemvEpilogue::kRopeKv,
+                            GemvEpilogue::kSiluMul}) {
+      PKV_RETURN_IF_ERROR(WithBulkKernel<T>(in, ep, allow));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Launches the bulk kernel for (a.input, a.epilogue) on `grid` CTAs. REQUIRES: BulkFits(a, grid)
+// and AllowBulkSmem on this device (QueryGemvDevice of the dense format did it).
 template <typename T>
 absl::Status LaunchGemvBulk(const GemvArgs& a, int32_t grid, cudaStream_t stream) {
   const int32_t tiles_per_cta = (a.plan.tiles + grid - 1) / grid;
-  const int64_t smem = BulkSmemBytes(a.plan.k, tiles_per_cta);
-  auto launch = [&](auto kernel) -> absl::Status {
-    PKV_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    return CudaStatus(LaunchMaybePdl(kernel, dim3(grid), dim3(kBulkThreads),
-                                     static_cast<size_t>(smem), stream, a.pdl, a),
-                      "GemvBulkKernel");
-  };
-  using In = GemvInput;
-  using Ep = GemvEpilogue;
-  const bool rms = a.input == In::kRmsNorm;
-  switch (a.epilogue) {
-    case Ep::kStore:
-      return rms ? launch(GemvBulkKernel<T, In::kRmsNorm, Ep::kStore>)
-                 : launch(GemvBulkKernel<T, In::kPlain, Ep::kStore>);
-    case Ep::kResidual:
-      return rms ? launch(GemvBulkKernel<T, In::kRmsNorm, Ep::kResidual>)
-                 : launch(GemvBulkKernel<T, In::kPlain, Ep::kResidual>);
-    case Ep::kRopeKv:
-      return rms ? launch(GemvBulkKernel<T, In::kRmsNorm, Ep::kRopeKv>)
-                 : launch(GemvBulkKernel<T, In::kPlain, Ep::kRopeKv>);
-    case Ep::kSiluMul:
-      return rms ? launch(GemvBulkKernel<T, In::kRmsNorm, Ep::kSiluMul>)
-                 : launch(GemvBulkKernel<T, In::kPlain, Ep::kSiluMul>);
-  }
-  return absl::InvalidArgumentError("gemv: unknown epilogue for the bulk kernel");
+  const size_t smem = static_cast<size_t>(BulkSmemBytes(a.plan.k, tiles_per_cta));
+  return WithBulkKernel<T>(a.input, a.epilogue, [&](auto kernel) {
+    return CudaStatus(
+        LaunchMaybePdl(kernel, dim3(grid), dim3(kBulkThreads), smem, stream, a.pdl, a),
+        "GemvBulkKernel");
+  });
 }
 
 }  // namespace pkv::gpu::gemv

@@ -481,7 +481,7 @@ absl::Status LaunchGemvTyped(const GemvArgs& a, cudaStream_t stream) {
 // The least resident-CTAs-per-SM over the instantiations of (T, W) (they differ in registers),
 // and the largest static shared memory among them; lets the staged ones take dynamic shared
 // memory up to `stage_optin` (the device's opt-in maximum per CTA, static memory included) on
-// the current device.
+// the current device, and for dense weights the bulk kernels theirs (AllowBulkSmem).
 template <typename T, typename W>
 absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
   int least = 1 << 30, most_static = 0;
@@ -515,6 +515,8 @@ absl::Status GemvCtasPerSm(int stage_optin, int* ctas, int* static_smem) {
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, false>(in, ep, query)));
     PKV_RETURN_IF_ERROR((WithGemvKernel<T, W, true>(in, ep, query_staged)));
   }
+  if constexpr (W::kFormat == GemvWeightFormat::kDense)
+    PKV_RETURN_IF_ERROR(AllowBulkSmem<T>(stage_optin));
   *ctas = least;
   *static_smem = most_static;
   return absl::OkStatus();

@@ -59,6 +59,7 @@ absl::StatusOr<GemvPlan> PlanGemv(int32_t n, int32_t k, int32_t group_rows, cons
   p.items = p.tiles * p.parts;
   p.grid = static_cast<int32_t>(std::min<int64_t>(p.items, int64_t{d.num_sms} * d.ctas_per_sm));
   p.x_stage_max_bytes = std::max(0, d.x_stage_max_bytes);
+  p.num_sms = d.num_sms;
   p.deep = ChooseGemvDeepBatch(format, p.items, d.num_sms);
   p.group_tiles = decode::FastDivmod::Make(static_cast<uint32_t>(group_rows / kGemvTileRows));
   return p;

@@ -139,6 +139,7 @@ struct GemvPlan {
   int32_t items = 0;              // tiles * parts
   int32_t grid = 0;               // CTAs: min(items, num_sms * ctas_per_sm)
   int32_t x_stage_max_bytes = 0;  // GemvDevice::x_stage_max_bytes
+  int32_t num_sms = 0;            // GemvDevice::num_sms (the bulk kernel's grid, gemv_bulk.cuh)
   // Deep batches (ChooseGemvDeepBatch): a warp keeps kGemvDeepBatchUnits units of loads in
   // flight instead of 4, in the kernels a launch of this plan can use them in (gemv_kernel.cuh).
   bool deep = false;
