@@ -25,6 +25,60 @@
 namespace pkv::gemv_test {
 namespace {
 
+// kSiluMul's output act[t][j] of `p` (rows 0..inter-1 gate, inter.. up) against silu(g) * u of the
+// references, within the input rounding and the two 16-bit roundings of gate and up, through
+// silu' <= 1.1. Returns the mismatches (the first three reported).
+int CheckSiluMul(const Problem& p, const std::vector<uint16_t>& got, int32_t inter,
+                 const std::string& what) {
+  int bad = 0;
+  for (int32_t t = 0; t < p.tokens; ++t) {
+    for (int32_t j = 0; j < inter; ++j) {
+      double mg, mu;
+      const double g = p.Ref(t, j, &mg), u = p.Ref(t, inter + j, &mu);
+      const double want = g / (1 + std::exp(-g)) * u;
+      const double tol = 4e-3 * (mg * std::abs(u) * 1.1 + mu * std::abs(g)) +
+                         2 * Ulp16(want, p.bf16) + Ulp16(g, p.bf16) * std::abs(u) * 1.1 +
+                         Ulp16(u, p.bf16) * std::abs(g);
+      const float v = From16(got[int64_t{t} * inter + j], p.bf16);
+      if (!(std::abs(v - want) <= tol) && bad++ < 3) {
+        ADD_FAILURE() << what << " t=" << t << " j=" << j << " got " << v << " want " << want;
+      }
+    }
+  }
+  return bad;
+}
+
+// kResidual: the new residual x1 = x0 + y (+ bias) of `p` and each 16-row tile's sum of squares
+// of x1 (sum_sq [tile][8]). Returns the mismatches (the first three reported).
+int CheckResidual(const Problem& p, const std::vector<float>& x0, const float* bias,
+                  const std::vector<float>& x1, const std::vector<float>& sum_sq,
+                  const std::string& what) {
+  const int32_t n = p.n;
+  int bad = 0;
+  for (int32_t t = 0; t < p.tokens; ++t) {
+    for (int32_t r = 0; r < n; ++r) {
+      double mag;
+      const double y = p.Ref(t, r, &mag);
+      const int64_t i = int64_t{t} * n + r;
+      const double want = x0[i] + y + (bias != nullptr ? bias[r] : 0.f);
+      if (!(std::abs(x1[i] - want) <= 4e-3 * mag + Ulp16(y, p.bf16) + 1e-5) && bad++ < 3) {
+        ADD_FAILURE() << what << " t=" << t << " row=" << r << " got " << x1[i] << " want " << want;
+      }
+    }
+    for (int32_t tile = 0; tile < n / 16; ++tile) {  // from the kernel's own new residual
+      double s = 0;
+      for (int32_t r = 0; r < 16; ++r)
+        s += double(x1[int64_t{t} * n + tile * 16 + r]) * x1[int64_t{t} * n + tile * 16 + r];
+      const float g = sum_sq[tile * 8 + t];
+      if (!(std::abs(g - s) <= 1e-5 * s + 1e-6) && bad++ < 3) {
+        ADD_FAILURE() << what << " sum_sq tile " << tile << " t=" << t << " got " << g << " want "
+                      << s;
+      }
+    }
+  }
+  return bad;
+}
+
 class GemvTest : public ::testing::TestWithParam<GemvCase> {
  protected:
   bool bf16() const { return GetParam().bf16; }
@@ -86,30 +140,9 @@ TEST_P(GemvTest, ResidualAddAndSumsOfSquares) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
       const std::vector<float> x1 = Download<float>(res, x0.size());
       const std::vector<float> got_ss = Download<float>(ss, int64_t{n / 16} * 8);
-      int bad = 0;
-      for (int32_t t = 0; t < tokens; ++t) {
-        for (int32_t r = 0; r < n; ++r) {
-          double mag;
-          const double y = p.Ref(t, r, &mag);
-          const int64_t i = int64_t{t} * n + r;
-          const double want = x0[i] + y + (d.args.bias != nullptr ? bias[r] : 0.f);
-          if (!(std::abs(x1[i] - want) <= 4e-3 * mag + Ulp16(y, bf16()) + 1e-5) && bad++ < 3) {
-            ADD_FAILURE() << what << " t=" << t << " row=" << r << " got " << x1[i] << " want "
-                          << want;
-          }
-        }
-        for (int32_t tile = 0; tile < n / 16; ++tile) {  // from the kernel's own new residual
-          double s = 0;
-          for (int32_t r = 0; r < 16; ++r)
-            s += double(x1[int64_t{t} * n + tile * 16 + r]) * x1[int64_t{t} * n + tile * 16 + r];
-          const float g = got_ss[tile * 8 + t];
-          if (!(std::abs(g - s) <= 1e-5 * s + 1e-6) && bad++ < 3) {
-            ADD_FAILURE() << what << " sum_sq tile " << tile << " t=" << t << " got " << g
-                          << " want " << s;
-          }
-        }
-      }
-      EXPECT_EQ(bad, 0) << what;
+      EXPECT_EQ(
+          CheckResidual(p, x0, d.args.bias != nullptr ? bias.data() : nullptr, x1, got_ss, what), 0)
+          << what;
       tokens = tokens % gpu::kGemvMaxTokens + 1;
     }
   }
@@ -226,23 +259,7 @@ TEST_P(GemvTest, SiluMulOfGateAndUp) {
       ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
       const std::vector<uint16_t> got = Download<uint16_t>(act, int64_t{tokens} * inter);
-      int bad = 0;
-      for (int32_t t = 0; t < tokens; ++t) {
-        for (int32_t j = 0; j < inter; ++j) {
-          double mg, mu;
-          const double g = p.Ref(t, j, &mg), u = p.Ref(t, inter + j, &mu);
-          const double want = g / (1 + std::exp(-g)) * u;
-          // Input rounding and the two 16-bit roundings of gate and up, through silu' <= 1.1.
-          const double tol = 4e-3 * (mg * std::abs(u) * 1.1 + mu * std::abs(g)) +
-                             2 * Ulp16(want, bf16()) + Ulp16(g, bf16()) * std::abs(u) * 1.1 +
-                             Ulp16(u, bf16()) * std::abs(g);
-          const float v = From16(got[int64_t{t} * inter + j], bf16());
-          if (!(std::abs(v - want) <= tol) && bad++ < 3) {
-            ADD_FAILURE() << what << " t=" << t << " j=" << j << " got " << v << " want " << want;
-          }
-        }
-      }
-      EXPECT_EQ(bad, 0) << what;
+      EXPECT_EQ(CheckSiluMul(p, got, inter, what), 0) << what;
       tokens = tokens % gpu::kGemvMaxTokens + 1;
     }
   }
@@ -360,20 +377,7 @@ TEST_P(GemvTest, BulkOneTokenMatchesReference) {
     ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
     const std::vector<uint16_t> got = Download<uint16_t>(act, kInter);
-    int bad = 0;
-    for (int32_t j = 0; j < kInter; ++j) {
-      double mg, mu;
-      const double g = p.Ref(0, j, &mg), u = p.Ref(0, kInter + j, &mu);
-      const double want = g / (1 + std::exp(-g)) * u;
-      const double tol = 4e-3 * (mg * std::abs(u) * 1.1 + mu * std::abs(g)) +
-                         2 * Ulp16(want, bf16()) + Ulp16(g, bf16()) * std::abs(u) * 1.1 +
-                         Ulp16(u, bf16()) * std::abs(g);
-      const float v = From16(got[j], bf16());
-      if (!(std::abs(v - want) <= tol) && bad++ < 3) {
-        ADD_FAILURE() << what << " j=" << j << " got " << v << " want " << want;
-      }
-    }
-    EXPECT_EQ(bad, 0) << what;
+    EXPECT_EQ(CheckSiluMul(p, got, kInter, what), 0) << what;
   }
   {  // residual += y, and each tile's sum of squares of the new residual
     constexpr int32_t kN = 4096;
@@ -392,23 +396,7 @@ TEST_P(GemvTest, BulkOneTokenMatchesReference) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
     const std::vector<float> x1 = Download<float>(res, kN);
     const std::vector<float> got_ss = Download<float>(ss, int64_t{kN / 16} * 8);
-    int bad = 0;
-    for (int32_t r = 0; r < kN; ++r) {
-      double mag;
-      const double y = p.Ref(0, r, &mag);
-      if (!(std::abs(x1[r] - (x0[r] + y)) <= 4e-3 * mag + Ulp16(y, bf16()) + 1e-5) && bad++ < 3) {
-        ADD_FAILURE() << what << " row=" << r << " got " << x1[r] << " want " << x0[r] + y;
-      }
-    }
-    for (int32_t tile = 0; tile < kN / 16; ++tile) {
-      double s = 0;
-      for (int32_t r = 0; r < 16; ++r) s += double(x1[tile * 16 + r]) * x1[tile * 16 + r];
-      if (!(std::abs(got_ss[tile * 8] - s) <= 1e-5 * s + 1e-6) && bad++ < 3) {
-        ADD_FAILURE() << what << " sum_sq tile " << tile << " got " << got_ss[tile * 8] << " want "
-                      << s;
-      }
-    }
-    EXPECT_EQ(bad, 0) << what;
+    EXPECT_EQ(CheckResidual(p, x0, nullptr, x1, got_ss, what), 0) << what;
   }
 }
 
