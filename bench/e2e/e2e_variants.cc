@@ -9,6 +9,35 @@
 
 namespace pkv::bench {
 
+namespace {
+
+// "" (gate/up and down) or ":" and '.'-separated projection names, as FusedBulk bits.
+absl::StatusOr<uint32_t> ParseBulkProjections(absl::string_view spec) {
+  if (spec.empty()) return kBulkGateUp | kBulkDown;
+  uint32_t bits = 0;
+  if (absl::ConsumePrefix(&spec, ":")) {
+    for (absl::string_view p : absl::StrSplit(spec, '.')) {
+      const uint32_t bit = p == "qkv"      ? kBulkQkv
+                           : p == "o"      ? kBulkO
+                           : p == "gateup" ? kBulkGateUp
+                           : p == "down"   ? kBulkDown
+                                           : 0u;
+      if (bit == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown projection '", p, "' after +bulk:; known: qkv, o, gateup, down"));
+      }
+      bits |= bit;
+    }
+  }
+  if (bits == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'+bulk", spec, "': expected +bulk or +bulk:P.P.. (qkv, o, gateup, down)"));
+  }
+  return bits;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
   std::vector<Variant> out;
   for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
@@ -31,8 +60,14 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // (DecodePolicyOptions::few_row_w8; the default when neither).
     if (absl::ConsumeSuffix(&name, "+w8")) v.few_row_w8 = true;
     if (absl::ConsumeSuffix(&name, "+w4")) v.few_row_w8 = false;
-    // "<variant>+bulk": one-token gate/up and down on the bulk-copy GEMV (fused_gemv_bulk).
-    if (absl::ConsumeSuffix(&name, "+bulk")) v.gemv_bulk = true;
+    // "<variant>+bulk": one-token gate/up and down on the bulk-copy GEMV (fused_gemv_bulk);
+    // "<variant>+bulk:o.down": the projections named (qkv, o, gateup, down).
+    if (const size_t at = name.rfind("+bulk"); at != absl::string_view::npos) {
+      absl::StatusOr<uint32_t> bulk = ParseBulkProjections(name.substr(at + 5));
+      if (!bulk.ok()) return bulk.status();
+      v.gemv_bulk = *bulk;
+      name = name.substr(0, at);
+    }
     absl::string_view pf = name;
     const bool prefetch = absl::ConsumePrefix(&pf, "fused+pdl+pf") &&
                           absl::SimpleAtoi(pf, &v.prefetch_steps) && v.prefetch_steps > 0;
@@ -68,7 +103,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+bulk\", then \"+w8\" or \"+w4\", then \"+waves\", then "
+          "det-fast; any of them + \"+bulk\" or \"+bulk:o.down\" (qkv, o, gateup, down), then "
+          "\"+w8\" or \"+w4\", then \"+waves\", then "
           "optionally "
           "\"+noattn\", \"+compact\", \"+overlap\" in that order"));
     }

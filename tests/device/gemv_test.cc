@@ -347,8 +347,13 @@ TEST_P(GemvTest, BulkOneTokenMatchesReference) {
   struct Shape {
     int32_t n, k, tokens;
   };
-  for (const Shape& sh : std::vector<Shape>{
-           {1000, 4096, 1}, {28672, 4096, 1}, {300, 14336, 1}, {512, 1024, 2}, {96, 1536, 1}}) {
+  for (const Shape& sh : std::vector<Shape>{{1000, 4096, 1},
+                                            {28672, 4096, 1},
+                                            {300, 14336, 1},
+                                            {4096, 1024, 1},
+                                            {1024, 2048, 1},
+                                            {512, 1024, 2},
+                                            {96, 1536, 1}}) {
     for (bool rms : {false, true}) {
       const Problem p = MakeProblem(GetParam(), sh.n, K(sh.k), sh.tokens, rms, &rng_);
       DeviceProblem d = Stage(p, 16, dev);
@@ -365,28 +370,29 @@ TEST_P(GemvTest, BulkOneTokenMatchesReference) {
       EXPECT_EQ(CheckStore(p, got, /*f32=*/false, what), 0) << what;
     }
   }
-  {  // SiLU pairs: gate row j and up row inter + j in one warp
-    constexpr int32_t kInter = 1536;
-    const Problem p = MakeProblem(GetParam(), 2 * kInter, K(2048), 1, /*rmsnorm=*/true, &rng_);
-    DeviceProblem d = Stage(p, 2 * kInter, dev);
-    DeviceBuffer act = Poisoned(int64_t{kInter} * 2);
+  // SiLU pairs: gate row j and up row inter + j in one warp (the 8B-like and llama-wide shapes)
+  for (const auto& [inter, k] :
+       std::vector<std::pair<int32_t, int32_t>>{{1536, 2048}, {2048, 1024}}) {
+    const Problem p = MakeProblem(GetParam(), 2 * inter, K(k), 1, /*rmsnorm=*/true, &rng_);
+    DeviceProblem d = Stage(p, 2 * inter, dev);
+    DeviceBuffer act = Poisoned(int64_t{inter} * 2);
     d.args.epilogue = gpu::GemvEpilogue::kSiluMul;
     d.args.act = act.get();
     d.args.bulk = true;
     const std::string what = What(p, d.args, "bulk silu");
     ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-    const std::vector<uint16_t> got = Download<uint16_t>(act, kInter);
-    EXPECT_EQ(CheckSiluMul(p, got, kInter, what), 0) << what;
+    const std::vector<uint16_t> got = Download<uint16_t>(act, inter);
+    EXPECT_EQ(CheckSiluMul(p, got, inter, what), 0) << what;
   }
-  {  // residual += y, and each tile's sum of squares of the new residual
-    constexpr int32_t kN = 4096;
-    const Problem p = MakeProblem(GetParam(), kN, K(14336), 1, /*rmsnorm=*/false, &rng_);
+  // residual += y, and each tile's sum of squares of the new residual (8B down, llama-wide down)
+  for (const auto& [n, k] : std::vector<std::pair<int32_t, int32_t>>{{4096, 14336}, {1024, 2048}}) {
+    const Problem p = MakeProblem(GetParam(), n, K(k), 1, /*rmsnorm=*/false, &rng_);
     DeviceProblem d = Stage(p, 16, dev);
     std::uniform_real_distribution<float> u(-2.f, 2.f);
-    std::vector<float> x0(kN);
+    std::vector<float> x0(n);
     for (float& v : x0) v = u(rng_);
-    DeviceBuffer res = Upload(x0), ss = Poisoned(int64_t{kN / 16} * 8 * 4);
+    DeviceBuffer res = Upload(x0), ss = Poisoned(int64_t{n / 16} * 8 * 4);
     d.args.epilogue = gpu::GemvEpilogue::kResidual;
     d.args.residual = static_cast<float*>(res.get());
     d.args.sum_sq_out = static_cast<float*>(ss.get());
@@ -394,8 +400,8 @@ TEST_P(GemvTest, BulkOneTokenMatchesReference) {
     const std::string what = What(p, d.args, "bulk residual");
     ASSERT_TRUE(gpu::LaunchGemv(d.args, nullptr).ok()) << what;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-    const std::vector<float> x1 = Download<float>(res, kN);
-    const std::vector<float> got_ss = Download<float>(ss, int64_t{kN / 16} * 8);
+    const std::vector<float> x1 = Download<float>(res, n);
+    const std::vector<float> got_ss = Download<float>(ss, int64_t{n / 16} * 8);
     EXPECT_EQ(CheckResidual(p, x0, nullptr, x1, got_ss, what), 0) << what;
   }
 }

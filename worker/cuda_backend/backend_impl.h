@@ -114,7 +114,7 @@ class CudaModelBackend::Impl {
   void SetFewRowW8(bool on) { kv_->SetFewRowW8(on); }
   void SetSkipAttentionForTiming(bool skip) { skip_attention_ = skip; }
   void SetFusedPrefetchSteps(int32_t steps);
-  void SetFusedGemvBulk(bool on) { options_.fused_gemv_bulk = on; }
+  void SetFusedGemvBulk(uint32_t projections) { options_.fused_gemv_bulk = projections; }
   void SetFusedPrenormMinTokens(int32_t tokens);
 
   const ModelConfig& config() const { return config_; }
@@ -141,9 +141,9 @@ class CudaModelBackend::Impl {
   bool UseFused(const DeviceStep& s) const;
   bool UsePdl() const { return options_.pdl && fused_.pdl_usable(); }
   bool UsePdlAttention(const DeviceStep& s) const;
-  bool UseGemvBulk(const DeviceStep& s) const;  // CudaBackendOptions::fused_gemv_bulk applies
-  bool UsePrenorm(const DeviceStep& s) const;   // fused_prenorm_min_tokens
-  int32_t PrenormMinTokens() const;             // the option, auto resolved for the weights
+  uint32_t GemvBulk(const DeviceStep& s) const;  // the FusedBulk projections of this step
+  bool UsePrenorm(const DeviceStep& s) const;    // fused_prenorm_min_tokens
+  int32_t PrenormMinTokens() const;              // the option, auto resolved for the weights
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
 

@@ -94,7 +94,9 @@ absl::Status CudaModelBackend::SetDeterministic(bool enabled, DeterministicForm 
 }
 bool CudaModelBackend::deterministic() const { return impl_->options().deterministic; }
 void CudaModelBackend::SetFusedPrefetchSteps(int32_t steps) { impl_->SetFusedPrefetchSteps(steps); }
-void CudaModelBackend::SetFusedGemvBulk(bool on) { impl_->SetFusedGemvBulk(on); }
+void CudaModelBackend::SetFusedGemvBulk(uint32_t projections) {
+  impl_->SetFusedGemvBulk(projections);
+}
 void CudaModelBackend::SetFusedPrenormMinTokens(int32_t tokens) {
   impl_->SetFusedPrenormMinTokens(tokens);
 }

@@ -43,6 +43,14 @@ namespace pkv {
 // both; predicted 8B B=1 2.1x -> ~1.1x of pdl, prefill 2048 2.6x -> ~1.2-1.5x).
 inline constexpr int32_t kFusedPrenormAuto = -1;  // CudaBackendOptions::fused_prenorm_min_tokens
 
+// Projections of a fused one-token step, as bits of CudaBackendOptions::fused_gemv_bulk.
+enum FusedBulk : uint32_t {
+  kBulkQkv = 1u << 0,
+  kBulkO = 1u << 1,
+  kBulkGateUp = 1u << 2,
+  kBulkDown = 1u << 3,
+};
+
 struct DeterministicForm {
   // Attention rows as split tiles (up to 16 CTAs a q head for a decode row, kv_attention.h)
   // instead of one CTA a q head reading the row whole. On by default since the H200 run of
@@ -94,12 +102,13 @@ struct CudaBackendOptions {
   // With pdl: K steps per warp of its first weight tile each fused GEMV prefetches into L2
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
-  // One-token fused steps run the dense gate/up and down GEMVs on the bulk-copy kernel
+  // The projections (FusedBulk bits) that one-token fused steps run on the bulk-copy GEMV
   // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only). Standalone it streamed
   // 8B gate/up 4.4% and down 7.0% faster than the register-batch kernel on the H200
-  // (results/2026-12-06-h200-call22); off until its device test and an e2e A/B pass (`pkv-bench
-  // e2e` variant suffix "+bulk").
-  bool fused_gemv_bulk = false;
+  // (results/2026-12-06-h200-call22); on the H100 down and o gained, gate/up lost
+  // (results/2026-12-06-h100-call23). Off until its device test and an e2e A/B pass (`pkv-bench
+  // e2e` variant suffix "+bulk" or "+bulk:o.down").
+  uint32_t fused_gemv_bulk = 0;
   // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
   // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)
   // instead of normalizing inside every GEMV step or staging x per CTA. On the H200 a
@@ -217,7 +226,7 @@ class CudaModelBackend : public ModelBackend {
   // critical path by its absence.
   void SetSkipAttentionForTiming(bool skip);
   void SetFusedPrefetchSteps(int32_t steps);
-  void SetFusedGemvBulk(bool on);                 // CudaBackendOptions::fused_gemv_bulk
+  void SetFusedGemvBulk(uint32_t projections);    // CudaBackendOptions::fused_gemv_bulk
   void SetFusedPrenormMinTokens(int32_t tokens);  // CudaBackendOptions::fused_prenorm_min_tokens
   // Turns tuned GEMM algorithms on (tuning first if not done yet: synchronous, seconds) or off.
   absl::Status SetGemmAutotune(bool enabled);

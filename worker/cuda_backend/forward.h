@@ -55,7 +55,7 @@ struct ForwardFlags {
   bool pdl_attention = false;  // pdl for decode attention too (kPdlAttentionMaxTokens)
   int32_t prefetch_steps = 0;  // fused GEMVs' L2 prefetch with pdl
   bool prenorm = false;        // fused: RMSNorm launches feed plain-input q/k/v, gate/up GEMVs
-  bool gemv_bulk = false;  // fused: gate/up and down ask for the bulk-copy GEMV (GemvArgs::bulk)
+  uint32_t gemv_bulk = 0;      // fused: the FusedBulk projections that ask for GemvArgs::bulk
   // Timing knockout, benchmarks only: no attention launch (its output is stale), so a step's time
   // without it says what attention costs on the critical path (CudaModelBackend::
   // SetSkipAttentionForTiming).

@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "kernels/model/gemv.h"
 #include "kernels/model/model_kernels.h"
+#include "worker/cuda_backend/cuda_backend.h"
 #include "worker/cuda_backend/forward.h"
 
 namespace pkv::cuda_backend {
@@ -69,6 +70,7 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   float* ss_mlp = p_.fused.sum_sq_mlp();
 
   gpu::GemvArgs a = GemvBase(p_, f_, p.qkv, w.qkv, s.tokens);
+  a.bulk = (f_.gemv_bulk & kBulkQkv) != 0;
   // Layer 0's sums of squares: the embedding's one part.
   PKV_RETURN_IF_ERROR(SetFusedInput(s, w.input_norm, ss_mlp, l == 0 ? 1 : p.residual_parts, &a));
   // The GEMV's RoPE+KV epilogue writes 16-bit pages only: with FP8 pages q/k/v go out as fp32
@@ -105,18 +107,19 @@ absl::Status ForwardPass::EnqueueFusedLayer(int l, const DeviceStep& s) const {
   a.residual = res;
   a.bias = w.o_bias;
   a.sum_sq_out = ss_attn;
+  a.bulk = (f_.gemv_bulk & kBulkO) != 0;
   PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));
 
   a = GemvBase(p_, f_, p.gate_up, w.gate_up, s.tokens);  // act = silu(gate) * up of RMSNorm(x)
   PKV_RETURN_IF_ERROR(SetFusedInput(s, w.post_norm, ss_attn, p.residual_parts, &a));
   a.epilogue = gpu::GemvEpilogue::kSiluMul;
   a.act = b.act();
-  a.bulk = f_.gemv_bulk;
+  a.bulk = (f_.gemv_bulk & kBulkGateUp) != 0;
   PKV_RETURN_IF_ERROR(gpu::LaunchGemv(a, p_.stream));
 
   a = GemvBase(p_, f_, p.down, w.down, s.tokens);  // x += down(act); the last layer: delta
   a.x = b.act();
-  a.bulk = f_.gemv_bulk;
+  a.bulk = (f_.gemv_bulk & kBulkDown) != 0;
   if (last) {
     a.epilogue = gpu::GemvEpilogue::kStore;
     a.y = b.delta();

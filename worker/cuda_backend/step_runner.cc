@@ -133,7 +133,7 @@ cuda_backend::ForwardPass CudaModelBackend::Impl::Pass(const DeviceStep& s) {
   flags.pdl_attention = UsePdlAttention(s);
   flags.prefetch_steps = options_.fused_prefetch_steps;
   flags.prenorm = UsePrenorm(s);
-  flags.gemv_bulk = UseGemvBulk(s);
+  flags.gemv_bulk = GemvBulk(s);
   flags.skip_attention = skip_attention_;
   return cuda_backend::ForwardPass(parts, flags);
 }
@@ -148,8 +148,9 @@ bool CudaModelBackend::Impl::UsePrenorm(const DeviceStep& s) const {
 }
 
 // Bulk copies are sm_90 instructions: where PDL is usable, sm_90 code is loaded.
-bool CudaModelBackend::Impl::UseGemvBulk(const DeviceStep& s) const {
-  return options_.fused_gemv_bulk && UseFused(s) && s.tokens == 1 && fused_.pdl_usable();
+uint32_t CudaModelBackend::Impl::GemvBulk(const DeviceStep& s) const {
+  const bool usable = UseFused(s) && s.tokens == 1 && fused_.pdl_usable();
+  return usable ? options_.fused_gemv_bulk : 0u;
 }
 
 bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
@@ -163,7 +164,7 @@ uint64_t CudaModelBackend::Impl::FusedSignature(const DeviceStep& s) const {
   if (UsePdl()) sig ^= 0x165667B19E3779F9ull + static_cast<uint64_t>(options_.fused_prefetch_steps);
   if (UsePdlAttention(s)) sig ^= 0x9E3779B97F4A7C15ull;
   if (UsePrenorm(s)) sig ^= 0xA0761D6478BD642Full;
-  if (UseGemvBulk(s)) sig ^= 0x8EBC6AF09C88C6E3ull;
+  sig ^= 0x8EBC6AF09C88C6E3ull * GemvBulk(s);
   if (skip_attention_) sig ^= 0xE7037ED1A0B428DBull;
   if (gemm_->tuned()) sig ^= 0x27D4EB2F165667C5ull;
   // Deterministic mode: fixed-row GEMMs and the prefill kernel over one tile per row, or (split
