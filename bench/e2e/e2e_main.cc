@@ -9,6 +9,8 @@
 // run, so the dense model and its quantized twins are measured side by side in one run. Prints a
 // line per (decode line, variant), a side-by-side summary, and writes one TSV (kinds: ceiling,
 // decode, prefill, host).
+#include <cuda_runtime_api.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -67,6 +69,11 @@ ABSL_FLAG(int32_t, drift_prompts, 4,
           "e2e: with several --kv_cache_dtype, greedy prompts whose log-probabilities each later "
           "dtype is compared on against the first (e2e_drift.h; 0: none)");
 ABSL_FLAG(int32_t, drift_prompt_len, 1024, "e2e: tokens of each drift prompt");
+ABSL_FLAG(bool, prefer_shared_carveout, false,
+          "e2e (experiment): cudaDeviceSetCacheConfig(cudaFuncCachePreferShared) before any "
+          "launch, so every kernel of the step asks for the largest shared-memory carveout and an "
+          "SM need not drain to switch carveouts between a bulk-copy GEMV (~70 KB a CTA) and its "
+          "neighbours (bench/NOTES.md, twenty-third session)");
 ABSL_FLAG(int32_t, drift_tokens, 32, "e2e: greedy tokens generated per drift prompt");
 
 namespace pkv::bench {
@@ -339,6 +346,11 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
 }  // namespace
 
 int E2eMain() {
+  if (absl::GetFlag(FLAGS_prefer_shared_carveout) &&
+      cudaDeviceSetCacheConfig(cudaFuncCachePreferShared) != cudaSuccess) {
+    std::fprintf(stderr, "pkv-bench e2e: cudaDeviceSetCacheConfig failed\n");
+    return 1;
+  }
   absl::StatusOr<std::vector<TraceLine>> trace = ReadTrace(absl::GetFlag(FLAGS_trace));
   if (!trace.ok()) {
     std::fprintf(stderr, "pkv-bench e2e: %s\n", std::string(trace.status().message()).c_str());

@@ -89,9 +89,9 @@ class CudaBackendFp8Test : public ::testing::TestWithParam<Fp8Case> {
       o.seed = 7;
       ASSERT_TRUE(WriteRandomModel(o).ok());
     } else {
-      ASSERT_TRUE(
-          testing::WriteScaledModel(dir_, testing::DeviceTestConfig(c.name), c.dtype, 11, 0.15f)
-              .ok());
+      ASSERT_TRUE(testing::WriteScaledModel(dir_, testing::DeviceTestConfig(c.name), c.dtype, 11,
+                                            testing::DeviceTestScale(c.name))
+                      .ok());
     }
     base16_ = LoadBackend(KvCacheDtype::kAuto, "auto");
     fp8_ = LoadBackend(c.kv, "auto");

@@ -74,9 +74,9 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
       o.seed = 7;
       ASSERT_TRUE(WriteRandomModel(o).ok());
     } else {
-      ASSERT_TRUE(
-          testing::WriteScaledModel(dir_, testing::DeviceTestConfig(mc.name), mc.dtype, 11, 0.15f)
-              .ok());
+      ASSERT_TRUE(testing::WriteScaledModel(dir_, testing::DeviceTestConfig(mc.name), mc.dtype, 11,
+                                            testing::DeviceTestScale(mc.name))
+                      .ok());
     }
     auto cpu = LoadCpuBackend(dir_, kPageSize, kPool);
     ASSERT_TRUE(cpu.ok()) << cpu.status();

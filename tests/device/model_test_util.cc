@@ -69,6 +69,13 @@ ModelConfig DeviceTestConfig(const std::string& name) {
   return c;
 }
 
+float DeviceTestScale(const std::string& name) {
+  constexpr float kScale = 0.15f;
+  constexpr int32_t kBoundsHidden = 256;
+  const int32_t hidden = DeviceTestConfig(name).hidden_size;
+  return hidden <= kBoundsHidden ? kScale : kScale * std::sqrt(float{kBoundsHidden} / hidden);
+}
+
 absl::Status WriteScaledModel(const std::string& dir, const ModelConfig& config, DType dtype,
                               uint32_t seed, float scale) {
   LlamaWeights w = RandomWeights(config, seed, scale);
