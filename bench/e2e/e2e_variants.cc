@@ -11,9 +11,10 @@ namespace pkv::bench {
 
 namespace {
 
-// "" (gate/up and down) or ":" and '.'-separated projection names, as FusedBulk bits.
+// "" (gate/up and down), ":none", or ":" and '.'-separated projection names, as FusedBulk bits.
 absl::StatusOr<uint32_t> ParseBulkProjections(absl::string_view spec) {
   if (spec.empty()) return kBulkGateUp | kBulkDown;
+  if (spec == ":none") return 0u;
   uint32_t bits = 0;
   if (absl::ConsumePrefix(&spec, ":")) {
     for (absl::string_view p : absl::StrSplit(spec, '.')) {
@@ -61,7 +62,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     if (absl::ConsumeSuffix(&name, "+w8")) v.few_row_w8 = true;
     if (absl::ConsumeSuffix(&name, "+w4")) v.few_row_w8 = false;
     // "<variant>+bulk": one-token gate/up and down on the bulk-copy GEMV (fused_gemv_bulk);
-    // "<variant>+bulk:o.down": the projections named (qkv, o, gateup, down).
+    // "<variant>+bulk:o.down": the projections named (qkv, o, gateup, down); "+bulk:none": none
+    // (without a "+bulk" suffix: the backend's default, kFusedBulkAuto).
     if (const size_t at = name.rfind("+bulk"); at != absl::string_view::npos) {
       absl::StatusOr<uint32_t> bulk = ParseBulkProjections(name.substr(at + 5));
       if (!bulk.ok()) return bulk.status();
@@ -103,7 +105,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "unknown variant '", v.name,
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
-          "det-fast; any of them + \"+bulk\" or \"+bulk:o.down\" (qkv, o, gateup, down), then "
+          "det-fast; any of them + \"+bulk\" or \"+bulk:o.down\" (qkv, o, gateup, down; none), "
+          "then "
           "\"+w8\" or \"+w4\", then \"+waves\", then "
           "optionally "
           "\"+noattn\", \"+compact\", \"+overlap\" in that order"));

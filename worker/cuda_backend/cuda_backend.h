@@ -50,6 +50,8 @@ enum FusedBulk : uint32_t {
   kBulkGateUp = 1u << 2,
   kBulkDown = 1u << 3,
 };
+// CudaBackendOptions::fused_gemv_bulk: chosen from the model (CudaModelBackend's GemvBulk).
+inline constexpr uint32_t kFusedBulkAuto = 1u << 31;
 
 struct DeterministicForm {
   // Attention rows as split tiles (up to 16 CTAs a q head for a decode row, kv_attention.h)
@@ -103,12 +105,12 @@ struct CudaBackendOptions {
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
   // The projections (FusedBulk bits) that one-token fused steps run on the bulk-copy GEMV
-  // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only). Standalone it streamed
-  // 8B gate/up 4.4% and down 7.0% faster than the register-batch kernel on the H200
-  // (results/2026-12-06-h200-call22); on the H100 down and o gained, gate/up lost
-  // (results/2026-12-06-h100-call23). Off until its device test and an e2e A/B pass (`pkv-bench
-  // e2e` variant suffix "+bulk" or "+bulk:o.down").
-  uint32_t fused_gemv_bulk = 0;
+  // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only). kFusedBulkAuto: gate/up
+  // and down when a gate/up row is at least 8 KB (16-bit hidden >= 4096), else none. Measured
+  // end to end (bench/NOTES.md, twenty-third session; `pkv-bench e2e` suffix "+bulk" or
+  // "+bulk:o.down"): 8B B=1 -2.7% on the H200 in two runs, within +-0.5% on the H100 in four;
+  // the 1B's 4 KB gate/up rows lose 8-12% on both; o on bulk loses 5-21% in the chain on both.
+  uint32_t fused_gemv_bulk = kFusedBulkAuto;
   // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
   // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)
   // instead of normalizing inside every GEMV step or staging x per CTA. On the H200 a
