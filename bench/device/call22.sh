@@ -18,14 +18,7 @@ A=fused+pdl+prenorm+overlap Z=fused+pdl+prenorm+bulk+overlap
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
 time_for 120 "e2e ab1" && { e2e_line "$R" pkv-bench ab1 "$D" "${L[@]}" --variants $A,$Z; pack; }
 time_for 120 "e2e ab2" && { e2e_line "$R" pkv-bench ab2 "$D" "${L[@]}" --variants $Z,$A; pack; }
-time_for 60 "gemv" && for sh in 8B 1B; do
-  for bk in nobulk bulk; do
-    timeout 60 "$R" pkv-bench gemv --dtype bf16 --gemv_shapes $sh --tokens 1 --formats dense \
-      --input plain --$bk --out "$D/gemv_${sh}_$bk.tsv" > "$D/gemv_${sh}_$bk.log" 2>&1
-    echo "rc=$? gemv $sh $bk" >> "$S"
-    awk -F'\t' -v b=$bk 'NR>1 {print b, $1, $13, $14}' "$D/gemv_${sh}_$bk.tsv" >> "$S"
-  done
-done
+time_for 60 "gemv" && gemv_bulk_ab "$D"
 pack
 el done
 cat "$S"

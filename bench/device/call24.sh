@@ -8,7 +8,8 @@
 # `--prefer_shared_carveout` (every kernel asks for the largest carveout), two orders each; the
 # engine's GEMV standalone on this GPU; the llama-wide model cases at their new weight scale.
 # Bundle: bash bench/device/bundle.sh bulk3 cuda_backend_device_test pkv-bench
-# Call: carry [".device/bulk3.tar.xz"], `bash bench/device/call24.sh` (~2 min).
+# Call: carry [".device/bulk3.tar.xz"], `bash bench/device/call24.sh` (~2 min; GEMV=1 adds the
+# engine's GEMV standalone, NOTESTS=1 drops the model cases).
 set -u
 source "$(dirname "$0")/common.sh"
 start_call bulk3
@@ -27,14 +28,7 @@ for run in "ab1|$V|" "ab2|$Vr|" "cv1|$V|--prefer_shared_carveout" "cv2|$Vr|--pre
   IFS="|" read -r tag vs extra <<< "$run"
   time_for 60 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs" $extra; summ $tag; pack; }
 done
-[ -n "${GEMV:-}" ] && time_for 60 "gemv" && for sh in 8B 1B; do
-  for bk in nobulk bulk; do
-    timeout 60 "$R" pkv-bench gemv --dtype bf16 --gemv_shapes $sh --tokens 1 --formats dense \
-      --input plain --$bk --out "$D/gemv_${sh}_$bk.tsv" > "$D/gemv_${sh}_$bk.log" 2>&1
-    echo "rc=$? gemv $sh $bk" >> "$S"
-    awk -F'\t' -v b=$bk 'NR>1 {print b, $1, $13, $14}' "$D/gemv_${sh}_$bk.tsv" >> "$S"
-  done
-done
+[ -n "${GEMV:-}" ] && time_for 60 "gemv" && gemv_bulk_ab "$D"
 pack
 el done
 cat "$S"

@@ -116,6 +116,20 @@ gemv_line() {
   echo "rc=$? gemv $bin $in" >> "$S"
   awk -F'\t' -v b="$bin" 'NR>1 {print b, $1, $4, $5, $7, $13}' "$dir/gemv_${bin}_$in.tsv" >> "$S"
 }
+# The engine's one-token dense GEMV per 8B and 1B projection, register batch then bulk copies
+# (`pkv-bench gemv --nobulk / --bulk`), into DIR/gemv_SHAPE_{nobulk,bulk}.tsv; chain us and the
+# fraction of streaming bandwidth per projection into the summary.
+gemv_bulk_ab() {
+  local D=$1 sh bk
+  for sh in 8B 1B; do
+    for bk in nobulk bulk; do
+      timeout 60 "$R" pkv-bench gemv --dtype bf16 --gemv_shapes $sh --tokens 1 --formats dense \
+        --input plain --$bk --out "$D/gemv_${sh}_$bk.tsv" > "$D/gemv_${sh}_$bk.log" 2>&1
+      echo "rc=$? gemv $sh $bk" >> "$S"
+      awk -F'\t' -v b=$bk 'NR>1 {print b, $1, $13, $14}' "$D/gemv_${sh}_$bk.tsv" >> "$S"
+    done
+  done
+}
 e2e_line() {
   local run=$1 bin=$2 tag=$3 dir=$4; shift 4
   timeout 150 "$run" "$bin" e2e --trace bench/traces/heldout-20260623.tsv --prompts "" \

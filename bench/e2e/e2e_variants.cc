@@ -6,38 +6,9 @@
 #include "common/status_macros.h"
 #include "kernels/model/gemv_plan.h"
 #include "kernels/model/model_kernels.h"
+#include "worker/cuda_backend/fused_bulk.h"
 
 namespace pkv::bench {
-
-namespace {
-
-// "" (gate/up and down), ":none", or ":" and '.'-separated projection names, as FusedBulk bits.
-absl::StatusOr<uint32_t> ParseBulkProjections(absl::string_view spec) {
-  if (spec.empty()) return kBulkGateUp | kBulkDown;
-  if (spec == ":none") return 0u;
-  uint32_t bits = 0;
-  if (absl::ConsumePrefix(&spec, ":")) {
-    for (absl::string_view p : absl::StrSplit(spec, '.')) {
-      const uint32_t bit = p == "qkv"      ? kBulkQkv
-                           : p == "o"      ? kBulkO
-                           : p == "gateup" ? kBulkGateUp
-                           : p == "down"   ? kBulkDown
-                                           : 0u;
-      if (bit == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown projection '", p, "' after +bulk:; known: qkv, o, gateup, down"));
-      }
-      bits |= bit;
-    }
-  }
-  if (bits == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'+bulk", spec, "': expected +bulk or +bulk:P.P.. (qkv, o, gateup, down)"));
-  }
-  return bits;
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
   std::vector<Variant> out;
@@ -65,9 +36,16 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // "<variant>+bulk:o.down": the projections named (qkv, o, gateup, down); "+bulk:none": none
     // (without a "+bulk" suffix: the backend's default, kFusedBulkAuto).
     if (const size_t at = name.rfind("+bulk"); at != absl::string_view::npos) {
-      absl::StatusOr<uint32_t> bulk = ParseBulkProjections(name.substr(at + 5));
-      if (!bulk.ok()) return bulk.status();
-      v.gemv_bulk = *bulk;
+      absl::string_view spec = name.substr(at + 5);
+      v.gemv_bulk = kBulkGateUp | kBulkDown;
+      if (absl::ConsumePrefix(&spec, ":")) {
+        absl::StatusOr<uint32_t> bulk = ParseFusedBulk(spec);  // projections joined by '.'
+        if (!bulk.ok()) return bulk.status();
+        v.gemv_bulk = *bulk;
+      } else if (!spec.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("variant '", v.name, "': '+bulk", spec,
+                                                       "' is neither +bulk nor +bulk:P.P.."));
+      }
       name = name.substr(0, at);
     }
     absl::string_view pf = name;

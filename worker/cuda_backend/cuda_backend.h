@@ -34,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/attention/fp8_kv.h"
+#include "worker/cuda_backend/fused_bulk.h"
 #include "worker/model/model_backend.h"
 
 namespace pkv {
@@ -42,16 +43,6 @@ namespace pkv {
 // GPU has run it: written in the fifteenth session without one (bench/device/detsplit.sh runs
 // both; predicted 8B B=1 2.1x -> ~1.1x of pdl, prefill 2048 2.6x -> ~1.2-1.5x).
 inline constexpr int32_t kFusedPrenormAuto = -1;  // CudaBackendOptions::fused_prenorm_min_tokens
-
-// Projections of a fused one-token step, as bits of CudaBackendOptions::fused_gemv_bulk.
-enum FusedBulk : uint32_t {
-  kBulkQkv = 1u << 0,
-  kBulkO = 1u << 1,
-  kBulkGateUp = 1u << 2,
-  kBulkDown = 1u << 3,
-};
-// CudaBackendOptions::fused_gemv_bulk: chosen from the model (CudaModelBackend's GemvBulk).
-inline constexpr uint32_t kFusedBulkAuto = 1u << 31;
 
 struct DeterministicForm {
   // Attention rows as split tiles (up to 16 CTAs a q head for a decode row, kv_attention.h)

@@ -16,6 +16,7 @@
 #include "worker/model/tp_cpu_backend.h"
 #if PKV_HAVE_CUDA
 #include "worker/cuda_backend/cuda_backend.h"
+#include "worker/cuda_backend/fused_bulk.h"
 #include "worker/cuda_backend/tp_cuda_backend.h"
 #endif
 
@@ -127,6 +128,12 @@ absl::StatusOr<std::unique_ptr<ModelBackend>> LoadBackend(const WorkerOptions& o
     c.fused_max_hidden = o.fused_max_hidden;
     c.fused_wide_max_tokens = o.fused_wide_max_tokens;
     c.fused_prenorm_min_tokens = o.fused_prenorm_min_tokens;
+    absl::StatusOr<uint32_t> bulk = ParseFusedBulk(o.fused_gemv_bulk);
+    if (!bulk.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fused_gemv_bulk: ", bulk.status().message()));
+    }
+    c.fused_gemv_bulk = *bulk;
     c.pdl = o.pdl;
     c.gemm_autotune = o.gemm_autotune;
     c.deterministic = o.deterministic;

@@ -40,6 +40,7 @@ struct WorkerOptions {
   int32_t fused_wide_max_tokens = 8;
   int32_t fused_prenorm_min_tokens = -1;  // CUDA: kFusedPrenormAuto (CudaBackendOptions)  // CUDA:
                                           // ... except for steps of up to this many tokens
+  std::string fused_gemv_bulk = "auto";   // CUDA: CudaBackendOptions::fused_gemv_bulk
   bool pdl = true;                        // CUDA: programmatic dependent launch
   bool gemm_autotune = false;             // CUDA: cuBLASLt algorithm search at load
   // CUDA: batch-invariant decoding (CudaBackendOptions::deterministic): greedy and seeded outputs
