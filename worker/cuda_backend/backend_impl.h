@@ -142,8 +142,11 @@ class CudaModelBackend::Impl {
   bool UsePdl() const { return options_.pdl && fused_.pdl_usable(); }
   bool UsePdlAttention(const DeviceStep& s) const;
   uint32_t GemvBulk(const DeviceStep& s) const;  // the FusedBulk projections of this step
-  bool UsePrenorm(const DeviceStep& s) const;    // fused_prenorm_min_tokens
-  int32_t PrenormMinTokens() const;              // the option, auto resolved for the weights
+  // The FusedBulk projections one-token fused steps ask for (fused_gemv_bulk, auto resolved for
+  // this model); none where sm_90 code is not loaded.
+  uint32_t BulkProjections() const;
+  bool UsePrenorm(const DeviceStep& s) const;  // fused_prenorm_min_tokens
+  int32_t PrenormMinTokens() const;            // the option, auto resolved for the weights
   // Bits of the graph key for what the fused path, PDL and GEMM tuning bake into a capture.
   uint64_t FusedSignature(const DeviceStep& s) const;
 

@@ -144,8 +144,8 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
                 << KvCacheDtypeName(o.kv_cache_dtype) << " (" << kv_->pool_bytes() / 1048576.0
                 << " MiB), decode attention " << (kv_->decode_engine() ? "engine" : "generic")
                 << ", prefill attention " << (kv_->prefill_tensor_cores() ? "mma.sync" : "generic")
-                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off")
-                << (o.deterministic ? ", deterministic" : "");
+                << ", CUDA graphs " << (o.cuda_graphs ? "on" : "off") << ", bulk GEMV "
+                << FusedBulkName(BulkProjections()) << (o.deterministic ? ", deterministic" : "");
   return absl::OkStatus();
 }
 
