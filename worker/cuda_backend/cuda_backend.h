@@ -99,8 +99,8 @@ struct CudaBackendOptions {
   // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only). kFusedBulkAuto: gate/up
   // and down when a gate/up row is at least 8 KB (16-bit hidden >= 4096), else none. Measured
   // end to end (bench/NOTES.md, twenty-third session; `pkv-bench e2e` suffix "+bulk" or
-  // "+bulk:o.down"): 8B B=1 -2.7% on the H200 in two runs, within +-0.5% on the H100 in four;
-  // the 1B's 4 KB gate/up rows lose 8-12% on both; o on bulk loses 5-21% in the chain on both.
+  // "+bulk:o.down"): 8B B=1 -2.7% on the H200 in two runs, within 0.6% on the H100 in six; the
+  // 1B's 4 KB gate/up rows lose 8-12% on both; o on bulk lost 5-21% in the H200's chain.
   uint32_t fused_gemv_bulk = kFusedBulkAuto;
   // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
   // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)
