@@ -84,10 +84,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
           "det-fast; any of them + \"+bulk\" or \"+bulk:o.down\" (qkv, o, gateup, down; none), "
-          "then "
-          "\"+w8\" or \"+w4\", then \"+waves\", then "
-          "optionally "
-          "\"+noattn\", \"+compact\", \"+overlap\" in that order"));
+          "then \"+w8\" or \"+w4\", then \"+waves\", then optionally \"+noattn\", "
+          "\"+compact\", \"+overlap\" in that order"));
     }
     out.push_back(v);
   }

@@ -147,11 +147,11 @@ bool CudaModelBackend::Impl::UsePrenorm(const DeviceStep& s) const {
   return UseFused(s) && min_tokens > 0 && s.tokens >= min_tokens;
 }
 
-// Bulk copies are sm_90 instructions: where PDL is usable, sm_90 code is loaded.
 uint32_t CudaModelBackend::Impl::GemvBulk(const DeviceStep& s) const {
   return UseFused(s) && s.tokens == 1 ? BulkProjections() : 0u;
 }
 
+// Bulk copies are sm_90 instructions: where PDL is usable, sm_90 code is loaded.
 uint32_t CudaModelBackend::Impl::BulkProjections() const {
   if (!fused_.available() || !fused_.pdl_usable()) return 0;
   if (options_.fused_gemv_bulk != kFusedBulkAuto) return options_.fused_gemv_bulk;
