@@ -8,6 +8,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "bench/e2e/e2e_timeline.h"
 #include "bench/kernels/gpu_util.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
@@ -111,7 +112,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
                                        const SamplingParams& sampling_in, bool overlap,
-                                       bool compact_pages) {
+                                       bool compact_pages, const std::string& timeline_path) {
   DecodeResult r;
   r.trace = trace;
   r.batch = static_cast<int32_t>(lengths.size());
@@ -176,7 +177,13 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
     StepStats stats;
   };
   std::optional<Launched> running;  // overlap: the step launched and not finished
+  std::optional<StepTimeline> timeline;
+  if (!timeline_path.empty()) {
+    PKV_ASSIGN_OR_RETURN(timeline, StepTimeline::Start());
+  }
   for (int32_t s = 0; s < total; ++s) {
+    // The last step alone in the timeline: the GPU drains first (that step's time includes it).
+    if (timeline.has_value() && s == total - 1) PKV_RETURN_IF_ERROR(timeline->Clear());
     int64_t kv_tokens = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {
       BatchRow& row = rows[i];
@@ -208,6 +215,7 @@ absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::str
   if (running.has_value()) {
     PKV_RETURN_IF_ERROR(finish(running->s, running->at, running->kv_tokens, running->stats));
   }
+  if (timeline.has_value()) PKV_RETURN_IF_ERROR(timeline->Write(timeline_path));
   r.step_ms = Percentile(step_ms, 0.5);
   r.tokens_per_s = r.batch / (r.step_ms * 1e-3);
   r.host_us = Percentile(host_us, 0.5);

@@ -71,11 +71,13 @@ absl::StatusOr<Ceilings> MeasureCeilings(cudaStream_t stream);
 // then the interval between consecutive finishes, else the wall time of its Step().
 // `compact_pages`: rows take pages in order from page 0 instead of from a random permutation of
 // the whole pool (what a fresh worker's allocator hands out vs a fragmented pool's).
+// `timeline_path`: the last step's per-CTA timeline goes there (e2e_timeline.h; timeline builds).
 absl::StatusOr<DecodeResult> RunDecode(CudaModelBackend* backend, const std::string& trace,
                                        const std::vector<int32_t>& lengths, int32_t warmup,
                                        int32_t steps, double stream_gbps, uint32_t seed,
                                        const SamplingParams& sampling, bool overlap = false,
-                                       bool compact_pages = false);
+                                       bool compact_pages = false,
+                                       const std::string& timeline_path = "");
 
 absl::StatusOr<PrefillResult> RunPrefill(CudaModelBackend* backend, int32_t tokens, int32_t reps,
                                          double gemm_tflops, uint32_t seed);

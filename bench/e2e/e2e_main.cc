@@ -11,6 +11,7 @@
 // decode, prefill, host).
 #include <cuda_runtime_api.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -74,10 +75,27 @@ ABSL_FLAG(bool, prefer_shared_carveout, false,
           "launch, so every kernel of the step asks for the largest shared-memory carveout and an "
           "SM need not drain to switch carveouts between a bulk-copy GEMV (~70 KB a CTA) and its "
           "neighbours (bench/NOTES.md, twenty-third session)");
+ABSL_FLAG(std::string, timeline_dir, "",
+          "e2e (PKV_TIMELINE builds): each decode line's last step as a per-CTA timeline, "
+          "DIR/timeline_<model>_<line>_<variant>.tsv (bench/e2e/e2e_timeline.h; read it with "
+          "bench/e2e/timeline_report.py)");
 ABSL_FLAG(int32_t, drift_tokens, 32, "e2e: greedy tokens generated per drift prompt");
 
 namespace pkv::bench {
 namespace {
+
+// --timeline_dir's file for one decode line and variant ("" without the flag); names keep
+// letters, digits, '-' and '.', so the file survives copying off the GPU machine.
+std::string TimelinePath(const std::string& model, const std::string& line,
+                         const std::string& variant) {
+  const std::string dir = absl::GetFlag(FLAGS_timeline_dir);
+  if (dir.empty()) return "";
+  std::string name = absl::StrCat("timeline_", model, "_", line, "_", variant, ".tsv");
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  }
+  return absl::StrCat(dir, "/", name);
+}
 
 std::string Routes(const DecodeResult& r) {
   std::string out;
@@ -309,7 +327,8 @@ absl::Status RunShape(const std::string& shape, const std::string& quant, KvCach
       if (r.skipped.empty()) {
         PKV_ASSIGN_OR_RETURN(r, RunDecode(b.get(), name, line->lengths, absl::GetFlag(FLAGS_warmup),
                                           absl::GetFlag(FLAGS_steps).value_or(16), ceil.stream_gbps,
-                                          5, DecodeSampling(), v.overlap, v.compact_pages));
+                                          5, DecodeSampling(), v.overlap, v.compact_pages,
+                                          TimelinePath(model, name, v.name)));
         r.skinny = v.skinny;
         r.variant = v.name;
       }

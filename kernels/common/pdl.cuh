@@ -18,11 +18,30 @@
 
 #include <utility>
 
+#ifdef PKV_TIMELINE
+#include "kernels/common/timeline.cuh"
+#endif
+
 namespace pkv::gpu {
 
-__device__ __forceinline__ void PdlWait() {
+// `timeline`: whether a PKV_TIMELINE build records this wait as the CTA's (false for a second
+// wait of a CTA that already waited, which would overwrite the first).
+__device__ __forceinline__ void PdlWait(bool timeline = true) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifdef PKV_TIMELINE
+  const uint64_t t_wait = GlobalTimerNs();
+#endif
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#ifdef PKV_TIMELINE
+  if (timeline) TimelineWaited(t_wait);
+#endif
+#endif
+}
+
+// Marks the CTA's exit in the step timeline (timeline.h); empty outside PKV_TIMELINE builds.
+__device__ __forceinline__ void TimelineExitMark() {
+#if defined(PKV_TIMELINE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  TimelineExit();
 #endif
 }
 

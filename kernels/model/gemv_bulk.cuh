@@ -243,6 +243,7 @@ __global__ void __launch_bounds__(kBulkThreads, kBulkCtasPerSm) GemvBulkKernel(c
     }
     __syncthreads();  // the next tile rewrites sm.y
   }
+  TimelineExitMark();
 }
 
 // Calls fn(kernel) with the bulk kernel of (in, ep).

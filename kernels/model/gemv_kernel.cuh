@@ -405,6 +405,7 @@ __global__ void __launch_bounds__(kThreads, (kGemvMinCtas<W, kB>)) GemvKernel(co
     }
     FinishItem<T, W, kEp>(a, sm, it, acc);
   }
+  TimelineExitMark();
 }
 
 // The x bytes a launch of `a` stages (gemv.h: GemvStagedXBytes; none in PKV_GEMV_X_CONST builds).

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The twenty-fourth session's second form of the attention trigger (issue 14): only a CTA that
+# merges a split row triggers, just before its merge (CudaBackendOptions::attention_trigger_at_merge,
+# e2e suffix "+mtrig"), so the o GEMV launches once every other attention CTA has exited and is
+# placed on SMs free but for the merges. call29's first form (every CTA after its tiles) placed the
+# o GEMV beside running attention CTAs: 8B B=1 -0.15%, 1B B=1 +15%, B=8 +18..35%.
+# 1. cuda_backend_device_test: every _w8 model case (the two _mtrig ones, their controls; CPU oracle).
+# 2. e2e A/B, 8B and 1B at B=1 and B=8, two orders.
+# 3. timelines (pkv-bench-tl) of 8B and 1B B=1 with and without it.
+# Bundle: bash bench/device/bundle.sh tl pkv-bench cuda_backend_device_test --variant "tl:-DPKV_TIMELINE=ON"
+# Call: carry [".device/tl.tar.xz"], `bash bench/device/call30.sh` (~4 min).
+set -u
+source "$(dirname "$0")/common.sh"
+start_call tl
+el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
+D=$RD/lt; mkdir -p "$D/timeline"
+time_for 130 "tests" && RD=$D device_tests \
+  "cuda_backend_device_test:120:*_w8*"
+P=fused+pdl+prenorm
+L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
+summ() { awk -F'\t' -v t=$1 '$2=="decode" {printf "%s %s B=%s %s %.4f %.4f\n", t, $1, $4, $6, $9, $15}' "$D/e2e_$1.tsv" >> "$S"; }
+for run in "ab1|$P+overlap,$P+mtrig+overlap" "ab2|$P+mtrig+overlap,$P+overlap"; do
+  IFS="|" read -r tag vs <<< "$run"
+  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs"; summ $tag; pack; }
+done
+time_for 40 "timeline" && {
+  e2e_line "$R" pkv-bench-tl tl "$D" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096 \
+    --variants "$P+overlap,$P+mtrig+overlap" --timeline_dir "$D/timeline"; summ tl; }
+for f in "$D"/timeline/*.tsv; do
+  [ -f "$f" ] || continue
+  python3 bench/e2e/timeline_report.py "$f" > "${f%.tsv}.txt" 2>&1
+  { echo "== $(basename "$f")"; cat "${f%.tsv}.txt"; } >> "$S"
+  python3 bench/e2e/timeline_report.py --all "$f" > "${f%.tsv}_all.txt" 2>&1
+done
+pack
+el done
+cat "$S"
