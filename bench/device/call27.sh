@@ -23,10 +23,9 @@ for run in "8b_auto1|8b|auto" "8b_none|8b|none" "8b_auto2|8b|auto" "1b_auto|1b|a
 done
 P=fused+pdl+prenorm
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-summ() { awk -F'\t' -v t=$1 '$2=="decode" {printf "%s %s B=%s %s %.4f %.4f\n", t, $1, $4, $6, $9, $15}' "$C/e2e_$1.tsv" >> "$S"; }
 for run in "ab1|$P+overlap,$P+bulk:none+overlap" "ab2|$P+bulk:none+overlap,$P+overlap"; do
   IFS="|" read -r tag vs <<< "$run"
-  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$C" "${L[@]}" --variants "$vs"; summ $tag; pack; }
+  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$C" "${L[@]}" --variants "$vs"; e2e_summary $tag "$C"; pack; }
 done
 el done
 cat "$S"

@@ -14,22 +14,16 @@ el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/tl; mkdir -p "$D/timeline"
 P=fused+pdl+prenorm
 L=(--decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-summ() { awk -F'\t' -v t=$1 '$2=="decode" {printf "%s %s B=%s %s %.4f %.4f\n", t, $1, $4, $6, $9, $15}' "$D/e2e_$1.tsv" >> "$S"; }
 for run in "8b|llama3-8b|$P+overlap,$P+bulk:none+overlap" "1b|llama3-1b|$P+overlap,$P+bulk:o+overlap"; do
   IFS="|" read -r tag shape vs <<< "$run"
   time_for 40 "e2e $tag" || continue
-  e2e_line "$R" pkv-bench plain_$tag "$D" --shapes $shape "${L[@]}" --variants "$vs"; summ plain_$tag
+  e2e_line "$R" pkv-bench plain_$tag "$D" --shapes $shape "${L[@]}" --variants "$vs"; e2e_summary plain_$tag "$D"
   e2e_line "$R" pkv-bench-tl tl_$tag "$D" --shapes $shape "${L[@]}" --variants "$vs" \
-    --timeline_dir "$D/timeline"; summ tl_$tag
+    --timeline_dir "$D/timeline"; e2e_summary tl_$tag "$D"
   grep timeline: "$D/e2e_tl_$tag.log" | sed "s/^/tl_$tag /" >> "$S"
   pack
 done
-for f in "$D"/timeline/*.tsv; do
-  [ -f "$f" ] || continue
-  python3 bench/e2e/timeline_report.py "$f" > "${f%.tsv}.txt" 2>&1
-  { echo "== $(basename "$f")"; cat "${f%.tsv}.txt"; } >> "$S"
-  python3 bench/e2e/timeline_report.py --all "$f" > "${f%.tsv}_all.txt" 2>&1
-done
+timeline_reports "$D/timeline"
 pack
 el done
 cat "$S"

@@ -18,20 +18,14 @@ time_for 130 "tests" && RD=$D device_tests \
   "cuda_backend_device_test:120:*_w8*"
 P=fused+pdl+prenorm
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-summ() { awk -F'\t' -v t=$1 '$2=="decode" {printf "%s %s B=%s %s %.4f %.4f\n", t, $1, $4, $6, $9, $15}' "$D/e2e_$1.tsv" >> "$S"; }
 for run in "ab1|$P+overlap,$P+mtrig+overlap" "ab2|$P+mtrig+overlap,$P+overlap"; do
   IFS="|" read -r tag vs <<< "$run"
-  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs"; summ $tag; pack; }
+  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs"; e2e_summary $tag "$D"; pack; }
 done
 time_for 40 "timeline" && {
   e2e_line "$R" pkv-bench-tl tl "$D" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096 \
-    --variants "$P+overlap,$P+mtrig+overlap" --timeline_dir "$D/timeline"; summ tl; }
-for f in "$D"/timeline/*.tsv; do
-  [ -f "$f" ] || continue
-  python3 bench/e2e/timeline_report.py "$f" > "${f%.tsv}.txt" 2>&1
-  { echo "== $(basename "$f")"; cat "${f%.tsv}.txt"; } >> "$S"
-  python3 bench/e2e/timeline_report.py --all "$f" > "${f%.tsv}_all.txt" 2>&1
-done
+    --variants "$P+overlap,$P+mtrig+overlap" --timeline_dir "$D/timeline"; e2e_summary tl "$D"; }
+timeline_reports "$D/timeline"
 pack
 el done
 cat "$S"

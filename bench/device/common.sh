@@ -14,6 +14,11 @@
 #   gemv_line BIN INPUT DIR ARGS...   the bundle's BIN `gemv --dtype bf16 --gemv_shapes 8B --input
 #                                     INPUT ARGS` into DIR/gemv_BIN_INPUT.{tsv,log}; rc and one
 #                                     "BIN shape tokens format grid chain_us" line a row into $S
+#   e2e_summary TAG DIR               one "TAG model B=batch variant step_ms floor_fraction" line per
+#                                     decode row of DIR/e2e_TAG.tsv into $S
+#   timeline_reports DIR              bench/e2e/timeline_report.py on each DIR/*.tsv (a step
+#                                     timeline): per-layer table into $S and FILE.txt, every kernel
+#                                     instance into FILE_all.txt
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
 #   start_call NAME                   unpack NAME, RD=$OUT/r, and a first summary line: NAME and
@@ -136,6 +141,19 @@ e2e_line() {
     --drift_prompts 0 --out "$dir/e2e_$tag.tsv" "$@" > "$dir/e2e_$tag.log" 2>&1
   echo "rc=$? e2e $tag" >> "$S"
   grep -E " step " "$dir/e2e_$tag.log" | sed -E 's/ +/ /g' | cut -c1-100 | sed "s/^/$tag /" >> "$S"
+}
+e2e_summary() {
+  awk -F'\t' -v t=$1 '$2=="decode" {printf "%s %s B=%s %s %.4f %.4f\n", t, $1, $4, $6, $9, $15}' \
+    "$2/e2e_$1.tsv" >> "$S"
+}
+timeline_reports() {
+  local f
+  for f in "$1"/*.tsv; do
+    [ -f "$f" ] || continue
+    python3 bench/e2e/timeline_report.py "$f" > "${f%.tsv}.txt" 2>&1
+    { echo "== $(basename "$f")"; cat "${f%.tsv}.txt"; } >> "$S"
+    python3 bench/e2e/timeline_report.py --all "$f" > "${f%.tsv}_all.txt" 2>&1
+  done
 }
 serve_model() {
   local tag=$1 model=$2 dir=$3; shift 3
