@@ -32,10 +32,6 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
     // (DecodePolicyOptions::few_row_w8; the default when neither).
     if (absl::ConsumeSuffix(&name, "+w8")) v.few_row_w8 = true;
     if (absl::ConsumeSuffix(&name, "+w4")) v.few_row_w8 = false;
-    // "<variant>+mtrig" / "+nomtrig": decode attention lets the next kernel launch when a CTA
-    // starts a merge, or only at its exit (CudaBackendOptions::attention_trigger_at_merge).
-    if (absl::ConsumeSuffix(&name, "+mtrig")) v.attention_trigger_at_merge = true;
-    if (absl::ConsumeSuffix(&name, "+nomtrig")) v.attention_trigger_at_merge = false;
     // "<variant>+bulk": one-token gate/up and down on the bulk-copy GEMV (fused_gemv_bulk);
     // "<variant>+bulk:o.down": the projections named (qkv, o, gateup, down); "+bulk:none": none
     // (without a "+bulk" suffix: the backend's default, kFusedBulkAuto).
@@ -88,8 +84,8 @@ absl::StatusOr<std::vector<Variant>> ParseVariants(const std::string& list) {
           "'; known: cublas, skinny, pdl, fused, fused+pdl, fused+pdl+pfN, "
           "fused+pdl+prenorm, fused+pdl+prenormN, lt, lt+pdl, eager, det, det-split, det-pinned, "
           "det-fast; any of them + \"+bulk\" or \"+bulk:o.down\" (qkv, o, gateup, down; none), "
-          "then \"+mtrig\" or \"+nomtrig\", then \"+w8\" or \"+w4\", then \"+waves\", then "
-          "optionally \"+noattn\", \"+compact\", \"+overlap\" in that order"));
+          "then \"+w8\" or \"+w4\", then \"+waves\", then optionally \"+noattn\", "
+          "\"+compact\", \"+overlap\" in that order"));
     }
     out.push_back(v);
   }
@@ -111,7 +107,6 @@ absl::Status ApplyVariant(const Variant& v, CudaModelBackend* b) {
   b->SetPdl(v.pdl);
   b->SetWorkqueueBalanced(!v.workqueue_waves);
   b->SetFewRowW8(v.few_row_w8);
-  b->SetAttentionTriggerAtMerge(v.attention_trigger_at_merge);
   b->SetFusedGemvBulk(v.gemv_bulk);
   b->SetSkipAttentionForTiming(v.skip_attention);
   b->SetFusedPrefetchSteps(v.prefetch_steps);

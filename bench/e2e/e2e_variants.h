@@ -47,8 +47,6 @@ struct Variant {
   bool workqueue_waves = false;  // "+waves": the decode workqueue's wave-model layout
   // "+w8" / "+w4": 16-bit pages' w8s3 for 1-2 row steps on / off (DecodePolicyOptions::few_row_w8)
   bool few_row_w8 = CudaBackendOptions{}.decode_few_row_w8;
-  // "+mtrig" / "+nomtrig": CudaBackendOptions::attention_trigger_at_merge on / off
-  bool attention_trigger_at_merge = CudaBackendOptions{}.attention_trigger_at_merge;
   // "+bulk" (gate/up and down) or "+bulk:P.P..": CudaBackendOptions::fused_gemv_bulk
   uint32_t gemv_bulk = CudaBackendOptions{}.fused_gemv_bulk;
   bool overlap = false;         // "+overlap": steps pipelined (RunDecode's overlap)

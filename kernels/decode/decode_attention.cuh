@@ -57,10 +57,6 @@ __device__ void TicketAndMerge(const DecodeParams& p, const WorkItem& it, uint8_
   if (threadIdx.x == 0) *ticket = atomicAdd(counter, 1);
   __syncthreads();
   if (*ticket != it.num_splits - 1) return;
-  // The merging CTA lets the next kernel launch: once the other CTAs have exited (or merge too),
-  // its CTAs are placed on SMs that are free but for the merges, and load their first weights
-  // while the merges run (DecodeParams::trigger_at_merge).
-  if (p.trigger_at_merge) gpu::PdlTrigger();
   __threadfence();
   // The ring is drained: all of it holds the staged partials.
   const AttentionSmem lay{kD, static_cast<int32_t>(blockDim.x >> 5), p.stages, kKvElemBytes<Kv>};
@@ -431,7 +427,7 @@ __global__ void __launch_bounds__(256, kMinCtasPerSm<kD>)
     }
   }
   // A CTA that ran no item still completes only after the previous kernel; one that did waited
-  // in its first item.
+  // in its first item (a second wait would overwrite that one in a timeline build).
   gpu::PdlWait(/*timeline=*/false);
   gpu::TimelineExitMark();
 }

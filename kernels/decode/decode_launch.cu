@@ -176,7 +176,7 @@ absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, boo
 
 absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
                           const DecodeTensors& t, void* workspace, const KernelConfig& config,
-                          float scale, cudaStream_t stream, bool pdl, bool trigger_at_merge) {
+                          float scale, cudaStream_t stream, bool pdl) {
   PKV_RETURN_IF_ERROR(ValidateShape(plan.shape));
   PKV_RETURN_IF_ERROR(ValidateConfig(config));
   if (t.q == nullptr || t.k_cache == nullptr || t.v_cache == nullptr || t.page_ids == nullptr ||
@@ -223,7 +223,6 @@ absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
   p.stages = config.stages;
   p.merge_in_kernel = plan.merge == MergeMode::kInKernel ? 1 : 0;
   p.l2_prefetch = config.l2_prefetch;
-  p.trigger_at_merge = pdl && trigger_at_merge ? 1 : 0;
   const int64_t smem = AttentionSmemBytes(s.head_dim, config, s.kv_elem_bytes);
   for (const LaunchSpec& l : plan.launches) {
     if (l.grid <= 0) continue;

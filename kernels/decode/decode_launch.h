@@ -106,12 +106,9 @@ absl::Status UploadPlan(const uint8_t* image, const WorkspaceLayout& layout, boo
 // was laid out by `layout`; its counters region was zeroed once when it was allocated.
 // pdl: launch as a programmatic dependent of the stream's previous kernel (pdl.cuh; sm_90 code
 // only, see gpu::PdlUsable): the kernels read their plan and block table before waiting for it,
-// so neither may be written by a kernel of the same step. trigger_at_merge (with pdl): a CTA that
-// merges a split row lets the next kernel launch before its merge (DecodeParams::
-// trigger_at_merge); without it the next kernel launches as the last attention CTA exits.
+// so neither may be written by a kernel of the same step.
 absl::Status LaunchDecode(const DecodePlan& plan, const WorkspaceLayout& layout,
                           const DecodeTensors& tensors, void* workspace, const KernelConfig& config,
-                          float scale, cudaStream_t stream, bool pdl = false,
-                          bool trigger_at_merge = false);
+                          float scale, cudaStream_t stream, bool pdl = false);
 
 }  // namespace pkv::decode

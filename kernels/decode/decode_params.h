@@ -57,11 +57,7 @@ struct DecodeParams {
   float v_scale = 1.f;
   int32_t l2_prefetch = 0;      // K/V loads' L2 prefetch-size hint in bytes: 0, 128 or 256
   int32_t merge_in_kernel = 0;  // 1: the last split of a pair merges; 0: a merge launch does
-  // 1: a CTA that merges a split row lets the next kernel launch (PdlTrigger) before its merge,
-  // so that kernel's CTAs are resident and loading weights while the merges run (LaunchDecode's
-  // trigger_at_merge; PDL launches only).
-  int32_t trigger_at_merge = 0;
-  int32_t head_dim = 0;  // 64, 128, 256 (the kernels are compiled per head_dim)
+  int32_t head_dim = 0;         // 64, 128, 256 (the kernels are compiled per head_dim)
 
   void* out = nullptr;                 // [num_rows][num_q_heads][head_dim]
   float* lse = nullptr;                // [num_rows][num_q_heads], natural log; nullptr: not written

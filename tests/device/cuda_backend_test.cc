@@ -46,7 +46,6 @@ struct ModelCase {
   int32_t prenorm = 0;    // CudaBackendOptions::fused_prenorm_min_tokens
   bool w8 = false;        // CudaBackendOptions::decode_few_row_w8
   uint32_t bulk = 0;      // CudaBackendOptions::fused_gemv_bulk (FusedBulk bits)
-  bool mtrig = false;     // CudaBackendOptions::attention_trigger_at_merge
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
@@ -56,8 +55,7 @@ std::string CaseName(const ::testing::TestParamInfo<ModelCase>& info) {
                   (info.param.tuned ? "_tuned" : "") +
                   (info.param.prenorm > 0 ? "_prenorm" + std::to_string(info.param.prenorm) : "") +
                   (info.param.w8 ? "_w8" : "") +
-                  (info.param.bulk != 0 ? "_bulk" + std::to_string(info.param.bulk) : "") +
-                  (info.param.mtrig ? "_mtrig" : "");
+                  (info.param.bulk != 0 ? "_bulk" + std::to_string(info.param.bulk) : "");
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }
@@ -97,7 +95,6 @@ class CudaBackendTest : public ::testing::TestWithParam<ModelCase> {
     o.fused_prenorm_min_tokens = mc.prenorm;
     o.decode_few_row_w8 = mc.w8;
     o.fused_gemv_bulk = mc.bulk;
-    o.attention_trigger_at_merge = mc.mtrig;
     auto gpu = CudaModelBackend::Load(dir_, o);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = *std::move(gpu);
@@ -461,12 +458,7 @@ INSTANTIATE_TEST_SUITE_P(
                   kBulkGateUp | kBulkDown},
         ModelCase{"llama-wide", DType::kF16, "auto", false, true, true, false, 1, true},
         ModelCase{"llama-wide", DType::kF16, "auto", false, true, true, false, 1, true,
-                  kBulkQkv | kBulkO | kBulkGateUp | kBulkDown},
-        // Decode attention lets the o projection launch when a CTA starts merging a split row
-        // (the merge runs after the trigger), on the register and the bulk GEMVs.
-        ModelCase{"llama-d64", DType::kBF16, "auto", false, true, true, false, 0, true, 0, true},
-        ModelCase{"llama-wide", DType::kF16, "auto", false, true, true, false, 1, true,
-                  kBulkQkv | kBulkO | kBulkGateUp | kBulkDown, true}),
+                  kBulkQkv | kBulkO | kBulkGateUp | kBulkDown}),
     CaseName);
 
 }  // namespace

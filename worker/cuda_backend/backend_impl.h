@@ -112,7 +112,6 @@ class CudaModelBackend::Impl {
   void SetPdl(bool enabled) { options_.pdl = enabled; }
   void SetWorkqueueBalanced(bool on) { kv_->SetWorkqueueBalanced(on); }
   void SetFewRowW8(bool on) { kv_->SetFewRowW8(on); }
-  void SetAttentionTriggerAtMerge(bool on) { kv_->SetTriggerAtMerge(on); }
   void SetSkipAttentionForTiming(bool skip) { skip_attention_ = skip; }
   void SetFusedPrefetchSteps(int32_t steps);
   void SetFusedGemvBulk(uint32_t projections) { options_.fused_gemv_bulk = projections; }

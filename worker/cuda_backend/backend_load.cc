@@ -107,7 +107,6 @@ absl::Status CudaModelBackend::Impl::Finish(const std::string& source) {
   kv_options.kv_scales = kv_cache_scales_;
   PKV_ASSIGN_OR_RETURN(kv_, cuda_backend::KvAttention::Create(config_, kv_options, weights_.dtype,
                                                               buckets_, device()));
-  kv_->SetTriggerAtMerge(o.attention_trigger_at_merge);
   // Rounded up to whole deterministic GEMMs (gemm.h: every GEMM then covers R rows), so the mode
   // can be switched on at run time.
   const int32_t r = o.deterministic_gemm_rows;

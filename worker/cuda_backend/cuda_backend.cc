@@ -85,9 +85,6 @@ void CudaModelBackend::SetFusedSmallBatch(bool enabled) { impl_->SetFusedSmallBa
 void CudaModelBackend::SetPdl(bool enabled) { impl_->SetPdl(enabled); }
 void CudaModelBackend::SetWorkqueueBalanced(bool on) { impl_->SetWorkqueueBalanced(on); }
 void CudaModelBackend::SetFewRowW8(bool on) { impl_->SetFewRowW8(on); }
-void CudaModelBackend::SetAttentionTriggerAtMerge(bool on) {
-  impl_->SetAttentionTriggerAtMerge(on);
-}
 
 void CudaModelBackend::SetSkipAttentionForTiming(bool skip) {
   impl_->SetSkipAttentionForTiming(skip);

@@ -150,13 +150,6 @@ struct CudaBackendOptions {
   // e2e` variant suffixes "+w8" / "+w4" compare the two. A GPU whose SM cannot hold the 8-warp
   // ring skips it (DecodeAttention::Create).
   bool decode_few_row_w8 = true;
-  // PDL steps: a decode-attention CTA that merges a split row lets the next kernel (the o
-  // projection) launch before its merge, so the o GEMV's CTAs are placed and load weights while
-  // the merges run; off, the o GEMV launches only as the last attention CTA exits (a step
-  // timeline showed ~1.3 us from that exit to the o GEMV's first CTA and ~2 us more until its
-  // last one started, every layer: bench/NOTES.md, twenty-fourth session). Triggering earlier,
-  // once each CTA's K/V tiles were consumed, cost 1B B=1 15% and B=8 18-35% (call29).
-  bool attention_trigger_at_merge = false;
 };
 
 // Host-side timing of the last Step(), in microseconds.
@@ -222,7 +215,6 @@ class CudaModelBackend : public ModelBackend {
   // 16-bit pages' w8s3 config for one- and two-row steps (CudaBackendOptions::decode_few_row_w8).
   // REQUIRES: loaded; on only takes effect when loaded with decode_few_row_w8.
   void SetFewRowW8(bool on);
-  void SetAttentionTriggerAtMerge(bool on);  // CudaBackendOptions::attention_trigger_at_merge
   // Benchmarks only: steps launch no attention (outputs wrong), to time attention's share of the
   // critical path by its absence.
   void SetSkipAttentionForTiming(bool skip);

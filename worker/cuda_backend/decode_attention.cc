@@ -220,7 +220,7 @@ absl::Status DecodeAttention::Launch(const void* q, const void* k_cache, const v
   t.out = out;
   t.lse = nullptr;
   return decode::LaunchDecode(plan_, layout_, t, current_->workspace.get(), configs_[chosen_],
-                              scale, stream, pdl, trigger_at_merge_);
+                              scale, stream, pdl);
 }
 
 uint64_t DecodeAttention::LaunchSignature() const {
@@ -236,7 +236,6 @@ uint64_t DecodeAttention::LaunchSignature() const {
   mix(plan_.graph_sized ? 1 : 0);
   mix(configs_[chosen_].warps);  // block size and shared memory
   mix(configs_[chosen_].stages);
-  mix(trigger_at_merge_ ? 1 : 0);
   for (const decode::LaunchSpec& l : plan_.launches) {
     mix(static_cast<int64_t>(l.kind));
     mix(l.first);

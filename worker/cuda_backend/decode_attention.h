@@ -84,9 +84,6 @@ class DecodeAttention {
   // DecodePolicyOptions::few_row_w8 for the next plans; turning it on takes effect only where
   // Create had it on (the w8s3 config's limits are set up there).
   void set_few_row_w8(bool on) { few_row_w8_ = on; }
-  // PDL launches let the next kernel launch when a CTA starts a merge (decode::LaunchDecode's
-  // trigger_at_merge; CudaBackendOptions::attention_trigger_at_merge).
-  void set_trigger_at_merge(bool on) { trigger_at_merge_ = on; }
   // The policy's last choice (route, split parameters, predicted GPU time).
   const policy::RouteChoice& last_choice() const { return choice_; }
   // Identifies the prepared plan's launch sequence: two plans with equal signatures replay the
@@ -125,8 +122,7 @@ class DecodeAttention {
   std::unique_ptr<policy::RoutePolicy> policy_;
   policy::RouteChoice choice_;
   bool workqueue_balanced_ = decode::PlanOptions{}.workqueue_balanced;
-  bool few_row_w8_ = false;  // set by Create
-  bool trigger_at_merge_ = false;
+  bool few_row_w8_ = false;    // set by Create
   int64_t steps_ = 0;          // Prepare calls
   int64_t route_changes_ = 0;  // for the route-change log lines
 };

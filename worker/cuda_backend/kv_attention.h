@@ -103,9 +103,6 @@ class KvAttention {
   void SetFewRowW8(bool on) {  // DecodeAttention::set_few_row_w8
     if (decode_ != nullptr) decode_->set_few_row_w8(on);
   }
-  void SetTriggerAtMerge(bool on) {  // DecodeAttention::set_trigger_at_merge
-    if (decode_ != nullptr) decode_->set_trigger_at_merge(on);
-  }
   // Uniform attention on or off (see above), with split tiles or whole ones. With the prefill
   // kernel, the step must carry a tile for every row (StepShape::tiles_for_every_row; split
   // tiles: StepShape::split_tiles). Split tiles allocate the partial slots on first use.
