@@ -96,11 +96,16 @@ struct CudaBackendOptions {
   // before waiting for the previous kernel (0: only the first register batch).
   int32_t fused_prefetch_steps = 0;
   // The projections (FusedBulk bits) that one-token fused steps run on the bulk-copy GEMV
-  // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only). kFusedBulkAuto: gate/up
-  // and down when a gate/up row is at least 8 KB (16-bit hidden >= 4096), else none. Measured
-  // end to end (bench/NOTES.md, twenty-third session; `pkv-bench e2e` suffix "+bulk" or
-  // "+bulk:o.down"): 8B B=1 -2.7% on the H200 in two runs, within 0.6% on the H100 in six; the
-  // 1B's 4 KB gate/up rows lose 8-12% on both; o on bulk lost 5-21% in the H200's chain.
+  // (gpu::GemvArgs::bulk, kernels/model/gemv_bulk.cuh; sm_90 code only; a projection whose rows
+  // the bulk kernel cannot take runs on the register-batch one). kFusedBulkAuto: every projection.
+  // Why all or none: a bulk kernel leaves its SM's shared-memory carveout large, and a
+  // register-batch GEMV after it (launched early by PDL onto that SM) streams with a small L1, so
+  // mixed sets lose what the bulk projections gain (a step timeline: the 8B qkv GEMV 2.7 us a
+  // layer slower after a bulk down; bench/NOTES.md, twenty-fourth session). Measured end to end
+  // on an H100 (call31, `pkv-bench e2e` suffix "+bulk:qkv.o.gateup.down"), two orders: 8B B=1
+  // 5.878 -> 5.710 / 5.698 ms (-2.9%) against gate/up and down alone, 1B B=1 1.272 -> 1.238 /
+  // 1.240 (-2.7%) against none, B=8 unchanged (one-token steps only). Mixed sets measured
+  // earlier: gate/up+down 8B -2.7% on the H200, o alone +5..21% (twenty-third session).
   uint32_t fused_gemv_bulk = kFusedBulkAuto;
   // Fused steps of at least this many tokens (0: never) normalize the block inputs of q/k/v and
   // gate/up in one RMSNorm launch each and feed the GEMVs the normalized rows (plain input)

@@ -17,6 +17,7 @@ enum FusedBulk : uint32_t {
   kBulkGateUp = 1u << 2,
   kBulkDown = 1u << 3,
 };
+inline constexpr uint32_t kBulkAll = kBulkQkv | kBulkO | kBulkGateUp | kBulkDown;
 // Chosen from the model when the backend loads (CudaBackendOptions::fused_gemv_bulk).
 inline constexpr uint32_t kFusedBulkAuto = 1u << 31;
 

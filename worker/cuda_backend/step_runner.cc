@@ -154,9 +154,7 @@ uint32_t CudaModelBackend::Impl::GemvBulk(const DeviceStep& s) const {
 // Bulk copies are sm_90 instructions: where PDL is usable, sm_90 code is loaded.
 uint32_t CudaModelBackend::Impl::BulkProjections() const {
   if (!fused_.available() || !fused_.pdl_usable()) return 0;
-  if (options_.fused_gemv_bulk != kFusedBulkAuto) return options_.fused_gemv_bulk;
-  constexpr int32_t kAutoMinHidden = 4096;  // gate/up rows of 8 KB (CudaBackendOptions)
-  return config_.hidden_size >= kAutoMinHidden ? kBulkGateUp | kBulkDown : 0u;
+  return options_.fused_gemv_bulk == kFusedBulkAuto ? kBulkAll : options_.fused_gemv_bulk;
 }
 
 bool CudaModelBackend::Impl::UseFused(const DeviceStep& s) const {
