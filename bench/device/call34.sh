@@ -5,7 +5,8 @@
 # fused_norm_trigger_at_exit, e2e "+normexit"), so its pre-wait weight loads stop queueing ahead
 # of the norm's dependent reads. e2e 8B and 1B at B=1 and B=8, two orders.
 # Bundle: bash bench/device/bundle.sh nx pkv-bench
-# Call: carry [".device/nx.tar.xz"], `bash bench/device/call34.sh` (~1 min).
+# Call: carry [".device/nx.tar.xz"], `bash bench/device/call34.sh` (~1 min). Refuted; the variant
+# is not on main: `git apply bench/device/normexit-4be4191.patch` on 4be4191 to rerun.
 set -u
 source "$(dirname "$0")/common.sh"
 start_call nx

@@ -9,6 +9,7 @@ CTA's PDL wait returned (go):
   go_sprd last go - first go: CTAs released late (not resident when the previous grid completed)
   tail    last exit - median exit (kernels that mark exits): the grid's imbalance
   release next first go - this last exit: a boundary's completion-to-release latency
+The step's last kernel (the LM head) has no span; its first go to last exit is printed instead.
 Then the same columns averaged over the repeating layer pattern (instances with the same
 (grid, threads) signature at the same position of each layer), which is where a per-layer fixed
 cost shows.
@@ -92,19 +93,25 @@ def main():
     total = 0.0
     for k in range(p):
         xs = [out[start + l * p + k] for l in range(layers)]
-        def mean(key, fn=lambda x, key=None: x.get(key)):
-            vals = [fn(x, key) for x in xs]
-            vals = [v for v in vals if v is not None]
+
+        def mean(fn):
+            vals = [v for v in map(fn, xs) if v is not None]
             return statistics.mean(vals) if vals else None
-        span = mean("span")
+
+        span = mean(lambda x: x.get("span"))
         total += span or 0
-        tail = mean(None, lambda x, _: (x["last_exit"] - x["med_exit"]) if x["last_exit"] is not None else None)
-        resident = mean(None, lambda x, _: x["first_go"] - x["first_wait"])
-        sprd = mean(None, lambda x, _: x["last_go"] - x["first_go"])
+        resident = mean(lambda x: x["first_go"] - x["first_wait"])
+        sprd = mean(lambda x: x["last_go"] - x["first_go"])
+        tail = mean(lambda x: x["last_exit"] - x["med_exit"] if x["last_exit"] is not None else None)
+        release = mean(lambda x: x.get("release"))
         print(f"{k:3d} {xs[0]['grid']:5d} {xs[0]['threads']:3d} {us(span)} {us(resident)} "
-              f"{us(sprd)} {us(tail)} {us(mean('release'))}")
+              f"{us(sprd)} {us(tail)} {us(release)}")
     print(f"layer total {total / 1000:.2f} us; head/tail of the step outside the layers: "
           f"{(step - total * layers) / 1000:.1f} us")
+    last = out[-1]  # the LM head: no next kernel, so its time is go to last exit
+    if last["last_exit"] is not None:
+        print(f"last kernel (grid {last['grid']}): first go to last exit "
+              f"{(last['last_exit'] - last['first_go']) / 1000:.1f} us")
 
 
 if __name__ == "__main__":

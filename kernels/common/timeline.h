@@ -41,7 +41,7 @@ inline bool RegisterTimelineModule(TimelineSetter set) {
 }
 
 // Points every registered module's kernels at `records` (kTimelineRecords of them; nullptr stops
-// recording). False where this build has no timeline (no module registered).
+// recording). *built: whether this build records a timeline at all (a module registered).
 inline cudaError_t ArmTimeline(TimelineRecord* records, bool* built) {
   *built = !TimelineModules().empty();
   for (TimelineSetter set : TimelineModules()) {
