@@ -20,10 +20,7 @@ time_for 130 "tests" && RD=$D device_tests \
   "cuda_backend_device_test:120:*_w8*"
 P=fused+pdl+prenorm
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-for run in "ab1|$P+overlap,$P+mtrig+overlap" "ab2|$P+mtrig+overlap,$P+overlap"; do
-  IFS="|" read -r tag vs <<< "$run"
-  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs"; e2e_summary $tag "$D"; pack; }
-done
+e2e_two_orders "$D" "$P+overlap,$P+mtrig+overlap" "${L[@]}"
 time_for 40 "timeline" && {
   e2e_line "$R" pkv-bench-tl tl "$D" --shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096 \
     --variants "$P+overlap,$P+mtrig+overlap" --timeline_dir "$D/timeline"; e2e_summary tl "$D"; }

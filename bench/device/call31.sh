@@ -15,10 +15,7 @@ D=$RD/bq; mkdir -p "$D/timeline"
 P=fused+pdl+prenorm
 A=$P+overlap Q=$P+bulk:qkv.gateup.down+overlap W=$P+bulk:qkv.o.gateup.down+overlap N=$P+bulk:none+overlap
 L=(--shapes llama3-8b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-for run in "ab1|$A,$Q,$W,$N" "ab2|$N,$W,$Q,$A"; do
-  IFS="|" read -r tag vs <<< "$run"
-  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs"; e2e_summary $tag "$D"; pack; }
-done
+e2e_two_orders "$D" "$A,$Q,$W,$N" "${L[@]}"
 # 1B (auto: no bulk): every register GEMV there runs after a kernel that took a large carveout
 # (attention before o) or none; all-bulk and o+gate/up+down remove the register kernels' share.
 B=(--shapes llama3-1b --decode_lines bucketed-B1-N4096)

@@ -13,10 +13,7 @@ C=$RD/all; mkdir -p "$C"
 P=fused+pdl+prenorm
 A=$P+overlap G=$P+bulk:gateup.down+overlap N=$P+bulk:none+overlap
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-for run in "ab1|$A,$G,$N" "ab2|$N,$G,$A"; do
-  IFS="|" read -r tag vs <<< "$run"
-  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$C" "${L[@]}" --variants "$vs"; e2e_summary $tag "$C"; pack; }
-done
+e2e_two_orders "$C" "$A,$G,$N" "${L[@]}"
 for shape in 8b 1b; do
   time_for 60 "served $shape" || continue
   timeout 200 "$R" pkv-make-model --out /tmp/m-$shape --shape llama3-$shape > "$C/make_$shape.log" 2>&1

@@ -14,9 +14,6 @@ el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/nx; mkdir -p "$D"
 P=fused+pdl+prenorm
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)
-for run in "ab1|$P+overlap,$P+normexit+overlap" "ab2|$P+normexit+overlap,$P+overlap"; do
-  IFS="|" read -r tag vs <<< "$run"
-  time_for 40 "e2e $tag" && { e2e_line "$R" pkv-bench $tag "$D" "${L[@]}" --variants "$vs"; e2e_summary $tag "$D"; pack; }
-done
+e2e_two_orders "$D" "$P+overlap,$P+normexit+overlap" "${L[@]}"
 el done
 cat "$S"

@@ -16,6 +16,9 @@
 #                                     "BIN shape tokens format grid chain_us" line a row into $S
 #   e2e_summary TAG DIR               one "TAG model B=batch variant step_ms floor_fraction" line per
 #                                     decode row of DIR/e2e_TAG.tsv into $S
+#   e2e_two_orders DIR LIST ARGS...   e2e_line of the bundle's pkv-bench with --variants LIST (tag
+#                                     ab1), then with LIST reversed (ab2), each summarised and
+#                                     packed, each skipped when 40 s no longer fit
 #   timeline_reports DIR              bench/e2e/timeline_report.py on each DIR/*.tsv (a step
 #                                     timeline): per-layer table into $S and FILE.txt, every kernel
 #                                     instance into FILE_all.txt
@@ -145,6 +148,16 @@ e2e_line() {
 e2e_summary() {
   awk -F'\t' -v t=$1 '$2=="decode" {printf "%s %s B=%s %s %.4f %.4f\n", t, $1, $4, $6, $9, $15}' \
     "$2/e2e_$1.tsv" >> "$S"
+}
+e2e_two_orders() {
+  local dir=$1 list=$2 reversed tv; shift 2
+  reversed=$(echo "$list" | tr ',' '\n' | tac | paste -sd, -)
+  for tv in "ab1|$list" "ab2|$reversed"; do
+    time_for 40 "e2e ${tv%%|*}" || continue
+    e2e_line "$R" pkv-bench "${tv%%|*}" "$dir" "$@" --variants "${tv#*|}"
+    e2e_summary "${tv%%|*}" "$dir"
+    pack
+  done
 }
 timeline_reports() {
   local f
