@@ -20,7 +20,7 @@ RD=$OUT/r; mkdir -p "$RD"
 unpack confirm19; B1=$B; R1=$R
 unpack claims20; B2=$B; R2=$R
 el "confirm19 $(tr '\n' ' ' < "$B1/REVISION") claims20 $(tr '\n' ' ' < "$B2/REVISION")"
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
+el_gpu
 P=$RD/policy20 C=$RD/claims20 G=$RD/cfg20; mkdir -p "$P" "$C" "$G"
 # 1. device tests, all at once
 B=$B1 R=$R1 parallel_tests "$P/tests" decode_attention_device_test:200 cuda_backend_device_test:200 &

@@ -17,7 +17,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call cfg16
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 C=$RD/cfg16 P=$RD/probe I=$RD/issue16; mkdir -p "$C" "$P" "$I"
 RD=$C device_tests cuda_backend_device_test:200 decode_attention_device_test:200
 if [ "${PROBE:-1}" = 1 ]; then

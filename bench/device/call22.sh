@@ -11,7 +11,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call bulk
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/bulk; mkdir -p "$D"
 RD=$D device_tests gemv_device_test:200 cuda_backend_device_test:200
 A=fused+pdl+prenorm+overlap Z=fused+pdl+prenorm+bulk+overlap

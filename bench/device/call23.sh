@@ -11,7 +11,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call bulk2
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/bulk; mkdir -p "$D"
 RD=$D device_tests "gemv_device_test:120:*Bulk*"
 # The llama-wide cases in full output: each test's worst errors (TearDown's line) under its name.

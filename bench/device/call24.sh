@@ -13,7 +13,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call bulk3
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/bulk; mkdir -p "$D"
 [ -z "${NOTESTS:-}" ] && timeout 200 "$R" cuda_backend_device_test --gtest_filter='*llama_wide*' > "$D/cb.txt" 2>&1
 echo "rc=$? cuda_backend_device_test llama_wide $(grep -E '^\[  (PASSED|FAILED) ' "$D/cb.txt" | tr '\n' ' ')" >> "$S"

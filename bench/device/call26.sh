@@ -8,7 +8,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call served
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 C=$RD/served; mkdir -p "$C"
 timeout 200 "$R" pkv-make-model --out /tmp/m-8b --shape llama3-8b > "$C/make_8b.log" 2>&1
 echo "rc=$? make 8b" >> "$S"

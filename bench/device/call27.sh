@@ -9,7 +9,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call served
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 C=$RD/served; mkdir -p "$C"
 for shape in 8b 1b; do
   timeout 200 "$R" pkv-make-model --out /tmp/m-$shape --shape llama3-$shape > "$C/make_$shape.log" 2>&1

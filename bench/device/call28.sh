@@ -10,7 +10,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call tl
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/tl; mkdir -p "$D/timeline"
 P=fused+pdl+prenorm
 L=(--decode_lines bucketed-B1-N4096,bucketed-B8-N4096)

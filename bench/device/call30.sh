@@ -14,7 +14,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call tl
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/lt; mkdir -p "$D/timeline"
 time_for 130 "tests" && RD=$D device_tests \
   "cuda_backend_device_test:120:*_w8*"

@@ -10,7 +10,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call tl
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/bq; mkdir -p "$D/timeline"
 P=fused+pdl+prenorm
 A=$P+overlap Q=$P+bulk:qkv.gateup.down+overlap W=$P+bulk:qkv.o.gateup.down+overlap N=$P+bulk:none+overlap

@@ -8,7 +8,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call served
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 C=$RD/all; mkdir -p "$C"
 P=fused+pdl+prenorm
 A=$P+overlap G=$P+bulk:gateup.down+overlap N=$P+bulk:none+overlap

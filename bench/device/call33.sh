@@ -8,7 +8,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call final
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 C=$RD/final; mkdir -p "$C/timeline"
 for shape in 8b 1b; do
   time_for 60 "served $shape" || continue

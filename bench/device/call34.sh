@@ -10,7 +10,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call nx
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 D=$RD/nx; mkdir -p "$D"
 P=fused+pdl+prenorm
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)

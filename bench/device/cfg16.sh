@@ -19,7 +19,6 @@
 set -u
 source "$(dirname "$0")/common.sh"
 start_call cfg16
-el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 device_tests cuda_backend_device_test:200 decode_attention_device_test:200
 W4=fused+pdl+prenorm+w4+overlap W8=fused+pdl+prenorm+w8+overlap
 L=(--shapes llama3-8b,llama3-1b --decode_lines bucketed-B1-N4096,bucketed-B8-N4096)

@@ -24,8 +24,9 @@
 #                                     instance into FILE_all.txt
 #   e2e_line RUN BIN TAG DIR ARGS...  RUN BIN e2e on the held-out trace (no prompts, no drift) with
 #                                     ARGS into DIR/e2e_TAG.{log,tsv}; rc and step lines into $S
-#   start_call NAME                   unpack NAME, RD=$OUT/r, and a first summary line: NAME and
-#                                     the bundle's REVISION
+#   start_call NAME                   unpack NAME, RD=$OUT/r, and the first summary lines: NAME
+#                                     with the bundle's REVISION, then the GPU (el_gpu)
+#   el_gpu                            the GPU's name into $S
 #   device_tests NAME:SECONDS...      parallel_tests into $RD/tests; their first failure lines into
 #                                     $S; pack
 #   gemv_tests [NAME:SECONDS...]      device_tests of the GEMV calls' device tests (gemv, quantized
@@ -235,7 +236,9 @@ start_call() {
   unpack "$1"
   RD=$OUT/r; mkdir -p "$RD"
   el "$1 $(tr '\n' ' ' < "$B/REVISION")"
+  el_gpu
 }
+el_gpu() { el "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"; }
 device_tests() {
   parallel_tests "$RD/tests" "$@"
   grep -hE "Failure|FAILED" "$RD"/tests/*.txt | head -5 >> "$S"

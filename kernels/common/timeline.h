@@ -1,7 +1,7 @@
 // Per-CTA timeline of a step, for PKV_TIMELINE measurement builds only (CMake -DPKV_TIMELINE=ON):
 // every kernel that calls PdlWait (pdl.cuh) records, for each of its first kTimelineCtas CTAs,
 // when the CTA reached the wait, when the wait returned and (kernels that mark it) when the CTA
-// left, by the GPU's global nanosecond timer. `pkv-bench e2e --timeline_out` captures one decode
+// left, by the GPU's global nanosecond timer. `pkv-bench e2e --timeline_dir` captures one decode
 // step this way, so the time between kernels (a PDL boundary's release, a grid's tail, a CTA's
 // first bytes) can be read per boundary instead of inferred from step totals (bench/NOTES.md).
 //
